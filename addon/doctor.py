@@ -1,0 +1,98 @@
+"""What skin_collide sees in a skinned mesh, and how closely core.skinning matches Blender."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..core import skinning
+from ..core.refit_policy import choose_refit
+from ..core.rig import Rig
+from . import animation, extract
+
+
+@dataclass
+class MeshReport:
+    name: str
+    armature: str
+    rig: Rig
+    facts: list[tuple[str, str]] = field(default_factory=list)
+    frames_label: str = ""
+    max_deviation: float = float("nan")
+    max_deviation_relative: float = float("nan")
+
+
+def describe(ob) -> MeshReport:
+    """Static facts about a skinned mesh object (raises extract.RigError when not skinned)."""
+    rig = extract.rig_from_object(ob)
+    rep = extract.modifier_report(ob)
+    counts = rig.influence_counts()
+    sums = rig.weight_sums()
+    weighted = counts > 0
+    polys = ob.data.polygons
+    sizes = np.empty(len(polys), dtype=np.int32)
+    polys.foreach_get("loop_total", sizes)
+    used = np.zeros(rig.n_bones, bool)
+    used[np.unique(rig.weight_bone)] = True
+    keys = ob.data.shape_keys
+    n_keys = len(keys.key_blocks) - 1 if keys is not None and len(keys.key_blocks) else 0
+    bones = rep.armature.data.bones
+    bbones = [b.name for b in bones if b.bbone_segments > 1]
+    method, reason = choose_refit(rig)
+    off = np.abs(sums[weighted] - 1.0) > 1e-3
+    r = MeshReport(ob.name, rep.armature.name, rig)
+    r.facts = [
+        ("armature", rep.armature.name),
+        ("vertices", str(rig.n_vertices)),
+        ("triangles", f"{rig.n_triangles} (polygons {len(polys)}, n-gons {int((sizes > 4).sum())})"),
+        ("bones", f"{rig.n_bones} (deform {int(rig.bone_deform.sum())}, weighting this mesh {int(used.sum())})"),
+        ("max_influences", str(int(counts.max()) if counts.size else 0)),
+        ("weight_sums", (f"min {sums[weighted].min():.4f} max {sums[weighted].max():.4f}, "
+                         f"{int(off.sum())} off by >1e-3 (Blender normalizes them), "
+                         f"{int((~weighted).sum())} unweighted (left in place)")
+         if weighted.any() else "no vertex carries a deform-bone weight"),
+        ("preserve_volume", "on" if rig.preserve_volume else "off"),
+        ("shape_keys", str(n_keys)),
+        ("modifiers_before", ", ".join(rep.before) or "none"),
+        ("modifiers_after", ", ".join(rep.after) or "none"),
+        ("bbones", ", ".join(bbones) if bbones else "none"),
+        ("unsupported", "; ".join(rig.unsupported) or "none"),
+        ("refit", f"{method} ({reason})"),
+    ]
+    for note in rig.notes:
+        r.facts.append(("note", note))
+    return r
+
+
+def measure_deviation(scene, ob, report: MeshReport, frames: list[int]) -> None:
+    """Max |core.skinning − Blender's evaluated mesh| over `frames`, absolute (scene units)
+    and relative to the evaluated mesh's bounding-box size."""
+    import bpy
+
+    worst = worst_rel = 0.0
+    for f in frames:
+        scene.frame_set(f)
+        dg = bpy.context.evaluated_depsgraph_get()
+        ref = extract.evaluated_positions(ob, dg)
+        if ref.shape[0] != report.rig.n_vertices:
+            report.max_deviation = float("inf")
+            report.max_deviation_relative = float("inf")
+            return
+        ours = skinning.skin_rig(report.rig, extract.pose_from_object(ob, dg))
+        dev = float(np.abs(ours - ref).max()) if ref.size else 0.0
+        size = float(np.ptp(ref, axis=0).max()) if ref.size else 1.0
+        worst = max(worst, dev)
+        worst_rel = max(worst_rel, dev / max(size, 1e-12))
+    report.max_deviation = worst
+    report.max_deviation_relative = worst_rel
+
+
+def frames_to_check(scene, arm_ob) -> tuple[list[int], str]:
+    """The frames of the armature's assigned action, else the scene's frame range."""
+    ad = arm_ob.animation_data
+    act = ad.action if ad is not None else None
+    if act is not None:
+        frames = animation.action_frames(act)
+        return frames, f"action '{act.name}' frames {frames[0]}-{frames[-1]}"
+    frames = list(range(scene.frame_start, scene.frame_end + 1))
+    return frames, f"scene frames {scene.frame_start}-{scene.frame_end} (no action)"

@@ -1,0 +1,43 @@
+"""Operator: check the active mesh the way `python -m skin_collide doctor` does."""
+from __future__ import annotations
+
+import bpy
+
+from ..addon import doctor, extract
+
+
+class SKINCOLLIDE_OT_doctor(bpy.types.Operator):
+    """Check the active skinned mesh: weights, modifiers, refit method, and how closely
+    skin_collide's skinning reproduces Blender's at the current frame"""
+
+    bl_idname = "skin_collide.doctor"
+    bl_label = "Check Skinned Mesh"
+    bl_options = {"REGISTER"}
+
+    @classmethod
+    def poll(cls, context):
+        ob = context.active_object
+        if ob is None or ob.type != "MESH":
+            cls.poll_message_set("Select a mesh object")
+            return False
+        return True
+
+    def execute(self, context):
+        ob = context.active_object
+        try:
+            rep = doctor.describe(ob)
+        except extract.RigError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        scene = context.scene
+        frame = scene.frame_current
+        doctor.measure_deviation(scene, ob, rep, [frame])
+        facts = dict(rep.facts)
+        summary = (f"{rep.name}: {facts['vertices']} vertices, {facts['triangles']}, "
+                   f"refit {facts['refit']}, deviation {rep.max_deviation:.2e} at frame {frame}")
+        scene.skin_collide.last_report = summary
+        self.report({"INFO"}, summary)
+        return {"FINISHED"}
+
+
+CLASSES = (SKINCOLLIDE_OT_doctor,)
