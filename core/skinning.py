@@ -116,13 +116,34 @@ def _pure(v: np.ndarray) -> np.ndarray:
 
 
 def _orthogonalize_about_y(m: np.ndarray) -> np.ndarray:
-    """Blender's ``orthogonalize_m4(m, 1)`` on (..., 3, 3): keep the Y axis, rebuild X, Z."""
-    x, y = m[..., :, 0], m[..., :, 1]
-    y = y / np.linalg.norm(y, axis=-1, keepdims=True)
-    z = np.cross(x, y)
-    z = z / np.linalg.norm(z, axis=-1, keepdims=True)
-    x = np.cross(y, z)
-    return np.stack([x, y, z], axis=-1)
+    """Blender's ``orthogonalize_m4(m, 1)`` on (..., 3, 3): the rotation it takes from a
+    scaled or sheared bone matrix for Preserve Volume.
+
+    The Y axis (the bone's direction) is kept. Which other axis is kept in plane depends
+    on dot products with the *unnormalized* columns, exactly as Blender branches: with
+    large scale and shear the second branch is taken, and the difference is up to 10% of
+    the model's size.
+    """
+    x, z = m[..., :, 0], m[..., :, 2]
+    y = m[..., :, 1] / np.linalg.norm(m[..., :, 1], axis=-1, keepdims=True)
+
+    def unit(v):
+        return v / np.linalg.norm(v, axis=-1, keepdims=True)
+
+    # Branch 1: keep the XY plane.
+    z1 = unit(np.cross(x, y))
+    x1 = np.cross(y, z1)
+    # Branch 2: keep the YZ plane.
+    x2 = unit(np.cross(y, z))
+    z2 = np.cross(x2, y)
+    # Branch 3 (degenerate axes): any frame around Y.
+    x3 = unit(np.cross(y, np.stack([y[..., 1], y[..., 2], y[..., 0]], -1)))
+    z3 = np.cross(x3, y)
+    b1 = (np.sum(y * x, -1) < 1)[..., None]
+    b2 = (np.sum(x * z, -1) < 1)[..., None]
+    xo = np.where(b1, x1, np.where(b2, x2, x3))
+    zo = np.where(b1, z1, np.where(b2, z2, z3))
+    return np.stack([xo, y, zo], axis=-1)
 
 
 def bone_dual_quats(bone_rest: np.ndarray, deform: np.ndarray):
