@@ -1,0 +1,94 @@
+"""`python -m skin_collide ...` as a pipeline script calls it."""
+import re
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.blender
+pytest.importorskip("bpy")
+
+
+def run(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "skin_collide", *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=600)
+
+
+def deviations(stdout: str) -> list[float]:
+    return [float(x) for x in re.findall(r"^max_deviation: (\S+)$", stdout, re.M)]
+
+
+@pytest.fixture(scope="module")
+def demo_blend(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo") / "demo.blend"
+    res = run("demo", "--out", str(out), "--rings", "12", "--segments", "8", "--frame-count", "12")
+    assert res.returncode == 0, res.stderr
+    assert out.is_file()
+    return out, res
+
+
+def test_demo_writes_a_blend_and_doctors_both_characters(demo_blend):
+    _, res = demo_blend
+    assert "mesh: Left" in res.stdout and "mesh: Right" in res.stdout
+    devs = deviations(res.stdout)
+    assert len(devs) == 2 and max(devs) < 1e-5
+
+
+def test_doctor_reports_the_facts_a_rigger_needs(demo_blend):
+    path, _ = demo_blend
+    res = run("doctor", str(path), "--object", "Left", "--frames", "1:6")
+    assert res.returncode == 0, res.stderr
+    for key in ("vertices:", "triangles:", "bones:", "max_influences:", "weight_sums:",
+                "preserve_volume: off", "shape_keys: 0", "modifiers_before: none",
+                "modifiers_after: none", "bbones: none", "refit: on-demand LBS"):
+        assert key in res.stdout, key
+    assert "frames: frames 1-6" in res.stdout
+    assert len(deviations(res.stdout)) == 1
+
+
+@pytest.mark.asset
+def test_doctor_on_a_shared_asset(assets_dir):
+    res = run("doctor", str(assets_dir / "makehuman_default.blend"))
+    assert res.returncode == 0, res.stderr
+    assert "max_influences: 9" in res.stdout
+    assert "off by >1e-3" in res.stdout
+    assert deviations(res.stdout)[0] < 1e-3  # metres, on a 1.7 m human
+
+
+@pytest.mark.parametrize("args, message", [
+    (("doctor", "/nonexistent/file.blend"), "no such file"),
+    (("doctor", __file__), "unsupported file type"),
+    (("doctor", "{demo}", "--object", "Nobody"), "no object named 'Nobody'"),
+    (("doctor", "{demo}", "--object", "Left_rig"), "not a mesh with an Armature modifier"),
+    (("doctor", "{demo}", "--frames", "9:3"), "empty frame range"),
+    (("doctor", "{demo}", "--frames", "x"), "expects START:END"),
+])
+def test_bad_input_is_one_line_and_exit_2(demo_blend, args, message):
+    path, _ = demo_blend
+    res = run(*[a.replace("{demo}", str(path)) for a in args])
+    assert res.returncode == 2
+    err = [line for line in res.stderr.splitlines() if line.startswith("skin_collide: error:")]
+    assert len(err) == 1 and message in err[0], res.stderr
+
+
+def test_corrupt_blend_is_a_clean_error(tmp_path):
+    bad = tmp_path / "broken.blend"
+    bad.write_bytes(b"this is not a blend file")
+    res = run("doctor", str(bad))
+    assert res.returncode == 2
+    assert "skin_collide: error:" in res.stderr
+
+
+def test_file_without_skinned_mesh(tmp_path):
+    import bpy
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    me = bpy.data.meshes.new("m")
+    me.from_pydata([(0, 0, 0), (1, 0, 0), (0, 1, 0)], [], [(0, 1, 2)])
+    bpy.context.scene.collection.objects.link(bpy.data.objects.new("m", me))
+    path = tmp_path / "plain.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    bpy.ops.wm.read_homefile(use_empty=True)
+    res = run("doctor", str(path))
+    assert res.returncode == 2
+    assert "no mesh with an Armature modifier" in res.stderr

@@ -1,0 +1,103 @@
+"""The repository is a valid Blender extension: the manifest validates (tags included), the
+zip builds with Blender's own builder, and the built zip installs, enables, registers and
+unregisters cleanly, twice."""
+import importlib
+import os
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.blender
+REPO = Path(__file__).resolve().parents[1]
+
+
+def operator_registered(bpy, name: str) -> bool:
+    try:
+        getattr(bpy.ops.skin_collide, name).get_rna_type()
+    except KeyError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def bl_ext_cli():
+    bpy = pytest.importorskip("bpy")
+    scripts = bpy.utils.system_resource("SCRIPTS")
+    sys.path.insert(0, os.path.join(scripts, "addons_core", "bl_pkg"))
+    from bl_pkg import bl_extension_cli
+
+    tags = os.path.join(scripts, "modules", "_bpy_internal", "extensions", "tags.py")
+    return bl_extension_cli, tags
+
+
+def test_manifest_validates_with_tags(bl_ext_cli, capsys):
+    cli, tags = bl_ext_cli
+    assert os.path.isfile(tags)
+    assert cli.cli_extension_handler(["validate", "--valid-tags", tags, str(REPO)]) == 0
+
+
+def test_manifest_validator_rejects_a_bad_tag(bl_ext_cli, tmp_path):
+    cli, tags = bl_ext_cli
+    text = (REPO / "blender_manifest.toml").read_text().replace('"Rigging"', '"Not A Tag"')
+    (tmp_path / "blender_manifest.toml").write_text(text)
+    (tmp_path / "__init__.py").write_text("def register(): pass\ndef unregister(): pass\n")
+    assert cli.cli_extension_handler(["validate", "--valid-tags", tags, str(tmp_path)]) != 0
+
+
+@pytest.fixture(scope="module")
+def built_zip(bl_ext_cli, tmp_path_factory):
+    cli, tags = bl_ext_cli
+    out = tmp_path_factory.mktemp("dist")
+    assert cli.cli_extension_handler(["build", "--valid-tags", tags, "--source-dir", str(REPO),
+                                      "--output-dir", str(out)]) == 0
+    zips = list(out.glob("skin_collide-*.zip"))
+    assert len(zips) == 1
+    return zips[0]
+
+
+def test_zip_holds_the_addon_and_no_tests(built_zip):
+    names = zipfile.ZipFile(built_zip).namelist()
+    for needed in ("blender_manifest.toml", "__init__.py", "core/skinning.py",
+                   "addon/extract.py", "operators/doctor.py", "panels/main_panel.py"):
+        assert needed in names
+    assert not [n for n in names if n.startswith(("tests/", "bench/", ".venv/", ".ci/"))]
+
+
+def test_install_enable_and_disable_twice(built_zip, tmp_path):
+    import addon_utils
+    import bpy
+
+    repo_dir = tmp_path / "repo"
+    with zipfile.ZipFile(built_zip) as z:
+        z.extractall(repo_dir / "skin_collide")
+    prefs = bpy.context.preferences
+    repo = prefs.extensions.repos.new(name="skin_collide_test", module="sc_test",
+                                      custom_directory=str(repo_dir), source="USER")
+    module = "bl_ext.sc_test.skin_collide"
+    try:
+        for _ in range(2):
+            mod = addon_utils.enable(module, default_set=True, handle_error=None)
+            assert mod is not None, "the built extension did not enable"
+            assert module in prefs.addons
+            assert hasattr(bpy.types, "SKINCOLLIDE_PT_main")
+            assert hasattr(bpy.types.Scene, "skin_collide")
+            assert operator_registered(bpy, "doctor")
+            addon_utils.disable(module, default_set=True, handle_error=None)
+            assert module not in prefs.addons
+            assert not hasattr(bpy.types, "SKINCOLLIDE_PT_main")
+            assert not hasattr(bpy.types.Scene, "skin_collide")
+            assert not operator_registered(bpy, "doctor")
+    finally:
+        prefs.extensions.repos.remove(repo)
+
+
+def test_register_and_unregister_twice_directly():
+    bpy = pytest.importorskip("bpy")
+    pkg = importlib.import_module("skin_collide")
+    for _ in range(2):
+        pkg.register()
+        assert operator_registered(bpy, "doctor")
+        pkg.unregister()
+        assert not operator_registered(bpy, "doctor")
