@@ -1,4 +1,4 @@
-"""Command line: ``python -m skin_collide doctor|demo ...`` (headless; bpy imported lazily).
+"""Command line: ``python -m skin_collide doctor|scan|demo ...`` (headless; bpy imported lazily).
 
 Exit codes: 0 success, 2 bad input (missing or unreadable file, no skinned mesh, unknown
 object, empty frame range), with a one-line message on stderr.
@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+
+import numpy as np
 
 
 class UsageError(Exception):
@@ -90,6 +92,56 @@ def cmd_doctor(args) -> int:
     return 0
 
 
+def _progress(k: int, n: int, rec) -> None:
+    width = 20
+    done = int(width * (k + 1) / n)
+    bar = "#" * done + "." * (width - done)
+    print(f"[{bar}] {k + 1:>4}/{n} frame {rec.frame:>5}: {len(rec.pairs):>6} pairs "
+          f"{rec.ms:8.2f} ms query ({'/'.join(sorted(set(rec.modes)))}), "
+          f"{rec.eval_ms:7.1f} ms Blender evaluation", flush=True)
+
+
+def cmd_scan(args) -> int:
+    bpy = _import_bpy()
+    from .addon import extract, files, scanner
+
+    frames = parse_frames(args.frames)
+    try:
+        files.load_file(args.file)
+    except files.FileError as exc:
+        raise UsageError(str(exc)) from None
+    scene = bpy.context.scene
+    meshes = _select_meshes(scene, args.object)
+    if frames is None:
+        if scene.frame_end < scene.frame_start:
+            raise UsageError(f"the scene's frame range {scene.frame_start}:{scene.frame_end} is empty")
+        frames = (scene.frame_start, scene.frame_end)
+    if not args.self_collision and len(meshes) < 2:
+        raise UsageError("only one object: pass --self for self-collision, or name two objects")
+    out_dir = os.path.dirname(os.path.abspath(args.json))
+    if not os.path.isdir(out_dir):
+        raise UsageError(f"the folder for --json does not exist: {out_dir}")
+    try:
+        sc = scanner.Scanner(meshes, mode=args.mode, self_collision=args.self_collision,
+                             first_hit=args.first_hit)
+    except extract.RigError as exc:
+        raise UsageError(str(exc)) from None
+    for obj in sc.objects:
+        print(f"object {obj.name}: {obj.rig.n_triangles} triangles, {obj.tree.n_nodes} spheres, "
+              f"built in {obj.build_seconds:.2f} s; refit: {obj.refit_method} ({obj.refit_reason})")
+    frame_list = list(range(frames[0], frames[1] + 1))
+    try:
+        report = sc.run(scene, frame_list, progress=_progress)
+    except extract.RigError as exc:
+        raise UsageError(str(exc)) from None
+    report.write_json(args.json)
+    colliding = [r.frame for r in report.frames if r.pairs]
+    ms = np.array([r.ms for r in report.frames])
+    print(f"{len(colliding)} of {len(frame_list)} frames collide; query ms mean {ms.mean():.2f} "
+          f"max {ms.max():.2f}; wrote {args.json}")
+    return 0
+
+
 def cmd_demo(args) -> int:
     bpy = _import_bpy()
     from .addon import demo_rig
@@ -102,7 +154,11 @@ def cmd_demo(args) -> int:
     print(f"wrote {out}: two tube characters, "
           f"{len(bpy.data.objects['Left'].data.polygons)} polygons each, frames 1-{args.frame_count}")
     args.file, args.object, args.frames = out, None, None
-    return cmd_doctor(args)
+    status = cmd_doctor(args)
+    if status == 0 and args.json:
+        args.mode, args.self_collision, args.first_hit = "on-demand", False, False
+        status = cmd_scan(args)
+    return status
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -120,7 +176,19 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--segments", type=int, default=24)
     m.add_argument("--frame-count", type=int, default=48)
     m.add_argument("--preserve-volume", action="store_true")
+    m.add_argument("--json", help="also scan the demo's frames and write the report here")
     m.set_defaults(func=cmd_demo)
+    sc = sub.add_parser("scan", help="collide skinned meshes over a frame range, write JSON")
+    sc.add_argument("file", help=".blend, .glb or .gltf")
+    sc.add_argument("--object", action="append", help="mesh object name (repeatable; default all)")
+    sc.add_argument("--frames", help="START:END inclusive (default: the scene's range)")
+    sc.add_argument("--self", dest="self_collision", action="store_true",
+                    help="also report each object's self-intersections")
+    sc.add_argument("--mode", choices=("on-demand", "bottom-up", "rebuild"), default="on-demand")
+    sc.add_argument("--first-hit", action="store_true",
+                    help="stop each frame at the first colliding pair (yes/no per frame)")
+    sc.add_argument("--json", required=True, help="output report path")
+    sc.set_defaults(func=cmd_scan)
     return p
 
 

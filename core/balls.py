@@ -10,7 +10,7 @@ every set keeps a support of at most 4 points whose minimal ball is its current 
 round finds, per unfinished set, the point farthest from the current centre. If it lies
 inside the ball (up to a relative 1e-12), the set is finished. Otherwise the new ball is the
 minimal ball of support ∪ {p}, which has p on its boundary: it is found by trying the
-circumscribed ball of every subset of the support together with p (at most 15 subsets) and
+circumscribed ball of every subset of the support together with p (at most 14 subsets) and
 keeping the one whose centre needs the smallest radius to cover support ∪ {p}. The radius
 grows strictly each round, so the loop ends; in practice after a few dozen rounds.
 """
@@ -61,8 +61,9 @@ def _pivot_tables(k: int) -> tuple[np.ndarray, ...]:
     for row, sub in enumerate(subsets):
         gather[row, 1:1 + len(sub)] = sub
     new_count = np.array([len(s) + 1 for s in subsets], dtype=np.int64)
-    as_array = lambda subs, m: np.array(subs, dtype=np.int64).reshape(len(subs), m)
-    return as_array(pairs, 2), as_array(triples, 3), gather, new_count
+    pair_idx = np.array(pairs, dtype=np.int64).reshape(len(pairs), 2)
+    triple_idx = np.array(triples, dtype=np.int64).reshape(len(triples), 3)
+    return pair_idx, triple_idx, gather, new_count
 
 
 _TABLES = {k: _pivot_tables(k) for k in range(1, 5)}
