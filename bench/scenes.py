@@ -1,0 +1,45 @@
+"""Benchmark scenes built from the shared assets: subdivided characters and interpenetrating
+copies (Kavan & Žára 2005, Table 3 setup: every triangle split into four, same shape)."""
+from __future__ import annotations
+
+import math
+
+
+def subdivide_rest_mesh(ob, levels: int) -> None:
+    """Split every face into four, `levels` times, on the rest mesh (vertex groups are
+    interpolated, the shape is unchanged: a Simple subdivision applied before the
+    Armature modifier)."""
+    import bpy
+
+    if levels <= 0:
+        return
+    mod = ob.modifiers.new("bench_subdiv", "SUBSURF")
+    mod.subdivision_type = "SIMPLE"
+    mod.levels = levels
+    mod.render_levels = levels
+    with bpy.context.temp_override(object=ob, active_object=ob):
+        bpy.ops.object.modifier_move_to_index(modifier=mod.name, index=0)
+        bpy.ops.object.modifier_apply(modifier=mod.name)
+
+
+def duplicate_character(ob, arm, name: str, offset=(0.0, 0.25, 0.0), turn: float = math.pi):
+    """A full copy (mesh + armature + action) turned by `turn` about Z and moved by
+    `offset`, so that two characters interpenetrate."""
+    import bpy
+
+    arm2 = arm.copy()
+    arm2.data = arm.data.copy()
+    arm2.name = f"{name}_rig"
+    bpy.context.scene.collection.objects.link(arm2)
+    ob2 = ob.copy()
+    ob2.data = ob.data.copy()
+    ob2.name = name
+    bpy.context.scene.collection.objects.link(ob2)
+    ob2.parent = arm2 if ob.parent == arm else ob.parent
+    for mod in ob2.modifiers:
+        if mod.type == "ARMATURE" and mod.object == arm:
+            mod.object = arm2
+    arm2.rotation_euler[2] += turn
+    arm2.location = (arm.location[0] + offset[0], arm.location[1] + offset[1],
+                     arm.location[2] + offset[2])
+    return ob2, arm2
