@@ -33,97 +33,105 @@ FLOAT32_MARGIN = 1e-5
 
 @dataclass
 class LbsBounds:
-    """Per-node data for the on-demand LBS refit: each node's corner weight vectors,
-    stored sparsely.
+    """Per-node data for the on-demand LBS refit.
+
+    Two sound bounds are stored; a refit computes both where available and keeps the
+    smaller sphere:
+
+    * corners (the paper's): each node's corner weight vectors, sparse;
+    * the mean-weight bound: with ŵ the node's mean weight vector and
+      ``c' = Σ_j ŵ_j C_j c``, every deformed vertex lies within
+      ``r · max_j σ_j + Σ_j δ_j |C_j c − c'|`` of c', where
+      ``δ_j = max(h_j − ŵ_j, ŵ_j − l_j)`` and [l_j, h_j] is the range of joint j's weight
+      over the node's vertices (0 where a vertex lacks j). It costs one term per distinct
+      joint, so nodes whose corners would be expensive (near the root) keep only this one;
+      with the same centre, the hull of the transformed spheres ``max_j |C_j c − c'| + σ_j r``
+      (the paper's Eq. 2, blind to weights) is also a bound, and the smaller radius is used.
 
     Attributes:
-        corner_ptr: (N + 1,) int64 CSR: node i owns corner rows corner_ptr[i]:[i + 1].
-        entry_ptr: (R + 1,) int64 CSR: corner row r has entries entry_ptr[r]:[r + 1].
-        entry_joint: (E,) int32 joint of each nonzero entry; index J is the virtual static
-            joint (vertices Blender leaves in place).
+        joint_ptr: (N + 1,) int64 CSR of each node's distinct joints; node_joint (D,) int32
+            (index J is the virtual static joint).
+        mean_weight, delta: (D,) float64 ŵ_j and δ_j per (node, joint).
+        corner_ptr: (N + 1,) int64 CSR of corner rows (empty for nodes without corners).
+        entry_ptr: (R + 1,) int64 CSR of the nonzero entries of each corner row.
+        entry_slot: (E,) int32 the entry's joint as a position in its node's joint list.
         entry_weight: (E,) float64 corner weight of that joint (a row sums to 1).
-        simplified: (N,) bool, nodes whose corners were replaced by the unit vectors of
-            their joints (see `lbs_bounds`).
-        joint_ptr: (N + 1,) int64 CSR of each node's distinct joints; node_joint (D,) int32.
-        entry_slot: (E,) int32 position of the entry's joint in its node's joint list, so a
-            refit transforms the node centre once per (node, joint), not once per entry.
     """
 
-    corner_ptr: np.ndarray
-    entry_ptr: np.ndarray
-    entry_joint: np.ndarray
-    entry_weight: np.ndarray
-    simplified: np.ndarray
     joint_ptr: np.ndarray
     node_joint: np.ndarray
+    mean_weight: np.ndarray
+    delta: np.ndarray
+    corner_ptr: np.ndarray
+    entry_ptr: np.ndarray
     entry_slot: np.ndarray
+    entry_weight: np.ndarray
 
     def arrays(self) -> dict[str, np.ndarray]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
-
-# A node keeps its exact corners unless they hold more than SIMPLIFY_MIN_ENTRIES entries and
-# SIMPLIFY_RATIO times more entries than the node has distinct joints. Nodes near the root of
-# a rig with many influences per vertex (MakeHuman: 9) otherwise carry tens of thousands of
-# corners, and they are refitted every frame; deep nodes stay exact, where tightness pays.
-SIMPLIFY_RATIO = 4
-SIMPLIFY_MIN_ENTRIES = 2048
+    @property
+    def has_corners(self) -> np.ndarray:
+        return np.diff(self.corner_ptr) > 0
 
 
-def lbs_bounds(tree: SphereTree, rig: Rig, simplify_ratio: float = SIMPLIFY_RATIO) -> LbsBounds:
-    """Joint-sets, weight intervals and their corners for every node of `tree`.
+# Nodes whose corners hold more entries than this keep only the mean-weight bound: near the
+# root of a rig with many influences per vertex (MakeHuman: 9) a node has thousands of
+# corners, and those nodes are refitted every frame.
+CORNER_ENTRY_LIMIT = 64
 
-    Where the exact corners would cost more than `simplify_ratio` times the node's number
-    of distinct joints (and more than SIMPLIFY_MIN_ENTRIES), the node uses the unit weight vectors of those joints instead:
-    their hull contains every weight polytope over those joints, so the bound stays safe
-    (it becomes the paper's looser convex hull of all transformed spheres, Eq. 2).
-    """
+
+def _mean_weight_bounds(tree: SphereTree, joints: np.ndarray, weights: np.ndarray):
+    """Distinct joints per node with their mean weight and weight deviation δ."""
+    N = tree.n_nodes
+    nv = np.diff(tree.node_vert_ptr)
+    node = np.repeat(np.arange(N), nv)
+    verts = tree.node_verts
+    K = joints.shape[1]
+    nj = int(joints.max()) + 1
+    jn = joints[verts]                                           # (M, K)
+    wn = weights[verts]
+    valid = jn >= 0
+    key = (np.repeat(node, K).reshape(-1, K)[valid] * nj + jn[valid])
+    w = wn[valid]
+    order = np.argsort(key, kind="stable")
+    key, w = key[order], w[order]
+    uniq, start, count = np.unique(key, return_index=True, return_counts=True)
+    wsum = np.add.reduceat(w, start)
+    wmin = np.minimum.reduceat(w, start)
+    wmax = np.maximum.reduceat(w, start)
+    u_node = uniq // nj
+    # A vertex without the joint has weight 0 for it.
+    lo = np.where(count < nv[u_node], 0.0, wmin)
+    mean = wsum / nv[u_node]
+    delta = np.maximum(wmax - mean, mean - lo)
+    joint_ptr = np.zeros(N + 1, dtype=np.int64)
+    np.cumsum(np.bincount(u_node, minlength=N), out=joint_ptr[1:])
+    return joint_ptr, (uniq % nj).astype(np.int32), mean, delta, uniq, nj
+
+
+def lbs_bounds(tree: SphereTree, rig: Rig, corner_entry_limit: int = CORNER_ENTRY_LIMIT) -> LbsBounds:
+    """Both bounds for every node of `tree` (corners only where they are affordable)."""
     joints, weights = rig.padded_influences()
+    joint_ptr, node_joint, mean, delta, pair_key, nj = _mean_weight_bounds(tree, joints, weights)
     nc = weight_bounds.node_corners(joints, weights, tree.node_vert_ptr, tree.node_verts)
     N = tree.n_nodes
     nz = nc.joints >= 0
     row_entries = nz.sum(axis=1)
     row_node = np.repeat(np.arange(N), np.diff(nc.ptr))
     node_entries = np.bincount(row_node, weights=row_entries, minlength=N)
-    # Distinct joints per node, from the corner rows.
-    nj = int(max(joints.max(), 0)) + 1
-    key = np.unique(row_node[np.nonzero(nz)[0]] * nj + nc.joints[nz])
-    key_node, key_joint = key // nj, (key % nj).astype(np.int32)
-    distinct = np.bincount(key_node, minlength=N)
-    simple = (node_entries > simplify_ratio * distinct) & (node_entries > SIMPLIFY_MIN_ENTRIES)
-    keep_rows = ~simple[row_node]
-    # Exact rows of kept nodes, unit rows of simplified nodes, merged in node order.
-    e_rows = np.nonzero(keep_rows)[0]
-    ex_node = row_node[e_rows]
-    un = simple[key_node]
-    u_node, u_joint = key_node[un], key_joint[un]
-    all_node = np.concatenate([ex_node, u_node])
-    order = np.argsort(all_node, kind="stable")
-    counts = np.concatenate([row_entries[e_rows], np.ones(u_node.size, dtype=np.int64)])[order]
-    ex_mask = nz[e_rows]
-    ex_joint = nc.joints[e_rows][ex_mask]
-    ex_weight = nc.weights[e_rows][ex_mask]
-    ex_ptr = np.concatenate([[0], np.cumsum(row_entries[e_rows])])
-    # Entries of each row in the merged order.
-    src_start = np.concatenate([ex_ptr[:-1], ex_ptr[-1] + np.arange(u_node.size)])[order]
-    joint_pool = np.concatenate([ex_joint, u_joint])
-    weight_pool = np.concatenate([ex_weight, np.ones(u_node.size)])
-    entry_ptr = np.zeros(counts.size + 1, dtype=np.int64)
-    np.cumsum(counts, out=entry_ptr[1:])
-    seg = np.repeat(np.arange(counts.size), counts)
-    take = src_start[seg] + (np.arange(entry_ptr[-1]) - entry_ptr[seg])
+    keep_node = node_entries <= corner_entry_limit
+    rows = np.nonzero(keep_node[row_node])[0]
     corner_ptr = np.zeros(N + 1, dtype=np.int64)
-    np.cumsum(np.bincount(all_node, minlength=N), out=corner_ptr[1:])
-    entry_joint = joint_pool[take].astype(np.int32)
-    # (node, joint) pairs: `key` is sorted by node then joint, so each node's joints are a
-    # contiguous ascending run and an entry's slot is a search within its node's run.
-    joint_ptr = np.zeros(N + 1, dtype=np.int64)
-    np.cumsum(distinct, out=joint_ptr[1:])
-    entry_node = np.repeat(np.repeat(np.arange(N), np.diff(corner_ptr)), np.diff(entry_ptr))
-    pos = np.searchsorted(key, entry_node * nj + entry_joint)
-    entry_slot = (pos - joint_ptr[entry_node]).astype(np.int32)
-    return LbsBounds(corner_ptr, entry_ptr, entry_joint, weight_pool[take], simple,
-                     joint_ptr, key_joint, entry_slot)
+    np.cumsum(np.bincount(row_node[rows], minlength=N), out=corner_ptr[1:])
+    entry_ptr = np.zeros(rows.size + 1, dtype=np.int64)
+    np.cumsum(row_entries[rows], out=entry_ptr[1:])
+    mask = nz[rows]
+    e_joint = nc.joints[rows][mask]
+    e_node = np.repeat(row_node[rows], row_entries[rows])
+    slot = np.searchsorted(pair_key, e_node * nj + e_joint) - joint_ptr[e_node]
+    return LbsBounds(joint_ptr, node_joint, mean, delta, corner_ptr, entry_ptr,
+                     slot.astype(np.int32), nc.weights[rows][mask])
 
 
 @dataclass
@@ -160,9 +168,51 @@ def _expand(ptr: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     return rows, seg, seg_ptr
 
 
+def _joint_moves(tree: SphereTree, bounds: LbsBounds, frame: FrameTransforms,
+                 nodes: np.ndarray):
+    """The node centres moved by each of their joints: per (node, joint) pair, C_j c (P, 3)
+    and σ_j (P,), with the pairs' node segment (P,) and CSR offsets (n + 1,)."""
+    pj, pj_seg, pj_ptr = _expand(bounds.joint_ptr, nodes)
+    j = bounds.node_joint[pj]
+    M = frame.matrices[j]
+    moved = np.einsum("eij,ej->ei", M[:, :, :3], tree.centers[nodes][pj_seg]) + M[:, :, 3]
+    return pj, pj_seg, pj_ptr, moved, frame.sigma[j]
+
+
+def mean_weight_spheres(tree: SphereTree, bounds: LbsBounds, frame: FrameTransforms,
+                        nodes: np.ndarray, moves=None) -> tuple[np.ndarray, np.ndarray]:
+    """The mean-weight bound (with the hull bound on the same centre) of `nodes`:
+    centres (n, 3), radii (n,) float64, without the float32 margin."""
+    pj, pj_seg, pj_ptr, moved, sig = moves or _joint_moves(tree, bounds, frame, nodes)
+    r0 = tree.radii[nodes]
+    centers = np.add.reduceat(bounds.mean_weight[pj][:, None] * moved, pj_ptr[:-1], axis=0)
+    spread = np.linalg.norm(moved - centers[pj_seg], axis=1)
+    radii = (r0 * np.maximum.reduceat(sig, pj_ptr[:-1])
+             + np.add.reduceat(bounds.delta[pj] * spread, pj_ptr[:-1]))
+    # Any convex combination of the joints' transformed spheres lies in their hull
+    # (the paper's Eq. 2), which is tighter than the sum above when a node has many joints.
+    radii = np.minimum(radii, np.maximum.reduceat(spread + sig * r0[pj_seg], pj_ptr[:-1]))
+    return centers, radii
+
+
+def corner_spheres(tree: SphereTree, bounds: LbsBounds, frame: FrameTransforms,
+                   nodes: np.ndarray, moves=None) -> tuple[np.ndarray, np.ndarray]:
+    """The paper's corner bound of `nodes` (all must have corners): each corner row is a
+    convex combination of its joints' transformed spheres, and the approximate ball of
+    those encloses the node. Centres (n, 3), radii (n,) float64, without the margin."""
+    pj, pj_seg, pj_ptr, moved, sig = moves or _joint_moves(tree, bounds, frame, nodes)
+    rows, row_seg, row_ptr = _expand(bounds.corner_ptr, nodes)
+    ents, ent_seg, ent_ptr = _expand(bounds.entry_ptr, rows)
+    w = bounds.entry_weight[ents]
+    k = pj_ptr[:-1][row_seg[ent_seg]] + bounds.entry_slot[ents]
+    rc = np.add.reduceat(w[:, None] * moved[k], ent_ptr[:-1], axis=0)
+    rr = tree.radii[nodes][row_seg] * np.add.reduceat(w * sig[k], ent_ptr[:-1])
+    return approx_balls_of_spheres(rc, rr, row_ptr)
+
+
 def refit_on_demand(tree: SphereTree, bounds: LbsBounds, frame: FrameTransforms,
                     nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Refitted world-space spheres of `nodes` under LBS.
+    """Refitted world-space spheres of `nodes` under LBS (the smaller of the two bounds).
 
     Args:
         tree: the rest-pose tree; bounds: its `LbsBounds`; frame: the frame's transforms.
@@ -173,20 +223,18 @@ def refit_on_demand(tree: SphereTree, bounds: LbsBounds, frame: FrameTransforms,
     """
     if nodes.size == 0:
         return np.zeros((0, 3)), np.zeros(0)
-    # The node centre moved by each of the node's joints: C_j c and σ_j.
-    pj, pj_seg, pj_ptr = _expand(bounds.joint_ptr, nodes)
-    j = bounds.node_joint[pj]
-    M = frame.matrices[j]
-    moved = np.einsum("eij,ej->ei", M[:, :, :3], tree.centers[nodes][pj_seg]) + M[:, :, 3]
-    sig = frame.sigma[j]
-    rows, row_seg, row_ptr = _expand(bounds.corner_ptr, nodes)
-    ents, ent_seg, ent_ptr = _expand(bounds.entry_ptr, rows)
-    w = bounds.entry_weight[ents]
-    k = pj_ptr[row_seg[ent_seg]] + bounds.entry_slot[ents]
-    # Each corner row is a convex combination of its joints' transformed spheres.
-    rc = np.add.reduceat(w[:, None] * moved[k], ent_ptr[:-1], axis=0)
-    rr = tree.radii[nodes][row_seg] * np.add.reduceat(w * sig[k], ent_ptr[:-1])
-    centers, radii = approx_balls_of_spheres(rc, rr, row_ptr)
+    moves = _joint_moves(tree, bounds, frame, nodes)
+    centers, radii = mean_weight_spheres(tree, bounds, frame, nodes, moves)
+    sub = np.nonzero(np.diff(bounds.corner_ptr)[nodes] > 0)[0]
+    if sub.size:
+        pj, pj_seg, pj_ptr, moved, sig = moves
+        # Re-slice the (node, joint) pairs of the nodes that carry corners.
+        take, take_seg, take_ptr = _expand(pj_ptr, sub)
+        sub_moves = (pj[take], take_seg, take_ptr, moved[take], sig[take])
+        cc, cr = corner_spheres(tree, bounds, frame, nodes[sub], sub_moves)
+        better = cr < radii[sub]
+        centers[sub[better]] = cc[better]
+        radii[sub[better]] = cr[better]
     return centers, radii + frame.margin
 
 
