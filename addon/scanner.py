@@ -120,8 +120,8 @@ def bvhtree_pairs(objects, positions, self_collision: bool) -> list[tuple[int, i
     """Blender's BVHTree rebuild + overlap on world-space triangles, as triangle pairs.
 
     Self pairs come back in both orders and include adjacent triangles that Blender does
-    not skip (sharing one vertex, or a welded seam); they are deduplicated and filtered
-    with the same adjacency rule as the sphere-tree traversal.
+    not skip (sharing one vertex, or a welded seam); they are deduplicated, and all pairs
+    are filtered with the same adjacency rules as `core.scan.query_frame`.
     """
     from mathutils.bvhtree import BVHTree
 
@@ -141,7 +141,10 @@ def bvhtree_pairs(objects, positions, self_collision: bool) -> list[tuple[int, i
             pairs = np.unique(np.sort(pairs, axis=1), axis=0)
             pairs = pairs[pairs[:, 0] != pairs[:, 1]]
             far = ~traversal.adjacent_pairs(objects[i].keys, pairs[:, 0], pairs[:, 1])
-            pairs = pairs[far]
+        else:
+            far = ~traversal.shares_position(positions[i], objects[i].rig.triangles, pairs[:, 0],
+                                             positions[j], objects[j].rig.triangles, pairs[:, 1])
+        pairs = pairs[far]
         if pairs.size:
             out.append((i, j, pairs))
     return out

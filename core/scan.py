@@ -90,6 +90,10 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
                 self_collision: bool = False, first_hit: bool = False) -> FrameResult:
     """Collide every pair of objects (and each with itself if `self_collision`).
 
+    Adjacent triangles are never reported: within an object those sharing a vertex or a
+    vertex position (split seams), between objects those with a vertex at the same world
+    position (a character split into several mesh parts).
+
     Args:
         objects: prepared objects.
         positions: per object, (V, 3) float64 world-space evaluated positions: the single
@@ -123,7 +127,14 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
             pairs, st = traversal.collide(spheres[i], None, test, first_hit=first_hit,
                                           self_keys=objects[i].keys)
         else:
-            pairs, st = traversal.collide(spheres[i], spheres[j], test, first_hit=first_hit)
+            # Mesh parts of one character meet along seams; contact there is adjacency.
+            def test_apart(ta, tb, test=test, pos_i=pos_i, pos_j=pos_j, tri_i=tri_i, tri_j=tri_j):
+                apart = ~traversal.shares_position(pos_i, tri_i, ta, pos_j, tri_j, tb)
+                hit = np.zeros(ta.size, dtype=bool)
+                hit[apart] = test(ta[apart], tb[apart])
+                return hit
+
+            pairs, st = traversal.collide(spheres[i], spheres[j], test_apart, first_hit=first_hit)
         result.stats.append(st)
         if pairs.size:
             result.pairs.append((i, j, pairs))

@@ -102,6 +102,27 @@ def adjacent_pairs(tri_keys: np.ndarray, ta: np.ndarray, tb: np.ndarray) -> np.n
     return np.any(a[:, :, None] == b[:, None, :], axis=(1, 2))
 
 
+# Two vertices of different objects are "the same" (a seam between mesh parts) when their
+# world positions agree within float32 rounding of the coordinates.
+SEAM_RTOL = 4e-7
+
+
+def shares_position(pos_a: np.ndarray, tri_a: np.ndarray, ta: np.ndarray,
+                    pos_b: np.ndarray, tri_b: np.ndarray, tb: np.ndarray) -> np.ndarray:
+    """(K,) bool: triangles ta[k] of mesh A and tb[k] of mesh B have a vertex at the same
+    world position (within SEAM_RTOL of the coordinates' magnitude).
+
+    Args:
+        pos_a, pos_b: (V, 3) float64 world positions; tri_a, tri_b: (T, 3) int;
+        ta, tb: (K,) int triangle indices.
+    """
+    a = pos_a[tri_a[ta]]                                     # (K, 3, 3)
+    b = pos_b[tri_b[tb]]
+    diff = np.abs(a[:, :, None, :] - b[:, None, :, :]).max(axis=3)
+    mag = np.maximum(np.abs(a).max(axis=(1, 2)), 1.0)
+    return np.any(diff <= SEAM_RTOL * mag[:, None, None], axis=(1, 2))
+
+
 def welded_triangle_keys(positions: np.ndarray, triangles: np.ndarray) -> np.ndarray:
     """(T, 3) int64: each triangle's vertices renumbered so that coincident positions
     (glTF seams, split normals) share one id."""
