@@ -92,3 +92,56 @@ def test_file_without_skinned_mesh(tmp_path):
     res = run("doctor", str(path))
     assert res.returncode == 2
     assert "no mesh with an Armature modifier" in res.stderr
+
+
+def test_scan_writes_the_documented_json(demo_blend, tmp_path):
+    import json
+
+    path, _ = demo_blend
+    out = tmp_path / "scan.json"
+    res = run("scan", str(path), "--frames", "1:12", "--json", str(out))
+    assert res.returncode == 0, res.stderr
+    data = json.loads(out.read_text())
+    assert data["objects"] == ["Left", "Right"]
+    assert [f["frame"] for f in data["frames"]] == list(range(1, 13))
+    for fr in data["frames"]:
+        assert isinstance(fr["ms"], float)
+        for a, pa, b, pb in fr["pairs"]:
+            assert {a, b} <= {"Left", "Right"} and a != b
+            assert isinstance(pa, int) and isinstance(pb, int)
+        assert len({tuple(p) for p in fr["pairs"]}) == len(fr["pairs"])
+    assert any(fr["pairs"] for fr in data["frames"]), "the demo characters collide mid-way"
+    assert "frame" in res.stdout and "#" in res.stdout       # progress lines
+
+
+def test_scan_modes_agree_and_first_hit_is_a_subset(demo_blend, tmp_path):
+    import json
+
+    path, _ = demo_blend
+    results = {}
+    for mode in ("on-demand", "bottom-up", "rebuild"):
+        out = tmp_path / f"{mode}.json"
+        res = run("scan", str(path), "--mode", mode, "--self", "--json", str(out))
+        assert res.returncode == 0, res.stderr
+        results[mode] = [{tuple(p) for p in f["pairs"]} for f in json.loads(out.read_text())["frames"]]
+    assert results["on-demand"] == results["bottom-up"] == results["rebuild"]
+    out = tmp_path / "first.json"
+    assert run("scan", str(path), "--first-hit", "--json", str(out)).returncode == 0
+    first = [{tuple(p) for p in f["pairs"]} for f in json.loads(out.read_text())["frames"]]
+    for f_all, f_first in zip(results["on-demand"], first):
+        cross = {p for p in f_all if p[0] != p[2]}
+        assert f_first <= cross and bool(f_first) == bool(cross)
+
+
+@pytest.mark.parametrize("args, message", [
+    (("scan", "{demo}", "--object", "Left", "--json", "{out}"), "pass --self"),
+    (("scan", "{demo}", "--frames", "5:4", "--json", "{out}"), "empty frame range"),
+    (("scan", "/nope.glb", "--json", "{out}"), "no such file"),
+    (("scan", "{demo}", "--json", "/nonexistent_dir/x.json"), "folder for --json does not exist"),
+])
+def test_scan_bad_input(demo_blend, tmp_path, args, message):
+    path, _ = demo_blend
+    res = run(*[a.replace("{demo}", str(path)).replace("{out}", str(tmp_path / "o.json"))
+                for a in args])
+    assert res.returncode == 2
+    assert message in res.stderr, res.stderr

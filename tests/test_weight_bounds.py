@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 import sys
-import time
 from fractions import Fraction
 from pathlib import Path
 
@@ -477,31 +476,3 @@ def test_realistic_tree_sizes_small():
     assert res.sets_per_node[0] == len({tuple(r) for r in joints.tolist()})
     assert np.all(res.corners_per_node >= res.sets_per_node)
     assert np.all(res.sets_per_node[np.diff(ptr) > 0] >= 1)
-
-
-# -- benchmark -------------------------------------------------------------------------------
-
-
-def benchmark(V=50_000, K=4, n_joints=30, repeats=3, seed=0):
-    rng = np.random.default_rng(seed)
-    joints, weights = smooth_skin(rng, V, n_joints=n_joints, K=K)
-    sizes = np.bincount((joints >= 0).sum(1), minlength=K + 1)[1:]
-    print(f"V={V} K={K} joints={n_joints} joint-set sizes 1..{K}: {sizes.tolist()} "
-          f"distinct joint-sets: {len(np.unique(joints, axis=0))}")
-    for name, make in (("triangle tree", triangle_tree), ("vertex tree", vertex_tree)):
-        ptr, verts = make(V)
-        times = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            res = node_corners(joints, weights, ptr, verts)
-            times.append(time.perf_counter() - t0)
-        cpn = res.corners_per_node
-        spn = res.sets_per_node
-        print(f"{name}: N={ptr.size - 1} M={verts.size} (={verts.size / V:.1f}·V) "
-              f"groups={spn.sum()} R={res.ptr[-1]} corners/node mean={cpn.mean():.2f} "
-              f"max={cpn.max()} sets/node mean={spn.mean():.2f} max={spn.max()} "
-              f"time best={min(times):.3f}s (runs: {', '.join(f'{t:.3f}' for t in times)})")
-
-
-if __name__ == "__main__":
-    benchmark()
