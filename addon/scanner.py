@@ -63,7 +63,11 @@ class Scanner:
         self.mode = mode
         self.self_collision = self_collision
         self.first_hit = first_hit
-        self.objects = [core_scan.prepare(extract.rig_from_object(ob)) for ob in meshes]
+        rigs = [extract.rig_from_object(ob) for ob in meshes]
+        for rig in rigs:
+            if rig.n_triangles == 0:
+                raise extract.RigError(f"mesh '{rig.name}' has no faces to collide")
+        self.objects = [core_scan.prepare(rig) for rig in rigs]
 
     def evaluate(self, depsgraph) -> tuple[list[np.ndarray], list]:
         """Evaluated world positions and poses of every mesh at the current frame."""
@@ -71,6 +75,12 @@ class Scanner:
         for ob, obj in zip(self.meshes, self.objects):
             pos = extract.evaluated_positions(ob, depsgraph)
             if pos.shape[0] != obj.rig.n_vertices:
+                after = extract.modifier_report(ob).after
+                if after:
+                    raise extract.RigError(
+                        f"'{ob.name}': modifiers after the Armature modifier ({', '.join(after)}) "
+                        f"change the mesh from {obj.rig.n_vertices} to {pos.shape[0]} vertices; "
+                        "disable them in the viewport to scan the skinned cage")
                 raise extract.RigError(
                     f"'{ob.name}' has {pos.shape[0]} evaluated vertices but was built with "
                     f"{obj.rig.n_vertices}: its topology changed; rebuild")

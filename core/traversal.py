@@ -20,7 +20,10 @@ import numpy as np
 
 from .sphere_tree import SphereTree
 
+# Node pairs per vectorized step. All-pairs queries want big steps (fewer numpy calls);
+# first-hit queries want small ones, so that the search reaches leaves early.
 CHUNK = 8192
+FIRST_HIT_CHUNK = 512
 
 
 class LazySpheres:
@@ -133,7 +136,7 @@ def welded_triangle_keys(positions: np.ndarray, triangles: np.ndarray) -> np.nda
 def collide(a: LazySpheres, b: LazySpheres | None,
             triangle_test: Callable[[np.ndarray, np.ndarray], np.ndarray],
             first_hit: bool = False, self_keys: np.ndarray | None = None,
-            chunk: int = CHUNK) -> tuple[np.ndarray, QueryStats]:
+            chunk: int | None = None) -> tuple[np.ndarray, QueryStats]:
     """All intersecting triangle pairs between two trees, or of one tree with itself.
 
     Args:
@@ -144,11 +147,14 @@ def collide(a: LazySpheres, b: LazySpheres | None,
             returned pairs are then a non-empty subset, or empty when none exist).
         self_keys: (T, 3) int64 welded vertex keys for dropping adjacent triangles in
             self-collision (required when `b` is None).
-        chunk: maximum node pairs processed in one vectorized step.
+        chunk: maximum node pairs processed in one vectorized step (default CHUNK, or
+            FIRST_HIT_CHUNK for first-hit queries).
     Returns:
         (K, 2) int64 triangle pairs (for self-collision each unordered pair once, smaller
         index first) and statistics.
     """
+    if chunk is None:
+        chunk = FIRST_HIT_CHUNK if first_hit else CHUNK
     self_mode = b is None
     if self_mode and self_keys is None:
         raise ValueError("self-collision needs self_keys to drop adjacent triangles")
@@ -175,7 +181,15 @@ def collide(a: LazySpheres, b: LazySpheres | None,
             stats.sphere_tests += int(ta_.size)
             keep = same.copy()
             keep[np.nonzero(test)[0][ok]] = True
-            na, nb, same = na[keep], nb[keep], same[keep]
+            if first_hit and not self_mode:
+                # Deepest overlaps first: their children are the likeliest to hold a hit,
+                # and the head of an oversized chunk is what gets expanded next.
+                depth = np.zeros(na.size)
+                depth[test] = a.radii[ta_] + B.radii[tb_] - d
+                order = np.argsort(-depth[keep], kind="stable")
+                na, nb, same = na[keep][order], nb[keep][order], same[keep][order]
+            else:
+                na, nb, same = na[keep], nb[keep], same[keep]
         leaf_a = ta_tree.first_child[na] < 0
         leaf_b = tb_tree.first_child[nb] < 0
         both = leaf_a & leaf_b & ~same

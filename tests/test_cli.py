@@ -145,3 +145,22 @@ def test_scan_bad_input(demo_blend, tmp_path, args, message):
                 for a in args])
     assert res.returncode == 2
     assert message in res.stderr, res.stderr
+
+
+def test_scan_of_a_mesh_with_a_subdivision_after_the_armature(tmp_path):
+    """Unsupported stacks fall back to bottom-up, or fail with a clear message when the
+    modifier changes the topology."""
+    import bpy
+
+    from skin_collide.addon import demo_rig
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    ob, _ = demo_rig.build_character("Solo", rings=8, segments=6, frames=6)
+    ob.modifiers.new("Subdivision", "SUBSURF")
+    path = tmp_path / "subsurf.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    bpy.ops.wm.read_homefile(use_empty=True)
+    res = run("scan", str(path), "--self", "--json", str(tmp_path / "o.json"))
+    assert res.returncode == 2
+    assert "modifiers after the Armature modifier" in res.stderr
+    assert "disable them" in res.stderr
