@@ -77,10 +77,20 @@ def _spheres(obj: CollisionObject, positions: np.ndarray, pose: Pose | None,
              mode: str) -> tuple[traversal.LazySpheres, str]:
     if mode == "on-demand" and obj.bounds is not None and pose is not None:
         frame = refit.frame_transforms(pose, obj.tree)
-        bounds = obj.bounds
-        return traversal.LazySpheres(
-            obj.tree, refit=lambda nodes: refit.refit_on_demand(obj.tree, bounds, frame, nodes)
-        ), "on-demand"
+        tree, bounds, tris = obj.tree, obj.bounds, obj.rig.triangles
+
+        def refit_nodes(nodes):
+            # Leaves take their triangle's evaluated vertices (exact); inner nodes the bound.
+            leaf = tree.leaf_tri[nodes] >= 0
+            if leaf.all():
+                return refit.leaf_spheres(tree, tris, positions, nodes)
+            c = np.empty((nodes.size, 3))
+            r = np.empty(nodes.size)
+            c[leaf], r[leaf] = refit.leaf_spheres(tree, tris, positions, nodes[leaf])
+            c[~leaf], r[~leaf] = refit.refit_on_demand(tree, bounds, frame, nodes[~leaf])
+            return c, r
+
+        return traversal.LazySpheres(tree, refit=refit_nodes), "on-demand"
     eager = refit.refit_bottom_up(obj.tree, obj.rig.triangles, positions)
     return traversal.LazySpheres(obj.tree, eager=eager), "bottom-up"
 
@@ -129,9 +139,9 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
         else:
             # Mesh parts of one character meet along seams; contact there is adjacency.
             def test_apart(ta, tb, test=test, pos_i=pos_i, pos_j=pos_j, tri_i=tri_i, tri_j=tri_j):
-                apart = ~traversal.shares_position(pos_i, tri_i, ta, pos_j, tri_j, tb)
-                hit = np.zeros(ta.size, dtype=bool)
-                hit[apart] = test(ta[apart], tb[apart])
+                hit = test(ta, tb)
+                k = np.nonzero(hit)[0]
+                hit[k] = ~traversal.shares_position(pos_i, tri_i, ta[k], pos_j, tri_j, tb[k])
                 return hit
 
             pairs, st = traversal.collide(spheres[i], spheres[j], test_apart, first_hit=first_hit)
