@@ -23,7 +23,7 @@ from .sphere_tree import SphereTree
 # Node pairs per vectorized step. All-pairs queries want big steps (fewer numpy calls);
 # first-hit queries want small ones, so that the search reaches leaves early.
 CHUNK = 8192
-FIRST_HIT_CHUNK = 512
+FIRST_HIT_CHUNK = 2048
 
 
 class LazySpheres:
