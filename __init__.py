@@ -10,28 +10,31 @@ _registered: list = []
 
 def _classes():
     from .addon import properties
-    from .operators import doctor
+    from .operators import build, doctor, live, scan
     from .panels import main_panel
 
-    return (*properties.CLASSES, *doctor.CLASSES, *main_panel.CLASSES)
+    return (*properties.CLASSES, *doctor.CLASSES, *build.CLASSES, *live.CLASSES,
+            *scan.CLASSES, *main_panel.CLASSES)
 
 
 def register() -> None:
     import bpy
 
-    from .addon import properties
+    from .addon import handlers, properties
 
     for cls in _classes():
         bpy.utils.register_class(cls)
         _registered.append(cls)
     properties.register()
+    handlers.register()
 
 
 def unregister() -> None:
     import bpy
 
-    from .addon import properties
+    from .addon import handlers, properties
 
+    handlers.unregister()
     properties.unregister()
     while _registered:
         bpy.utils.unregister_class(_registered.pop())

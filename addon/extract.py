@@ -218,7 +218,11 @@ def evaluated_positions(ob, depsgraph, world: bool = True) -> np.ndarray:
     me = ob_eval.data
     V = len(me.vertices)
     buf = np.empty(V * 3, dtype=np.float32)
-    me.attributes["position"].data.foreach_get("vector", buf)
+    attr = me.attributes.get("position")
+    if attr is not None:
+        attr.data.foreach_get("vector", buf)
+    else:  # edit-mesh wrappers expose no attribute
+        me.vertices.foreach_get("co", buf)
     pos = buf.reshape(V, 3).astype(np.float64)
     if world:
         M = _matrix_to_np(ob_eval.matrix_world)

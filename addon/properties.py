@@ -1,23 +1,78 @@
-"""Settings stored in the .blend (PropertyGroups)."""
+"""Settings and per-object state, stored in the .blend (PropertyGroups)."""
 from __future__ import annotations
 
 import bpy
 
 
+class SKINCOLLIDE_PG_frame_count(bpy.types.PropertyGroup):
+    """Colliding pairs found at one frame by the last scan."""
+
+    frame: bpy.props.IntProperty(name="Frame")
+    pairs: bpy.props.IntProperty(name="Pairs")
+
+
+class SKINCOLLIDE_PG_object(bpy.types.PropertyGroup):
+    """Per mesh object: where its built collision data lives and what it was built from."""
+
+    data: bpy.props.PointerProperty(type=bpy.types.Text, name="Collision Data")
+    signature: bpy.props.StringProperty(name="Rig Signature")
+    shape: bpy.props.StringProperty(name="Shape Signature")
+    stale: bpy.props.StringProperty(name="Stale")
+
+
+def _redraw(self, context):
+    for window in getattr(context.window_manager, "windows", []):
+        for area in window.screen.areas:
+            area.tag_redraw()
+
+
 class SKINCOLLIDE_PG_settings(bpy.types.PropertyGroup):
     """Scene-wide settings of skin_collide."""
 
+    source: bpy.props.EnumProperty(
+        name="Characters", description="Which meshes take part",
+        items=[("SELECTED", "Selected", "The selected skinned meshes"),
+               ("COLLECTION", "Collection", "The skinned meshes of a collection")],
+        default="SELECTED")
+    collection: bpy.props.PointerProperty(type=bpy.types.Collection, name="Collection")
+    self_collision: bpy.props.BoolProperty(
+        name="Self-Collision", description="Also report where a mesh passes through itself",
+        default=False)
+    refit_mode: bpy.props.EnumProperty(
+        name="Refit", description="How the sphere trees follow the animation",
+        items=[("ON_DEMAND", "On Demand", "Refit only the spheres a query reaches, from the "
+                "bone matrices (falls back to bottom-up where the rig needs it)"),
+               ("BOTTOM_UP", "Bottom-Up", "Refit every sphere from the evaluated mesh")],
+        default="ON_DEMAND")
+    ignore_rest_contacts: bpy.props.BoolProperty(
+        name="Ignore Rest Contacts",
+        description="Ignore contacts already present in the rest pose (designed-in overlaps "
+                    "such as segmented mannequins or clothing layers)",
+        default=False)
+    overlay_color: bpy.props.FloatVectorProperty(
+        name="Overlay Color", subtype="COLOR", size=4, min=0.0, max=1.0,
+        default=(1.0, 0.1, 0.05, 0.7), update=_redraw)
+    show_spheres: bpy.props.BoolProperty(name="Show Spheres", default=False, update=_redraw)
+    sphere_level: bpy.props.IntProperty(name="Sphere Level", min=0, default=3, update=_redraw)
+    live: bpy.props.BoolProperty(name="Live Overlay", default=False)
+    add_markers: bpy.props.BoolProperty(
+        name="Markers", description="Place a timeline marker at the first frame of each "
+        "collision episode when scanning", default=False)
+    frame_counts: bpy.props.CollectionProperty(type=SKINCOLLIDE_PG_frame_count)
+    report: bpy.props.PointerProperty(type=bpy.types.Text, name="Last Scan Report")
+    rest_contacts: bpy.props.PointerProperty(type=bpy.types.Text, name="Rest Contacts")
     last_report: bpy.props.StringProperty(
-        name="Last Report", description="The last doctor summary of the active mesh",
-        default="")
+        name="Last Report", description="The last doctor summary of the active mesh", default="")
 
 
-CLASSES = (SKINCOLLIDE_PG_settings,)
+CLASSES = (SKINCOLLIDE_PG_frame_count, SKINCOLLIDE_PG_object, SKINCOLLIDE_PG_settings)
 
 
 def register() -> None:
     bpy.types.Scene.skin_collide = bpy.props.PointerProperty(type=SKINCOLLIDE_PG_settings)
+    bpy.types.Object.skin_collide = bpy.props.PointerProperty(type=SKINCOLLIDE_PG_object)
 
 
 def unregister() -> None:
+    del bpy.types.Object.skin_collide
     del bpy.types.Scene.skin_collide

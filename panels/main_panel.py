@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import bpy
 
+from ..addon import session, storage
+
 
 class SKINCOLLIDE_PT_main(bpy.types.Panel):
     bl_label = "Skin Collide"
@@ -13,11 +15,59 @@ class SKINCOLLIDE_PT_main(bpy.types.Panel):
 
     def draw(self, context):
         layout = self.layout
+        scene = context.scene
+        s = scene.skin_collide
+        col = layout.column(align=True)
+        col.prop(s, "source", expand=True)
+        if s.source == "COLLECTION":
+            col.prop(s, "collection", text="")
+        row = layout.row(align=True)
+        row.operator("skin_collide.build", icon="MOD_ARMATURE")
+        row.operator("skin_collide.clear", text="", icon="TRASH")
+        built = [ob for ob in scene.objects if ob.type == "MESH" and storage.has_data(ob)]
+        box = layout.box()
+        if built:
+            for ob in built:
+                reason = storage.stale_reason(ob)
+                box.label(text=ob.name, icon="ERROR" if reason else "CHECKMARK")
+                if reason:
+                    box.label(text="changed since build: rebuild")
+        else:
+            box.label(text="No collision data yet", icon="INFO")
+        layout.prop(s, "self_collision")
+        layout.prop(s, "refit_mode")
+        layout.prop(s, "ignore_rest_contacts")
+        row = layout.row(align=True)
+        row.operator("skin_collide.toggle_overlay", depress=s.live,
+                     icon="HIDE_OFF" if s.live else "HIDE_ON",
+                     text="Live Overlay: On" if s.live else "Live Overlay: Off")
+        row.prop(s, "overlay_color", text="")
+        row = layout.row(align=True)
+        row.prop(s, "show_spheres")
+        sub = row.row()
+        sub.active = s.show_spheres
+        sub.prop(s, "sphere_level", text="Level")
+        res = session.live_result(scene)
+        if res is not None:
+            if res.error:
+                layout.label(text=res.error, icon="ERROR")
+            else:
+                layout.label(text=f"Frame {res.frame}: {res.n_pairs} pairs, {res.ms:.1f} ms",
+                             icon="MOD_PHYSICS" if res.n_pairs else "CHECKMARK")
+        layout.operator("skin_collide.select_colliding", icon="RESTRICT_SELECT_OFF")
+        layout.separator()
+        row = layout.row(align=True)
+        row.operator("skin_collide.scan", icon="TIME")
+        row.prop(s, "add_markers", text="", icon="MARKER_HLT")
+        layout.operator("skin_collide.export_report", icon="EXPORT")
+        if len(s.frame_counts):
+            hits = sum(1 for item in s.frame_counts if item.pairs)
+            layout.label(text=f"Last scan: {hits} of {len(s.frame_counts)} frames collide")
+        layout.separator()
         layout.operator("skin_collide.doctor", icon="CHECKMARK")
-        report = context.scene.skin_collide.last_report
-        if report:
+        if s.last_report:
             box = layout.box()
-            for chunk in report.split(", "):
+            for chunk in s.last_report.split(", "):
                 box.label(text=chunk)
 
 

@@ -1,0 +1,135 @@
+"""Operators: build and clear the collision data of the characters."""
+from __future__ import annotations
+
+import bpy
+
+from ..addon import extract, session, storage
+from ..core import scan as core_scan
+
+
+def _object_mode_poll(cls, context) -> bool:
+    if context.scene is None:
+        return False
+    if context.mode != "OBJECT":
+        cls.poll_message_set("Switch to Object Mode")
+        return False
+    return True
+
+
+class SKINCOLLIDE_OT_build(bpy.types.Operator):
+    """Build sphere trees for the characters (selected meshes or the chosen collection);
+    they are saved with the file. Esc cancels and keeps the old data"""
+
+    bl_idname = "skin_collide.build"
+    bl_label = "Build Collision Data"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        return _object_mode_poll(cls, context)
+
+    def _prepare(self, context):
+        meshes = session.participants(context.scene, context)
+        rigs = [extract.rig_from_object(ob) for ob in meshes]
+        for rig in rigs:
+            if rig.n_triangles == 0:
+                raise extract.RigError(f"mesh '{rig.name}' has no faces to collide")
+        return meshes, rigs
+
+    def _finish(self, context, meshes, objects):
+        # Only now is the file changed: a failure or Esc before this point changes nothing.
+        for ob, obj in zip(meshes, objects):
+            storage.save(ob, obj)
+        s = context.scene.skin_collide
+        n_rest = session.store_rest_contacts(context.scene, meshes, objects, True)
+        session.forget(context.scene)
+        methods = ", ".join(sorted({o.refit_method.split(" (")[0] for o in objects}))
+        self.report({"INFO"}, f"Built {len(objects)} character(s) ({methods}); "
+                              f"{n_rest} contact(s) in the rest pose")
+        if s.live:
+            bpy.ops.skin_collide.refresh()
+
+    def execute(self, context):
+        try:
+            meshes, rigs = self._prepare(context)
+        except (extract.RigError, session.SessionError) as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        wm = context.window_manager
+        wm.progress_begin(0, len(rigs))
+        objects = []
+        try:
+            for k, rig in enumerate(rigs):
+                objects.append(core_scan.prepare(rig))
+                wm.progress_update(k + 1)
+        finally:
+            wm.progress_end()
+        self._finish(context, meshes, objects)
+        return {"FINISHED"}
+
+    def invoke(self, context, event):
+        if context.window is None or bpy.app.background:
+            return self.execute(context)
+        try:
+            self._meshes, self._rigs = self._prepare(context)
+        except (extract.RigError, session.SessionError) as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        self._objects = []
+        wm = context.window_manager
+        wm.progress_begin(0, len(self._rigs))
+        self._timer = wm.event_timer_add(0.01, window=context.window)
+        wm.modal_handler_add(self)
+        return {"RUNNING_MODAL"}
+
+    def modal(self, context, event):
+        wm = context.window_manager
+        if event.type == "ESC":
+            self._stop(wm)
+            self.report({"WARNING"}, "Build cancelled; the collision data is unchanged")
+            return {"CANCELLED"}
+        if event.type != "TIMER":
+            return {"PASS_THROUGH"}
+        k = len(self._objects)
+        self._objects.append(core_scan.prepare(self._rigs[k]))
+        wm.progress_update(k + 1)
+        if len(self._objects) == len(self._rigs):
+            self._stop(wm)
+            self._finish(context, self._meshes, self._objects)
+            return {"FINISHED"}
+        return {"RUNNING_MODAL"}
+
+    def _stop(self, wm):
+        wm.event_timer_remove(self._timer)
+        wm.progress_end()
+
+
+class SKINCOLLIDE_OT_clear(bpy.types.Operator):
+    """Remove the collision data of the characters (selected meshes or the collection)"""
+
+    bl_idname = "skin_collide.clear"
+    bl_label = "Clear Collision Data"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        return _object_mode_poll(cls, context)
+
+    def execute(self, context):
+        try:
+            meshes = session.participants(context.scene, context)
+        except session.SessionError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        built = [ob for ob in meshes if storage.has_data(ob)]
+        if not built:
+            self.report({"ERROR"}, "the chosen meshes have no collision data")
+            return {"CANCELLED"}
+        for ob in built:
+            storage.clear(ob)
+        session.forget(context.scene)
+        self.report({"INFO"}, f"Cleared the collision data of {len(built)} mesh(es)")
+        return {"FINISHED"}
+
+
+CLASSES = (SKINCOLLIDE_OT_build, SKINCOLLIDE_OT_clear)

@@ -1,0 +1,195 @@
+"""Operators: scan the frame range, and export the last scan's report."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+
+import bpy
+from bpy_extras.io_utils import ExportHelper
+
+from ..addon import session, storage
+
+MARKER_PREFIX = "collide "
+
+
+def _record(scene, records) -> int:
+    """Store a finished scan: per-frame counts (the timeline strip), the report (JSON in
+    the headless scan's schema, as a Text) and, if asked, episode markers."""
+    s = scene.skin_collide
+    s.frame_counts.clear()
+    for frame, res in records:
+        item = s.frame_counts.add()
+        item.frame, item.pairs = frame, res.n_pairs
+    names = records[0][1].names if records else []
+    report = {"objects": names,
+              "frames": [{"frame": f, "pairs": [list(p) for p in r.polygon_pairs],
+                          "ms": round(r.ms, 4)} for f, r in records]}
+    if s.report is None:
+        s.report = bpy.data.texts.new(storage.TEXT_PREFIX + "report.json")
+    s.report.from_string(json.dumps(report))
+    for m in [m for m in scene.timeline_markers if m.name.startswith(MARKER_PREFIX)]:
+        scene.timeline_markers.remove(m)
+    episodes = 0
+    if s.add_markers:
+        before = 0
+        for frame, res in records:
+            if res.n_pairs and not before:
+                scene.timeline_markers.new(f"{MARKER_PREFIX}{frame}", frame=frame)
+                episodes += 1
+            before = res.n_pairs
+    return episodes
+
+
+class SKINCOLLIDE_OT_scan(bpy.types.Operator):
+    """Check every frame of the scene's range and show the colliding frames in the
+    timeline. Esc cancels and keeps the previous results"""
+
+    bl_idname = "skin_collide.scan"
+    bl_label = "Scan Frame Range"
+    bl_options = {"REGISTER", "UNDO"}
+
+    use_scene_range: bpy.props.BoolProperty(name="Scene Range", default=True)
+    frame_start: bpy.props.IntProperty(name="Start", default=1)
+    frame_end: bpy.props.IntProperty(name="End", default=250)
+
+    @classmethod
+    def poll(cls, context):
+        if context.scene is None:
+            return False
+        if context.mode != "OBJECT":
+            cls.poll_message_set("Switch to Object Mode")
+            return False
+        return True
+
+    def _setup(self, context):
+        scene = context.scene
+        start, end = ((scene.frame_start, scene.frame_end) if self.use_scene_range
+                      else (self.frame_start, self.frame_end))
+        if end < start:
+            raise session.SessionError(f"the frame range {start}-{end} is empty")
+        self._meshes = session.built(scene, [ob for ob in scene.objects
+                                             if ob.type == "MESH" and storage.has_data(ob)])
+        self._objects = [storage.load(ob) for ob in self._meshes]
+        self._frames = list(range(start, end + 1))
+        self._start_frame = scene.frame_current
+        self._records = []
+
+    def _step(self, context) -> None:
+        scene = context.scene
+        f = self._frames[len(self._records)]
+        scene.frame_set(f)
+        res = session.query(scene, context.evaluated_depsgraph_get(), self._meshes, self._objects)
+        self._records.append((f, res))
+
+    def _done(self, context):
+        scene = context.scene
+        scene.frame_set(self._start_frame)
+        episodes = _record(scene, self._records)
+        n = sum(1 for _, r in self._records if r.n_pairs)
+        self.report({"INFO"}, f"{n} of {len(self._records)} frames collide"
+                              + (f"; {episodes} marker(s) placed" if episodes else ""))
+
+    def execute(self, context):
+        try:
+            self._setup(context)
+            wm = context.window_manager
+            wm.progress_begin(0, len(self._frames))
+            try:
+                while len(self._records) < len(self._frames):
+                    self._step(context)
+                    wm.progress_update(len(self._records))
+            finally:
+                wm.progress_end()
+        except session.SessionError as exc:
+            if hasattr(self, "_start_frame"):
+                context.scene.frame_set(self._start_frame)
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        self._done(context)
+        return {"FINISHED"}
+
+    def invoke(self, context, event):
+        if context.window is None or bpy.app.background:
+            return self.execute(context)
+        try:
+            self._setup(context)
+        except session.SessionError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        wm = context.window_manager
+        wm.progress_begin(0, len(self._frames))
+        self._timer = wm.event_timer_add(0.001, window=context.window)
+        wm.modal_handler_add(self)
+        return {"RUNNING_MODAL"}
+
+    def modal(self, context, event):
+        wm = context.window_manager
+        if event.type == "ESC":
+            self._stop(context)
+            self.report({"WARNING"}, "Scan cancelled; the previous results are kept")
+            return {"CANCELLED"}
+        if event.type != "TIMER":
+            return {"PASS_THROUGH"}
+        try:
+            self._step(context)
+        except session.SessionError as exc:
+            self._stop(context)
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        wm.progress_update(len(self._records))
+        if len(self._records) == len(self._frames):
+            wm.event_timer_remove(self._timer)
+            wm.progress_end()
+            self._done(context)
+            return {"FINISHED"}
+        return {"RUNNING_MODAL"}
+
+    def _stop(self, context):
+        wm = context.window_manager
+        wm.event_timer_remove(self._timer)
+        wm.progress_end()
+        context.scene.frame_set(self._start_frame)
+
+
+class SKINCOLLIDE_OT_export_report(bpy.types.Operator, ExportHelper):
+    """Export the last scan: JSON (the headless scan's schema) or CSV (one row per pair)"""
+
+    bl_idname = "skin_collide.export_report"
+    bl_label = "Export Collision Report"
+    filename_ext = ".json"
+    filter_glob: bpy.props.StringProperty(default="*.json;*.csv", options={"HIDDEN"})
+
+    @classmethod
+    def poll(cls, context):
+        if context.scene is None or context.scene.skin_collide.report is None:
+            cls.poll_message_set("Scan the frame range first")
+            return False
+        return True
+
+    def check(self, context):
+        # Keep a .csv name as typed; ExportHelper would otherwise append .json.
+        return False
+
+    def execute(self, context):
+        report = json.loads(context.scene.skin_collide.report.as_string())
+        path = self.filepath
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            self.report({"ERROR"}, f"no such folder: {folder}")
+            return {"CANCELLED"}
+        if path.lower().endswith(".csv"):
+            with open(path, "w", newline="") as fh:
+                w = csv.writer(fh)
+                w.writerow(["frame", "object_a", "polygon_a", "object_b", "polygon_b", "ms"])
+                for fr in report["frames"]:
+                    for a, pa, b, pb in fr["pairs"]:
+                        w.writerow([fr["frame"], a, pa, b, pb, fr["ms"]])
+        else:
+            with open(path, "w") as fh:
+                json.dump(report, fh, indent=1)
+        self.report({"INFO"}, f"Wrote {path}")
+        return {"FINISHED"}
+
+
+CLASSES = (SKINCOLLIDE_OT_scan, SKINCOLLIDE_OT_export_report)

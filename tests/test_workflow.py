@@ -1,0 +1,244 @@
+"""The artist's workflow, driven through the operators in the pip bpy module."""
+import csv
+import json
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.blender
+bpy = pytest.importorskip("bpy")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def addon():
+    import skin_collide
+
+    skin_collide.register()
+    yield
+    skin_collide.unregister()
+
+
+@pytest.fixture
+def demo():
+    """The two generated characters, selected; frame 24 is mid-collision."""
+    from skin_collide.addon import demo_rig
+
+    a, b = demo_rig.build_demo_scene(rings=16, segments=10, frames=24)
+    for ob in (a, b):
+        ob.select_set(True)
+    bpy.context.view_layer.objects.active = a
+    yield a, b
+    bpy.ops.wm.read_homefile(use_empty=True)
+
+
+def texts():
+    return sorted(t.name for t in bpy.data.texts)
+
+
+def headless_pairs(meshes, frame):
+    from skin_collide.addon import scanner
+
+    sc = scanner.Scanner(meshes)
+    bpy.context.scene.frame_set(frame)
+    pos, poses = sc.evaluate(bpy.context.evaluated_depsgraph_get())
+    return set(sc.polygon_pairs(sc.query(pos, poses)[0]))
+
+
+def test_build_scan_export_select(demo, tmp_path):
+    a, b = demo
+    scene = bpy.context.scene
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    assert a.skin_collide.data is not None and b.skin_collide.data is not None
+    assert bpy.ops.skin_collide.scan() == {"FINISHED"}
+    counts = {item.frame: item.pairs for item in scene.skin_collide.frame_counts}
+    assert sorted(counts) == list(range(1, 25))
+    report = json.loads(scene.skin_collide.report.as_string())
+    assert report["objects"] == ["Left", "Right"]
+    by_frame = {f["frame"]: {tuple(p) for p in f["pairs"]} for f in report["frames"]}
+    assert max(counts.values()) > 0
+    assert scene.frame_current == 1        # the scan puts the frame back
+    for f in (1, 12, 13, 18):
+        assert by_frame[f] == headless_pairs([a, b], f)
+        assert counts[f] == len(by_frame[f])
+    js, cs = tmp_path / "r.json", tmp_path / "r.csv"
+    assert bpy.ops.skin_collide.export_report(filepath=str(js)) == {"FINISHED"}
+    assert bpy.ops.skin_collide.export_report(filepath=str(cs)) == {"FINISHED"}
+    assert json.loads(js.read_text()) == report
+    rows = list(csv.reader(cs.open()))
+    assert rows[0][:5] == ["frame", "object_a", "polygon_a", "object_b", "polygon_b"]
+    assert len(rows) - 1 == sum(len(f["pairs"]) for f in report["frames"])
+    # Select the colliding faces of the active mesh at a colliding frame, in Edit Mode.
+    f = max(counts, key=counts.get)
+    scene.frame_set(f)
+    want = {pa for oa, pa, ob_, pb in by_frame[f] if oa == "Left"} | \
+           {pb for oa, pa, ob_, pb in by_frame[f] if ob_ == "Left"}
+    bpy.ops.object.mode_set(mode="EDIT")
+    assert bpy.ops.skin_collide.select_colliding() == {"FINISHED"}
+    bpy.ops.object.mode_set(mode="OBJECT")
+    sel = np.zeros(len(a.data.polygons), bool)
+    a.data.polygons.foreach_get("select", sel)
+    assert set(np.nonzero(sel)[0].tolist()) == want and want
+
+
+def test_markers_at_each_collision_episode(demo):
+    scene = bpy.context.scene
+    scene.skin_collide.add_markers = True
+    bpy.ops.skin_collide.build()
+    bpy.ops.skin_collide.scan()
+    counts = [(i.frame, i.pairs) for i in scene.skin_collide.frame_counts]
+    starts = [f for k, (f, n) in enumerate(counts) if n and (k == 0 or not counts[k - 1][1])]
+    assert sorted(m.frame for m in scene.timeline_markers) == starts and starts
+
+
+def test_save_reload_and_scan_again_identically(demo, tmp_path):
+    from skin_collide.addon import storage
+
+    bpy.ops.skin_collide.build()
+    bpy.ops.skin_collide.scan()
+    before = bpy.context.scene.skin_collide.report.as_string()
+    path = tmp_path / "built.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    a = bpy.data.objects["Left"]
+    assert storage.has_data(a) and storage.stale_reason(a) == ""
+    report = json.loads(bpy.context.scene.skin_collide.report.as_string())
+    assert report == json.loads(before)
+    assert len(bpy.context.scene.skin_collide.frame_counts) == 24
+    bpy.context.scene.skin_collide.report.from_string("")
+    assert bpy.ops.skin_collide.scan() == {"FINISHED"}        # no rebuild needed
+    assert _same_pairs(before, bpy.context.scene.skin_collide.report.as_string())
+
+
+def _same_pairs(a: str, b: str) -> bool:
+    fa = [(f["frame"], f["pairs"]) for f in json.loads(a)["frames"]]
+    fb = [(f["frame"], f["pairs"]) for f in json.loads(b)["frames"]]
+    return fa == fb
+
+
+def test_clear_removes_the_data(demo):
+    a, b = demo
+    bpy.ops.skin_collide.build()
+    assert any(t.startswith(".skin_collide/Left") for t in texts())
+    assert bpy.ops.skin_collide.clear() == {"FINISHED"}
+    assert a.skin_collide.data is None and b.skin_collide.data is None
+    assert not any(t.startswith(".skin_collide/Left") for t in texts())
+
+
+def test_live_overlay_follows_the_frame(demo):
+    from skin_collide.addon import handlers, overlay, session
+
+    scene = bpy.context.scene
+    bpy.ops.skin_collide.build()
+    assert bpy.ops.skin_collide.toggle_overlay() == {"FINISHED"}
+    assert scene.skin_collide.live
+    seen = 0
+    for f in range(1, 25):
+        scene.frame_set(f)
+        res = session.live_result(scene)
+        assert res.frame == f and res.error == ""
+        tris, lines = overlay.live_batches(scene)
+        assert tris.shape == (3 * sum(h.size for h in res.hit_triangles), 3)
+        assert (res.n_pairs > 0) == (tris.shape[0] > 0)
+        seen = max(seen, res.n_pairs)
+        if res.n_pairs:
+            break
+    assert seen > 0
+    scene.skin_collide.show_spheres = True
+    _, lines = overlay.live_batches(scene)
+    assert lines.shape[0] > 0 and lines.shape[0] % 2 == 0
+
+    class RenderGraph:
+        mode = "RENDER"
+
+    scene.frame_current = f + 1
+    handlers.on_frame_change(scene, RenderGraph())          # renders are left alone
+    assert session.live_result(scene).frame == f
+    assert bpy.ops.skin_collide.toggle_overlay() == {"FINISHED"}
+    assert not scene.skin_collide.live
+
+
+def test_overlay_batch_builders():
+    from skin_collide.addon import overlay
+
+    pos = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1.0]])
+    tris = np.array([[0, 1, 2], [0, 1, 3]])
+    out = overlay.triangle_overlay(pos, tris, np.array([0]))
+    assert out.shape == (3, 3) and out.dtype == np.float32
+    assert (out[:, 2] > 0).all()                           # pushed off along +Z
+    wires = overlay.sphere_wires(np.zeros((2, 3)), np.array([1.0, 2.0]), segments=8)
+    assert wires.shape == (2 * 3 * 8 * 2, 3)
+    np.testing.assert_allclose(np.linalg.norm(wires[:48], axis=1), 1.0, atol=1e-6)
+    verts, colours = overlay.timeline_strip(np.array([1, 2, 3]), np.array([0, 5, 50]),
+                                            lambda f: 10 * f, height=6, bottom=2)
+    assert verts.shape == (12, 2) and colours.shape == (12, 4)
+    assert verts[:, 0].min() == 15 and verts[:, 0].max() == 35
+    assert colours[-1, 3] > colours[0, 3]
+
+
+@pytest.mark.parametrize("case", ["nothing selected", "no armature", "empty range",
+                                  "topology changed", "not built"])
+def test_bad_input_reports_and_changes_nothing(demo, case):
+    a, b = demo
+    scene = bpy.context.scene
+    if case == "nothing selected":
+        for ob in scene.objects:
+            ob.select_set(False)
+        op, msg = bpy.ops.skin_collide.build, "no mesh selected"
+    elif case == "no armature":
+        for ob in scene.objects:
+            ob.select_set(False)
+        me = bpy.data.meshes.new("plain")
+        me.from_pydata([(0, 0, 0), (1, 0, 0), (0, 1, 0)], [], [(0, 1, 2)])
+        plain = bpy.data.objects.new("plain", me)
+        scene.collection.objects.link(plain)
+        plain.select_set(True)
+        op, msg = bpy.ops.skin_collide.build, "no Armature modifier"
+    elif case == "empty range":
+        bpy.ops.skin_collide.build()
+
+        def op():
+            return bpy.ops.skin_collide.scan(use_scene_range=False, frame_start=10, frame_end=5)
+        msg = "is empty"
+    elif case == "topology changed":
+        bpy.ops.skin_collide.build()
+        me = a.data
+        me.vertices.add(1)                                  # an extra (loose) vertex
+        me.update()
+        op, msg = bpy.ops.skin_collide.scan, "rebuild"
+    else:
+        op, msg = bpy.ops.skin_collide.scan, "press Build first"
+    before_texts = texts()
+    before_counts = len(scene.skin_collide.frame_counts)
+    before_frame = scene.frame_current
+    with pytest.raises(RuntimeError, match=msg):
+        op()
+    assert texts() == before_texts
+    assert len(scene.skin_collide.frame_counts) == before_counts
+    assert scene.frame_current == before_frame
+
+
+@pytest.mark.asset
+def test_ignore_rest_contacts_on_a_segmented_character(assets_dir):
+    from skin_collide.addon import extract, files, session
+
+    files.load_file(str(assets_dir / "platformer_enemy.glb"))
+    scene = bpy.context.scene
+    ob = extract.skinned_meshes(scene)[0]
+    ob.select_set(True)
+    bpy.context.view_layer.objects.active = ob
+    s = scene.skin_collide
+    s.self_collision = True
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    rest = session.rest_contacts(scene)
+    assert len(rest) > 100                      # 13 islands interpenetrate by design
+    arm = extract.modifier_report(ob).armature
+    arm.data.pose_position = "REST"
+    bpy.context.view_layer.update()
+    bpy.ops.skin_collide.refresh()
+    assert session.live_result(scene).n_pairs > 0
+    s.ignore_rest_contacts = True
+    bpy.ops.skin_collide.refresh()
+    assert session.live_result(scene).n_pairs == 0
+    arm.data.pose_position = "POSE"
+    bpy.ops.wm.read_homefile(use_empty=True)
