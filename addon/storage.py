@@ -33,7 +33,8 @@ def save(ob, obj: CollisionObject) -> None:
     text = props.data
     if text is None:
         text = bpy.data.texts.new(TEXT_PREFIX + ob.name)
-    payload = base64.b64encode(persist.to_bytes(obj)).decode("ascii")
+    # Line-wrapped base64: Blender's text editor is very slow with one huge line.
+    payload = base64.encodebytes(persist.to_bytes(obj)).decode("ascii")
     text.from_string(payload)
     props.data = text
     props.signature = persist.rig_signature(obj.rig)
@@ -55,7 +56,7 @@ def load(ob) -> CollisionObject | None:
     hit = _cache.get(text.name_full)
     if hit is not None and hit[0] == digest:
         return hit[1]
-    obj = persist.from_bytes(base64.b64decode(payload))
+    obj = persist.from_bytes(base64.decodebytes(payload.encode("ascii")))
     _cache[text.name_full] = (digest, obj)
     return obj
 

@@ -120,3 +120,37 @@ class SKINCOLLIDE_OT_select_colliding(bpy.types.Operator):
 
 
 CLASSES = (SKINCOLLIDE_OT_refresh, SKINCOLLIDE_OT_toggle_overlay, SKINCOLLIDE_OT_select_colliding)
+
+
+class SKINCOLLIDE_OT_bake_highlight(bpy.types.Operator):
+    """Write this frame's colliding faces into the face colour attribute
+    'skin_collide_hits' of the built meshes (red), for Workbench or Cycles renders"""
+
+    bl_idname = "skin_collide.bake_highlight"
+    bl_label = "Bake Highlight"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        from ..addon import bake
+
+        scene = context.scene
+        if context.mode != "OBJECT":
+            self.report({"ERROR"}, "Switch to Object Mode to bake")
+            return {"CANCELLED"}
+        try:
+            meshes = _built_meshes(scene)
+            res = session.query(scene, context.evaluated_depsgraph_get(), meshes)
+        except session.SessionError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        total = 0
+        for ob in meshes:
+            faces = {pa for a, pa, b, pb in res.polygon_pairs if a == ob.name}
+            faces |= {pb for a, pa, b, pb in res.polygon_pairs if b == ob.name}
+            total += bake.write_attribute(ob, faces)
+        self.report({"INFO"}, f"Baked {total} colliding face(s) at frame {res.frame} into "
+                              f"'{bake.ATTRIBUTE}'")
+        return {"FINISHED"}
+
+
+CLASSES = CLASSES + (SKINCOLLIDE_OT_bake_highlight,)

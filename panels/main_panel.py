@@ -54,7 +54,9 @@ class SKINCOLLIDE_PT_main(bpy.types.Panel):
             else:
                 layout.label(text=f"Frame {res.frame}: {res.n_pairs} pairs, {res.ms:.1f} ms",
                              icon="MOD_PHYSICS" if res.n_pairs else "CHECKMARK")
-        layout.operator("skin_collide.select_colliding", icon="RESTRICT_SELECT_OFF")
+        row = layout.row(align=True)
+        row.operator("skin_collide.select_colliding", icon="RESTRICT_SELECT_OFF")
+        row.operator("skin_collide.bake_highlight", text="", icon="BRUSH_DATA")
         layout.separator()
         row = layout.row(align=True)
         row.operator("skin_collide.scan", icon="TIME")

@@ -242,3 +242,33 @@ def test_ignore_rest_contacts_on_a_segmented_character(assets_dir):
     assert session.live_result(scene).n_pairs == 0
     arm.data.pose_position = "POSE"
     bpy.ops.wm.read_homefile(use_empty=True)
+
+
+@pytest.mark.asset
+def test_baked_highlight_renders_red_where_it_collides(assets_dir, tmp_path):
+    from skin_collide.addon import bake, files, session
+
+    files.load_file(str(assets_dir / "makehuman_default.blend"))
+    scene = bpy.context.scene
+    ob = bpy.data.objects["makehuman_body"]
+    ob.select_set(True)
+    bpy.context.view_layer.objects.active = ob
+    scene.skin_collide.self_collision = True
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    counts = {}
+    for frame in (1, 25):            # rest pose, then hands pressed together overhead
+        scene.frame_set(frame)
+        assert bpy.ops.skin_collide.bake_highlight() == {"FINISHED"}
+        colours = np.empty(len(ob.data.loops) * 4, np.float32)
+        ob.data.color_attributes[bake.ATTRIBUTE].data.foreach_get("color", colours)
+        starts = np.empty(len(ob.data.polygons), np.int32)
+        ob.data.polygons.foreach_get("loop_start", starts)
+        baked = int((colours.reshape(-1, 4)[starts, 1] < 0.1).sum())
+        res = session.live_result(scene)
+        assert baked == len({p for a, p, b, q in res.polygon_pairs} |
+                            {q for a, p, b, q in res.polygon_pairs})
+        px = bake.render_preview(scene, [ob], str(tmp_path / f"f{frame}.png"), size=(240, 320))
+        counts[frame] = (baked, bake.red_pixels(px), int((px[..., 3] > 0.5).sum()))
+    assert counts[1][0] == 0 and counts[1][1] == 0 and counts[1][2] > 1000   # body, no red
+    assert counts[25][0] > 100 and counts[25][1] > 20
+    bpy.ops.wm.read_homefile(use_empty=True)
