@@ -17,7 +17,6 @@ class SKINCOLLIDE_PG_object(bpy.types.PropertyGroup):
     data: bpy.props.PointerProperty(type=bpy.types.Text, name="Collision Data")
     signature: bpy.props.StringProperty(name="Rig Signature")
     shape: bpy.props.StringProperty(name="Shape Signature")
-    stale: bpy.props.StringProperty(name="Stale")
 
 
 def _redraw(self, context):

@@ -58,15 +58,29 @@ def participants(scene, context=None) -> list:
     return meshes
 
 
-def built(scene, meshes: list) -> list:
-    """Meshes with usable built data (raises SessionError when none, or when one is stale)."""
+def built(scene, meshes: list, full_check: bool = False) -> list:
+    """Meshes with usable built data (raises SessionError when none, or when one is stale).
+
+    The quick check (every frame) compares vertex/face counts and vertex group names;
+    `full_check` also re-reads weights, rest positions and bones (once per scan), which
+    catches weight painting since the build.
+    """
+    from ..core import persist
+
     ready = [ob for ob in meshes if storage.has_data(ob)]
     if not ready:
         raise SessionError("no collision data yet: press Build first")
     for ob in ready:
         reason = storage.stale_reason(ob)
+        if not reason and full_check:
+            try:
+                current = persist.rig_signature(extract.rig_from_object(ob))
+            except extract.RigError as exc:
+                raise SessionError(str(exc)) from None
+            if current != ob.skin_collide.signature:
+                reason = (f"the weights, rest shape or bones of '{ob.name}' changed since its "
+                          "collision data was built: rebuild")
         if reason:
-            ob.skin_collide.stale = reason
             raise SessionError(reason)
     return ready
 

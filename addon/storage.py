@@ -39,7 +39,6 @@ def save(ob, obj: CollisionObject) -> None:
     props.data = text
     props.signature = persist.rig_signature(obj.rig)
     props.shape = shape_signature(ob)
-    props.stale = ""
 
 
 def has_data(ob) -> bool:
@@ -79,7 +78,6 @@ def clear(ob) -> None:
     props.data = None
     props.signature = ""
     props.shape = ""
-    props.stale = ""
     if text is not None:
         _cache.pop(text.name_full, None)
         bpy.data.texts.remove(text)

@@ -69,7 +69,8 @@ class SKINCOLLIDE_OT_scan(bpy.types.Operator):
         if end < start:
             raise session.SessionError(f"the frame range {start}-{end} is empty")
         self._meshes = session.built(scene, [ob for ob in scene.objects
-                                             if ob.type == "MESH" and storage.has_data(ob)])
+                                             if ob.type == "MESH" and storage.has_data(ob)],
+                                     full_check=True)
         self._objects = [storage.load(ob) for ob in self._meshes]
         self._frames = list(range(start, end + 1))
         self._start_frame = scene.frame_current

@@ -177,7 +177,7 @@ def test_overlay_batch_builders():
 
 
 @pytest.mark.parametrize("case", ["nothing selected", "no armature", "empty range",
-                                  "topology changed", "not built"])
+                                  "topology changed", "weights painted", "not built"])
 def test_bad_input_reports_and_changes_nothing(demo, case):
     a, b = demo
     scene = bpy.context.scene
@@ -206,6 +206,10 @@ def test_bad_input_reports_and_changes_nothing(demo, case):
         me.vertices.add(1)                                  # an extra (loose) vertex
         me.update()
         op, msg = bpy.ops.skin_collide.scan, "rebuild"
+    elif case == "weights painted":
+        bpy.ops.skin_collide.build()
+        a.vertex_groups["bone_2"].add([7], 0.42, "REPLACE")
+        op, msg = bpy.ops.skin_collide.scan, "weights, rest shape or bones .* changed"
     else:
         op, msg = bpy.ops.skin_collide.scan, "press Build first"
     before_texts = texts()
