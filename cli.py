@@ -59,17 +59,23 @@ def _select_meshes(scene, names: list[str] | None):
     return meshes
 
 
-def cmd_doctor(args) -> int:
+def _load(args):
+    """Open the file and pick the meshes: (bpy, scene, meshes); UsageError on bad input."""
     bpy = _import_bpy()
-    from .addon import doctor, extract, files
+    from .addon import files
 
     try:
         files.load_file(args.file)
     except files.FileError as exc:
         raise UsageError(str(exc)) from None
     scene = bpy.context.scene
-    meshes = _select_meshes(scene, args.object)
+    return bpy, scene, _select_meshes(scene, args.object)
+
+
+def cmd_doctor(args) -> int:
     frames_override = parse_frames(args.frames)
+    bpy, scene, meshes = _load(args)
+    from .addon import doctor, extract
     print(f"file: {args.file}")
     for ob in meshes:
         try:
@@ -102,16 +108,9 @@ def _progress(k: int, n: int, rec) -> None:
 
 
 def cmd_scan(args) -> int:
-    bpy = _import_bpy()
-    from .addon import extract, files, scanner
-
     frames = parse_frames(args.frames)
-    try:
-        files.load_file(args.file)
-    except files.FileError as exc:
-        raise UsageError(str(exc)) from None
-    scene = bpy.context.scene
-    meshes = _select_meshes(scene, args.object)
+    bpy, scene, meshes = _load(args)
+    from .addon import extract, scanner
     if frames is None:
         if scene.frame_end < scene.frame_start:
             raise UsageError(f"the scene's frame range {scene.frame_start}:{scene.frame_end} is empty")

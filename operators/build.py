@@ -5,28 +5,21 @@ import bpy
 
 from ..addon import extract, session, storage
 from ..core import scan as core_scan
+from .stepping import TimerSteps, object_mode_poll
 
 
-def _object_mode_poll(cls, context) -> bool:
-    if context.scene is None:
-        return False
-    if context.mode != "OBJECT":
-        cls.poll_message_set("Switch to Object Mode")
-        return False
-    return True
-
-
-class SKINCOLLIDE_OT_build(bpy.types.Operator):
+class SKINCOLLIDE_OT_build(TimerSteps, bpy.types.Operator):
     """Build sphere trees for the characters (selected meshes or the chosen collection);
     they are saved with the file. Esc cancels and keeps the old data"""
 
     bl_idname = "skin_collide.build"
     bl_label = "Build Collision Data"
     bl_options = {"REGISTER", "UNDO"}
+    cancel_message = "Build cancelled; the collision data is unchanged"
 
     @classmethod
     def poll(cls, context):
-        return _object_mode_poll(cls, context)
+        return object_mode_poll(cls, context)
 
     def _prepare(self, context):
         meshes = session.participants(context.scene, context)
@@ -36,7 +29,7 @@ class SKINCOLLIDE_OT_build(bpy.types.Operator):
                 raise extract.RigError(f"mesh '{rig.name}' has no faces to collide")
         return meshes, rigs
 
-    def _finish(self, context, meshes, objects):
+    def _store(self, context, meshes, objects):
         # Only now is the file changed: a failure or Esc before this point changes nothing.
         for ob, obj in zip(meshes, objects):
             storage.save(ob, obj)
@@ -64,7 +57,7 @@ class SKINCOLLIDE_OT_build(bpy.types.Operator):
                 wm.progress_update(k + 1)
         finally:
             wm.progress_end()
-        self._finish(context, meshes, objects)
+        self._store(context, meshes, objects)
         return {"FINISHED"}
 
     def invoke(self, context, event):
@@ -76,32 +69,17 @@ class SKINCOLLIDE_OT_build(bpy.types.Operator):
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         self._objects = []
-        wm = context.window_manager
-        wm.progress_begin(0, len(self._rigs))
-        self._timer = wm.event_timer_add(0.01, window=context.window)
-        wm.modal_handler_add(self)
-        return {"RUNNING_MODAL"}
+        return self._begin_steps(context, len(self._rigs))
 
-    def modal(self, context, event):
-        wm = context.window_manager
-        if event.type == "ESC":
-            self._stop(wm)
-            self.report({"WARNING"}, "Build cancelled; the collision data is unchanged")
-            return {"CANCELLED"}
-        if event.type != "TIMER":
-            return {"PASS_THROUGH"}
-        k = len(self._objects)
-        self._objects.append(core_scan.prepare(self._rigs[k]))
-        wm.progress_update(k + 1)
-        if len(self._objects) == len(self._rigs):
-            self._stop(wm)
-            self._finish(context, self._meshes, self._objects)
-            return {"FINISHED"}
-        return {"RUNNING_MODAL"}
+    def _step(self, context) -> bool:
+        self._objects.append(core_scan.prepare(self._rigs[len(self._objects)]))
+        return len(self._objects) == len(self._rigs)
 
-    def _stop(self, wm):
-        wm.event_timer_remove(self._timer)
-        wm.progress_end()
+    def _finish(self, context) -> None:
+        self._store(context, self._meshes, self._objects)
+
+    def _cancel(self, context) -> None:
+        self._objects = []
 
 
 class SKINCOLLIDE_OT_clear(bpy.types.Operator):
@@ -113,7 +91,7 @@ class SKINCOLLIDE_OT_clear(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return _object_mode_poll(cls, context)
+        return object_mode_poll(cls, context)
 
     def execute(self, context):
         try:

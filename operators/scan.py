@@ -9,6 +9,7 @@ import bpy
 from bpy_extras.io_utils import ExportHelper
 
 from ..addon import session, storage
+from .stepping import TimerSteps, object_mode_poll
 
 MARKER_PREFIX = "collide "
 
@@ -41,13 +42,14 @@ def _record(scene, records) -> int:
     return episodes
 
 
-class SKINCOLLIDE_OT_scan(bpy.types.Operator):
+class SKINCOLLIDE_OT_scan(TimerSteps, bpy.types.Operator):
     """Check every frame of the scene's range and show the colliding frames in the
     timeline. Esc cancels and keeps the previous results"""
 
     bl_idname = "skin_collide.scan"
     bl_label = "Scan Frame Range"
     bl_options = {"REGISTER", "UNDO"}
+    cancel_message = "Scan cancelled; the previous results are kept"
 
     use_scene_range: bpy.props.BoolProperty(name="Scene Range", default=True)
     frame_start: bpy.props.IntProperty(name="Start", default=1)
@@ -55,12 +57,7 @@ class SKINCOLLIDE_OT_scan(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        if context.scene is None:
-            return False
-        if context.mode != "OBJECT":
-            cls.poll_message_set("Switch to Object Mode")
-            return False
-        return True
+        return object_mode_poll(cls, context)
 
     def _setup(self, context):
         scene = context.scene
@@ -76,14 +73,18 @@ class SKINCOLLIDE_OT_scan(bpy.types.Operator):
         self._start_frame = scene.frame_current
         self._records = []
 
-    def _step(self, context) -> None:
+    def _step(self, context) -> bool:
         scene = context.scene
         f = self._frames[len(self._records)]
         scene.frame_set(f)
         res = session.query(scene, context.evaluated_depsgraph_get(), self._meshes, self._objects)
         self._records.append((f, res))
+        return len(self._records) == len(self._frames)
 
-    def _done(self, context):
+    def _cancel(self, context) -> None:
+        context.scene.frame_set(self._start_frame)
+
+    def _finish(self, context):
         scene = context.scene
         scene.frame_set(self._start_frame)
         episodes = _record(scene, self._records)
@@ -107,7 +108,7 @@ class SKINCOLLIDE_OT_scan(bpy.types.Operator):
                 context.scene.frame_set(self._start_frame)
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        self._done(context)
+        self._finish(context)
         return {"FINISHED"}
 
     def invoke(self, context, event):
@@ -118,39 +119,7 @@ class SKINCOLLIDE_OT_scan(bpy.types.Operator):
         except session.SessionError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        wm = context.window_manager
-        wm.progress_begin(0, len(self._frames))
-        self._timer = wm.event_timer_add(0.001, window=context.window)
-        wm.modal_handler_add(self)
-        return {"RUNNING_MODAL"}
-
-    def modal(self, context, event):
-        wm = context.window_manager
-        if event.type == "ESC":
-            self._stop(context)
-            self.report({"WARNING"}, "Scan cancelled; the previous results are kept")
-            return {"CANCELLED"}
-        if event.type != "TIMER":
-            return {"PASS_THROUGH"}
-        try:
-            self._step(context)
-        except session.SessionError as exc:
-            self._stop(context)
-            self.report({"ERROR"}, str(exc))
-            return {"CANCELLED"}
-        wm.progress_update(len(self._records))
-        if len(self._records) == len(self._frames):
-            wm.event_timer_remove(self._timer)
-            wm.progress_end()
-            self._done(context)
-            return {"FINISHED"}
-        return {"RUNNING_MODAL"}
-
-    def _stop(self, context):
-        wm = context.window_manager
-        wm.event_timer_remove(self._timer)
-        wm.progress_end()
-        context.scene.frame_set(self._start_frame)
+        return self._begin_steps(context, len(self._frames))
 
 
 class SKINCOLLIDE_OT_export_report(bpy.types.Operator, ExportHelper):

@@ -25,6 +25,16 @@ def shared_assets_dir() -> Path | None:
     return cand if cand.is_dir() else None
 
 
+def inside_blender_binary() -> bool:
+    """True under pytest-blender (tests run inside a Blender executable, whose bundled
+    Python cannot run `python -m skin_collide` in a subprocess)."""
+    try:
+        import bpy
+    except ImportError:
+        return False
+    return bool(bpy.app.binary_path)
+
+
 ASSETS = shared_assets_dir()
 ASSET_FILES = sorted(p.name for p in ASSETS.iterdir()
                      if p.suffix in (".glb", ".blend")) if ASSETS else []

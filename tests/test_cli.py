@@ -8,6 +8,12 @@ import pytest
 pytestmark = pytest.mark.blender
 pytest.importorskip("bpy")
 
+from conftest import inside_blender_binary  # noqa: E402
+
+if inside_blender_binary():
+    pytest.skip("subprocess CLI tests need the pip bpy module (plain pytest run)",
+                allow_module_level=True)
+
 
 def run(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "skin_collide", *args], capture_output=True,
