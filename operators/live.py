@@ -12,12 +12,26 @@ def _built_meshes(scene):
                                  if ob.type == "MESH" and storage.has_data(ob)])
 
 
+def _any_built_poll(cls, context) -> bool:
+    scene = context.scene
+    if scene is None:
+        return False
+    if not any(ob.type == "MESH" and storage.has_data(ob) for ob in scene.objects):
+        cls.poll_message_set("Build the collision data first")
+        return False
+    return True
+
+
 class SKINCOLLIDE_OT_refresh(bpy.types.Operator):
     """Collide the built characters at the current frame"""
 
     bl_idname = "skin_collide.refresh"
     bl_label = "Check This Frame"
     bl_options = {"REGISTER"}
+
+    @classmethod
+    def poll(cls, context):
+        return _any_built_poll(cls, context)
 
     def execute(self, context):
         scene = context.scene
@@ -36,6 +50,10 @@ class SKINCOLLIDE_OT_toggle_overlay(bpy.types.Operator):
     bl_idname = "skin_collide.toggle_overlay"
     bl_label = "Live Overlay"
     bl_options = {"REGISTER"}
+
+    @classmethod
+    def poll(cls, context):
+        return _any_built_poll(cls, context)
 
     def execute(self, context):
         scene = context.scene
@@ -129,6 +147,10 @@ class SKINCOLLIDE_OT_bake_highlight(bpy.types.Operator):
     bl_idname = "skin_collide.bake_highlight"
     bl_label = "Bake Highlight"
     bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        return _any_built_poll(cls, context)
 
     def execute(self, context):
         from ..addon import bake

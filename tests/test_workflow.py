@@ -276,3 +276,62 @@ def test_baked_highlight_renders_red_where_it_collides(assets_dir, tmp_path):
     assert counts[1][0] == 0 and counts[1][1] == 0 and counts[1][2] > 1000   # body, no red
     assert counts[25][0] > 100 and counts[25][1] > 20
     bpy.ops.wm.read_homefile(use_empty=True)
+
+
+@pytest.mark.asset
+@pytest.mark.parametrize("asset", ["fox.glb", "cesium_man.glb"])
+def test_workflow_on_a_shared_asset(assets_dir, tmp_path, asset):
+    """Two copies of a real character walking through each other: build, scan, overlay,
+    select, export, save, reload, scan again, clear."""
+    import math
+    import sys
+    from pathlib import Path
+
+    from skin_collide.addon import extract, files, overlay, session
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import scenes
+
+    files.load_file(str(assets_dir / asset))
+    scene = bpy.context.scene
+    ob = extract.skinned_meshes(scene)[0]
+    arm = extract.modifier_report(ob).armature
+    ob2, _ = scenes.duplicate_character(ob, arm, "copy", offset=(0.0, 0.0, 0.0), turn=math.pi / 2)
+    for o in (ob, ob2):
+        o.select_set(True)
+    bpy.context.view_layer.objects.active = ob
+    act = arm.animation_data.action
+    first, last = (int(x) for x in act.frame_range)
+    scene.frame_start, scene.frame_end = first, min(last, first + 11)
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    assert bpy.ops.skin_collide.scan() == {"FINISHED"}
+    report = json.loads(scene.skin_collide.report.as_string())
+    assert report["objects"] == [ob.name, ob2.name]
+    colliding = [f for f in report["frames"] if f["pairs"]]
+    assert colliding, "the copies must interpenetrate"
+    f = colliding[0]["frame"]
+    assert {tuple(p) for p in colliding[0]["pairs"]} == headless_pairs([ob, ob2], f)
+    scene.frame_set(f)
+    assert bpy.ops.skin_collide.toggle_overlay() == {"FINISHED"}
+    tris, _ = overlay.live_batches(scene)
+    assert tris.shape[0] == 3 * sum(h.size for h in session.live_result(scene).hit_triangles) > 0
+    bpy.context.view_layer.objects.active = ob
+    assert bpy.ops.skin_collide.select_colliding() == {"FINISHED"}
+    sel = np.zeros(len(ob.data.polygons), bool)
+    ob.data.polygons.foreach_get("select", sel)
+    assert sel.sum() == len({p[1] for p in colliding[0]["pairs"]})
+    out = tmp_path / "report.csv"
+    assert bpy.ops.skin_collide.export_report(filepath=str(out)) == {"FINISHED"}
+    assert len(out.read_text().splitlines()) - 1 == sum(len(x["pairs"]) for x in report["frames"])
+    name = ob.name
+    path = tmp_path / "scene.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    scene = bpy.context.scene
+    assert bpy.ops.skin_collide.scan() == {"FINISHED"}
+    assert _same_pairs(json.dumps(report), scene.skin_collide.report.as_string())
+    for o in scene.objects:
+        o.select_set(o.type == "MESH")
+    assert bpy.ops.skin_collide.clear() == {"FINISHED"}
+    assert not [t for t in bpy.data.texts if t.name.startswith(".skin_collide/" + name)]
+    bpy.ops.wm.read_homefile(use_empty=True)
