@@ -12,6 +12,17 @@ def _built_meshes(scene):
                                  if ob.type == "MESH" and storage.has_data(ob)])
 
 
+def _query_now(op, context):
+    """Collide the built characters at the current frame; on a problem, report it on
+    `op` and return None."""
+    scene = context.scene
+    try:
+        return session.query(scene, context.evaluated_depsgraph_get(), _built_meshes(scene))
+    except session.SessionError as exc:
+        op.report({"ERROR"}, str(exc))
+        return None
+
+
 def _any_built_poll(cls, context) -> bool:
     scene = context.scene
     if scene is None:
@@ -34,11 +45,8 @@ class SKINCOLLIDE_OT_refresh(bpy.types.Operator):
         return _any_built_poll(cls, context)
 
     def execute(self, context):
-        scene = context.scene
-        try:
-            res = session.query(scene, context.evaluated_depsgraph_get(), _built_meshes(scene))
-        except session.SessionError as exc:
-            self.report({"ERROR"}, str(exc))
+        res = _query_now(self, context)
+        if res is None:
             return {"CANCELLED"}
         self.report({"INFO"}, f"Frame {res.frame}: {res.n_pairs} colliding pair(s), {res.ms:.1f} ms")
         return {"FINISHED"}
@@ -63,10 +71,7 @@ class SKINCOLLIDE_OT_toggle_overlay(bpy.types.Operator):
             session.forget(scene)
             self.report({"INFO"}, "Live overlay off")
             return {"FINISHED"}
-        try:
-            session.query(scene, context.evaluated_depsgraph_get(), _built_meshes(scene))
-        except session.SessionError as exc:
-            self.report({"ERROR"}, str(exc))
+        if _query_now(self, context) is None:
             return {"CANCELLED"}
         s.live = True
         self.report({"INFO"}, "Live overlay on")
@@ -93,17 +98,15 @@ class SKINCOLLIDE_OT_select_colliding(bpy.types.Operator):
         return True
 
     def execute(self, context):
-        scene, ob = context.scene, context.active_object
+        ob = context.active_object
         mode = ob.mode
         # Edit Mode evaluates to an edit-mesh wrapper: query from Object Mode.
         if mode == "EDIT":
             bpy.ops.object.mode_set(mode="OBJECT")
-        try:
-            res = session.query(scene, context.evaluated_depsgraph_get(), _built_meshes(scene))
-        except session.SessionError as exc:
+        res = _query_now(self, context)
+        if res is None:
             if mode == "EDIT":
                 bpy.ops.object.mode_set(mode="EDIT")
-            self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         polys = {pa for a, pa, b, pb in res.polygon_pairs if a == ob.name}
         polys |= {pb for a, pa, b, pb in res.polygon_pairs if b == ob.name}
@@ -159,14 +162,11 @@ class SKINCOLLIDE_OT_bake_highlight(bpy.types.Operator):
         if context.mode != "OBJECT":
             self.report({"ERROR"}, "Switch to Object Mode to bake")
             return {"CANCELLED"}
-        try:
-            meshes = _built_meshes(scene)
-            res = session.query(scene, context.evaluated_depsgraph_get(), meshes)
-        except session.SessionError as exc:
-            self.report({"ERROR"}, str(exc))
+        res = _query_now(self, context)
+        if res is None:
             return {"CANCELLED"}
         total = 0
-        for ob in meshes:
+        for ob in (scene.objects[name] for name in res.names):
             faces = {pa for a, pa, b, pb in res.polygon_pairs if a == ob.name}
             faces |= {pb for a, pa, b, pb in res.polygon_pairs if b == ob.name}
             total += bake.write_attribute(ob, faces)
