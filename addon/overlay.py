@@ -74,6 +74,22 @@ def timeline_strip(frames: np.ndarray, counts: np.ndarray, frame_to_x, height: f
     return quads.reshape(-1, 2).astype(np.float32), colours.reshape(-1, 4).astype(np.float32)
 
 
+def _level_wires(res, name: str, obj, pos: np.ndarray, level: int) -> np.ndarray:
+    """Wireframes of one tree level's spheres at this frame: the exact balls of those
+    nodes' deformed vertices, computed once per frame and level (draws repeat often)."""
+    from ..core.balls import minimal_balls
+
+    lp = obj.tree.level_ptr
+    level = min(level, lp.size - 2)
+    key = (name, level)
+    if key not in res.spheres:
+        ptr = obj.tree.node_vert_ptr[lp[level]:lp[level + 1] + 1]
+        verts = obj.tree.node_verts[ptr[0]:ptr[-1]]
+        c, r = minimal_balls(pos[verts], ptr - ptr[0])
+        res.spheres[key] = sphere_wires(c, r)
+    return res.spheres[key]
+
+
 def live_batches(scene):
     """The viewport's TRIS vertices (and sphere LINES, if shown) for the scene's last result."""
     from . import session, storage
@@ -91,12 +107,7 @@ def live_batches(scene):
         if hit.size:
             tris.append(triangle_overlay(pos, obj.rig.triangles, hit))
         if s.show_spheres:
-            from ..core import refit
-            lp = obj.tree.level_ptr
-            level = min(s.sphere_level, lp.size - 2)
-            nodes = np.arange(lp[level], lp[level + 1])
-            c, r = refit.refit_bottom_up(obj.tree, obj.rig.triangles, pos)
-            lines.append(sphere_wires(c[nodes], r[nodes]))
+            lines.append(_level_wires(res, name, obj, pos, s.sphere_level))
     cat = lambda xs: np.concatenate(xs) if xs else np.zeros((0, 3), np.float32)  # noqa: E731
     return cat(tris), cat(lines)
 

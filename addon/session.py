@@ -19,7 +19,8 @@ class SessionError(ValueError):
 @dataclass
 class LiveResult:
     """The last query of a scene: per object, the colliding triangles and the positions
-    they were found at (for the overlay), plus the polygon pairs."""
+    they were found at (for the overlay), the polygon pairs, and the sphere wireframes
+    drawn so far at this frame (by object name and tree level)."""
 
     frame: int
     ms: float
@@ -27,7 +28,7 @@ class LiveResult:
     positions: list[np.ndarray]
     hit_triangles: list[np.ndarray]
     polygon_pairs: list[tuple[str, int, str, int]]
-    spheres: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+    spheres: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)
     error: str = ""
 
     @property

@@ -145,8 +145,25 @@ def test_live_overlay_follows_the_frame(demo):
             break
     assert seen > 0
     scene.skin_collide.show_spheres = True
+    scene.skin_collide.sphere_level = 2
     _, lines = overlay.live_batches(scene)
     assert lines.shape[0] > 0 and lines.shape[0] % 2 == 0
+    # One wire set (3 circles of 24 segments) per level-2 node of each object, and every
+    # deformed vertex of a node inside its drawn sphere.
+    res = session.live_result(scene)
+    from skin_collide.addon import storage
+    expect = 0
+    for name, pos in zip(res.names, res.positions):
+        tree = storage.load(scene.objects[name]).tree
+        lp = tree.level_ptr
+        expect += (lp[3] - lp[2]) * 3 * 24 * 2
+        wires = res.spheres[(name, 2)].reshape(-1, 144, 3).astype(np.float64)
+        for k, node in enumerate(range(lp[2], lp[3])):
+            centre = wires[k].mean(axis=0)
+            radius = np.linalg.norm(wires[k] - centre, axis=1).max()
+            vs = pos[tree.node_verts[tree.node_vert_ptr[node]:tree.node_vert_ptr[node + 1]]]
+            assert np.linalg.norm(vs - centre, axis=1).max() <= radius * (1 + 1e-5)
+    assert lines.shape[0] == expect
 
     class RenderGraph:
         mode = "RENDER"
