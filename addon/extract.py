@@ -228,20 +228,3 @@ def evaluated_positions(ob, depsgraph, world: bool = True) -> np.ndarray:
         M = _matrix_to_np(ob_eval.matrix_world)
         pos = pos @ M[:3, :3].T + M[:3, 3]
     return pos
-
-
-def evaluated_topology_matches(ob, depsgraph, rig: Rig) -> bool:
-    """True when the evaluated mesh still has the rig's vertex and triangle counts."""
-    me = ob.evaluated_get(depsgraph).data
-    return len(me.vertices) == rig.n_vertices and len(me.loop_triangles) == rig.n_triangles
-
-
-def action_frame_ranges(arm_ob) -> list[tuple[str, float, float]]:
-    """(action name, first frame, last frame) of every action usable by the armature."""
-    import bpy
-
-    out = []
-    for act in bpy.data.actions:
-        start, end = act.frame_range
-        out.append((act.name, float(start), float(end)))
-    return out

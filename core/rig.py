@@ -215,11 +215,6 @@ def rest_pose(rig: Rig, armature_world: np.ndarray | None = None,
                 eye if mesh_world is None else mesh_world)
 
 
-def to_homogeneous(points: np.ndarray) -> np.ndarray:
-    """(N, 3) float64 -> (N, 4) float64 with a trailing 1."""
-    return np.concatenate([points, np.ones((points.shape[0], 1))], axis=1)
-
-
 def transform_points(matrix: np.ndarray, points: np.ndarray) -> np.ndarray:
     """Apply a (4, 4) affine matrix to (N, 3) points; returns (N, 3) float64."""
     return points @ matrix[:3, :3].T + matrix[:3, 3]

@@ -144,8 +144,8 @@ CLASSES = (SKINCOLLIDE_OT_refresh, SKINCOLLIDE_OT_toggle_overlay, SKINCOLLIDE_OT
 
 
 class SKINCOLLIDE_OT_bake_highlight(bpy.types.Operator):
-    """Write this frame's colliding faces into the face colour attribute
-    'skin_collide_hits' of the built meshes (red), for Workbench or Cycles renders"""
+    """Write this frame's colliding faces into the colour attribute 'skin_collide_hits'
+    of the built meshes (red), for Workbench or Cycles renders"""
 
     bl_idname = "skin_collide.bake_highlight"
     bl_label = "Bake Highlight"
