@@ -149,17 +149,15 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None) -> LiveRe
         rest = rest_contacts(scene)
         found = {p for p in found if (names[p[0]], p[1], names[p[2]], p[3]) not in rest}
     hits = [set() for _ in meshes]
-    polys = set()
+    grouped: dict[tuple[int, int], list[tuple[int, int]]] = {}
     for i, a, j, b in found:
         hits[i].add(a)
         hits[j].add(b)
-        pa = int(objects[i].rig.tri_polygon[a])
-        pb = int(objects[j].rig.tri_polygon[b])
-        if i == j:
-            if pa == pb:
-                continue
-            pa, pb = min(pa, pb), max(pa, pb)
-        polys.add((names[i], pa, names[j], pb))
+        grouped.setdefault((i, j), []).append((a, b))
+    kept = core_scan.FrameResult([(i, j, np.array(p, dtype=np.int64))
+                                  for (i, j), p in grouped.items()], res.ms)
+    polys = [(names[i], pa, names[j], pb)
+             for i, pa, j, pb in core_scan.polygon_pairs(objects, kept)]
     result = LiveResult(scene.frame_current, (time.perf_counter() - t0) * 1000.0, names,
                         positions, [np.array(sorted(h), dtype=np.int64) for h in hits],
                         sorted(polys))
