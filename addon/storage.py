@@ -2,7 +2,8 @@
 
 Each built mesh object points (``ob.skin_collide.data``) to a Text datablock holding its
 `core.persist` bytes as base64: it is saved with the file and comes back on reload without
-a rebuild. Decoded objects are cached per session, keyed by the Text's content digest.
+a rebuild. Decoded objects are cached per session, keyed by the rig signature they were
+built from.
 A cheap "shape" signature (vertex and polygon counts, vertex group names) is checked on
 every use; the full rig signature on explicit actions.
 """
@@ -50,13 +51,14 @@ def load(ob) -> CollisionObject | None:
     if not has_data(ob):
         return None
     text = ob.skin_collide.data
-    payload = text.as_string()
-    digest = hashlib.sha1(payload.encode("ascii")).hexdigest()
+    # The rig signature names what the data was built from, so it identifies the data
+    # without reading the (megabytes of) text on every frame and redraw.
+    key = ob.skin_collide.signature
     hit = _cache.get(text.name_full)
-    if hit is not None and hit[0] == digest:
+    if hit is not None and hit[0] == key:
         return hit[1]
-    obj = persist.from_bytes(base64.decodebytes(payload.encode("ascii")))
-    _cache[text.name_full] = (digest, obj)
+    obj = persist.from_bytes(base64.decodebytes(text.as_string().encode("ascii")))
+    _cache[text.name_full] = (key, obj)
     return obj
 
 
