@@ -1,0 +1,150 @@
+"""The interface every bounding-volume method implements, and what a traversal needs.
+
+A *method* (sphere tree with an LBS or Preserve Volume refit, sphere sets, sphere chains,
+OBB trees, ...) turns a `Rig` into prepared data once (`Method.prepare`, arrays only, so
+that it can be stored in the .blend) and, per frame, into `Volumes`: a fixed hierarchy of
+nodes whose volumes are computed lazily, only for the nodes a query reaches. The generic
+traversal (`core.traversal.collide`) needs nothing else: it asks `Volumes.overlap` for
+node pairs, descends into the larger node (`Volumes.size`), and sends the triangles of
+overlapping leaf pairs to the exact triangle test.
+
+Adding a method touches only its own module and `core.methods.registry`.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar, Protocol
+
+import numpy as np
+
+from ..rig import Pose, Rig
+
+
+@dataclass
+class Hierarchy:
+    """The fixed shape of a bounding-volume hierarchy, in breadth-first order.
+
+    Attributes:
+        first_child: (N,) int32 first child of each node (children are contiguous), -1 for
+            leaves. Node 0 is the root.
+        child_count: (N,) int32.
+        leaf_ptr: (N + 1,) int64 CSR offsets into `leaf_tris`: the triangles a leaf holds
+            (empty for inner nodes).
+        leaf_tris: (M,) int64 triangle indices (the mesh's loop-triangle order).
+    """
+
+    first_child: np.ndarray
+    child_count: np.ndarray
+    leaf_ptr: np.ndarray
+    leaf_tris: np.ndarray
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.first_child.shape[0])
+
+    @classmethod
+    def one_triangle_per_leaf(cls, first_child: np.ndarray, child_count: np.ndarray,
+                              leaf_tri: np.ndarray) -> "Hierarchy":
+        """From a tree whose leaves hold one triangle each (`leaf_tri` (N,), -1 inner)."""
+        is_leaf = leaf_tri >= 0
+        ptr = np.zeros(leaf_tri.size + 1, dtype=np.int64)
+        np.cumsum(is_leaf, out=ptr[1:])
+        return cls(first_child, child_count, ptr, leaf_tri[is_leaf].astype(np.int64))
+
+
+@dataclass
+class Frame:
+    """One object at one frame: what every method may read.
+
+    Attributes:
+        positions: (V, 3) float64 world-space evaluated positions (the geometric truth).
+        triangles: (T, 3) int32 the triangles Blender draws at this frame (quads re-split).
+        pose: the frame's `Pose`, or None when only positions are known (rest contacts,
+            bottom-up methods).
+    """
+
+    positions: np.ndarray
+    triangles: np.ndarray
+    pose: Pose | None = None
+
+
+class Volumes(ABC):
+    """The volumes of one object's hierarchy at one frame, computed on demand.
+
+    Subclasses fill in `ensure` (compute the volumes of some nodes, once per frame),
+    `size` (a length used to decide which node of a pair to descend into) and
+    `overlap` (may two nodes' contents meet). Every kind can also give an enclosing
+    sphere per node (`spheres`), which is how volumes of different kinds are compared.
+    """
+
+    kind: ClassVar[str] = "sphere"
+
+    def __init__(self, hierarchy: Hierarchy):
+        self.hierarchy = hierarchy
+        self.refitted = 0
+
+    @abstractmethod
+    def ensure(self, nodes: np.ndarray) -> None:
+        """Make the volumes of `nodes` ((n,) int64, repeats allowed) available."""
+
+    @abstractmethod
+    def size(self, nodes: np.ndarray) -> np.ndarray:
+        """(n,) float64 a length per node (its radius, or its box's half-diagonal)."""
+
+    @abstractmethod
+    def spheres(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Enclosing spheres of `nodes` (already ensured): centres (n, 3), radii (n,)."""
+
+    def overlap(self, na: np.ndarray, other: "Volumes", nb: np.ndarray) -> np.ndarray:
+        """(n,) bool: may node na[k] of self and node nb[k] of `other` share a point?
+
+        Must never say False for nodes whose contents touch (soundness). The default
+        compares enclosing spheres; kinds with a tighter test of their own override it for
+        a partner of the same kind. Both sides are ensured first.
+        """
+        self.ensure(na)
+        other.ensure(nb)
+        ca, ra = self.spheres(na)
+        cb, rb = other.spheres(nb)
+        d = ca - cb
+        return np.einsum("ij,ij->i", d, d) <= (ra + rb) ** 2
+
+
+class Prepared(Protocol):
+    """What a method builds once per rig. Arrays only, so that it can be stored."""
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        ...
+
+
+class Method(ABC):
+    """A bounding-volume method. Instances are stateless; the registry holds one each.
+
+    Attributes:
+        id: stable identifier: stored in files, the CLI's `--method`, the JSON `refit` map.
+        label: what the panel and the CLI help show.
+        fallback: the id of the method to use for a rig this one does not support
+            (None: the end of the chain).
+    """
+
+    id: ClassVar[str]
+    label: ClassVar[str]
+    fallback: ClassVar[str | None] = None
+    description: ClassVar[str] = ""
+
+    def supports(self, rig: Rig) -> str | None:
+        """None when this method is exact for `rig`, else the reason it is not."""
+        return None
+
+    @abstractmethod
+    def prepare(self, rig: Rig) -> Prepared:
+        """Build the method's data for `rig` (rest pose), once."""
+
+    @abstractmethod
+    def load(self, arrays: dict[str, np.ndarray]) -> Prepared:
+        """Inverse of `Prepared.arrays()`."""
+
+    @abstractmethod
+    def volumes(self, rig: Rig, prepared: Prepared, frame: Frame) -> Volumes:
+        """The frame's volumes. Must enclose every triangle Blender evaluates."""

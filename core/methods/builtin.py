@@ -1,0 +1,5 @@
+"""The methods that ship with skin_collide; importing this module registers them.
+
+A new method adds one import line here (and lives in its own module or package).
+"""
+from . import sphere_tree  # noqa: F401  (sphere-tree, bottom-up)

@@ -1,0 +1,147 @@
+"""Sphere trees (Kavan & Žára 2005) as methods: the on-demand LBS refit, and the bottom-up
+refit from the evaluated mesh that is exact for any deformation (the end of every chain).
+
+The tree is built once on the rest pose (`core.sphere_tree`); per frame a `SphereVolumes`
+computes only the spheres a query reaches. Leaves take the minimal ball of their frame
+triangle (exact, and cheaper than any bound); inner nodes take the method's bound.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .. import refit, sphere_tree
+from ..rig import Rig
+from .base import Frame, Hierarchy, Method, Volumes
+from .registry import register
+
+
+class SphereVolumes(Volumes):
+    """World-space spheres of one tree at one frame, computed the first time they are
+    needed by `refit(nodes) -> (centers, radii)`; `eager` gives all of them up front."""
+
+    kind = "sphere"
+
+    def __init__(self, tree: sphere_tree.SphereTree,
+                 refit_fn: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None,
+                 eager: tuple[np.ndarray, np.ndarray] | None = None):
+        super().__init__(Hierarchy.one_triangle_per_leaf(tree.first_child, tree.child_count,
+                                                         tree.leaf_tri))
+        self.tree = tree
+        self.refit = refit_fn
+        if eager is not None:
+            self.centers, self.radii = eager
+            self.done = np.ones(tree.n_nodes, dtype=bool)
+        else:
+            self.centers = np.zeros((tree.n_nodes, 3))
+            self.radii = np.zeros(tree.n_nodes)
+            self.done = np.zeros(tree.n_nodes, dtype=bool)
+
+    def ensure(self, nodes: np.ndarray) -> None:
+        todo = nodes[~self.done[nodes]]
+        if todo.size == 0:
+            return
+        todo = np.unique(todo)
+        c, r = self.refit(todo)
+        self.centers[todo] = c
+        self.radii[todo] = r
+        self.done[todo] = True
+        self.refitted += int(todo.size)
+
+    def size(self, nodes: np.ndarray) -> np.ndarray:
+        return self.radii[nodes]
+
+    def spheres(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.centers[nodes], self.radii[nodes]
+
+
+@dataclass
+class TreeData:
+    """Prepared data of the sphere-tree methods: the tree, and the LBS bounds if any."""
+
+    tree: sphere_tree.SphereTree
+    bounds: refit.LbsBounds | None = None
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        out = {f"tree.{k}": v for k, v in self.tree.arrays().items()}
+        if self.bounds is not None:
+            out.update({f"bounds.{k}": v for k, v in self.bounds.arrays().items()})
+        return out
+
+    @classmethod
+    def from_arrays(cls, d: dict[str, np.ndarray]) -> "TreeData":
+        tree = sphere_tree.SphereTree(**{k[5:]: v for k, v in d.items() if k.startswith("tree.")})
+        b = {k[7:]: v for k, v in d.items() if k.startswith("bounds.")}
+        return cls(tree, refit.LbsBounds(**b) if b else None)
+
+
+def rig_limits(rig: Rig) -> str | None:
+    """Why the rest mesh plus bone matrices do not determine Blender's result, if so."""
+    return "; ".join(rig.unsupported) if rig.unsupported else None
+
+
+class LbsSphereTree(Method):
+    id = "sphere-tree"
+    label = "Sphere tree, on-demand LBS refit"
+    description = ("Refit only the spheres a query reaches, from the bone matrices "
+                   "(Kavan & Žára 2005)")
+    fallback = "bottom-up"
+
+    def supports(self, rig: Rig) -> str | None:
+        if rig.unsupported:
+            return rig_limits(rig)
+        if rig.preserve_volume:
+            return "Preserve Volume (dual quaternions): the LBS bound does not hold"
+        return None
+
+    def prepare(self, rig: Rig) -> TreeData:
+        tree = sphere_tree.build(rig.rest_positions, rig.triangles)
+        return TreeData(tree, refit.lbs_bounds(tree, rig))
+
+    def load(self, arrays: dict[str, np.ndarray]) -> TreeData:
+        return TreeData.from_arrays(arrays)
+
+    def volumes(self, rig: Rig, prepared: TreeData, frame: Frame) -> SphereVolumes:
+        tree, bounds = prepared.tree, prepared.bounds
+        if frame.pose is None or bounds is None:
+            return BottomUpSphereTree().volumes(rig, prepared, frame)
+        transforms = refit.frame_transforms(frame.pose, tree)
+        positions = frame.positions
+        tris = frame.triangles
+
+        def refit_nodes(nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            # Leaves take their frame triangle's evaluated vertices (exact); inner nodes
+            # the bound.
+            leaf = tree.leaf_tri[nodes] >= 0
+            if leaf.all():
+                return refit.leaf_spheres(tree, tris, positions, nodes)
+            c = np.empty((nodes.size, 3))
+            r = np.empty(nodes.size)
+            c[leaf], r[leaf] = refit.leaf_spheres(tree, tris, positions, nodes[leaf])
+            c[~leaf], r[~leaf] = refit.refit_on_demand(tree, bounds, transforms, nodes[~leaf])
+            return c, r
+
+        return SphereVolumes(tree, refit_fn=refit_nodes)
+
+
+class BottomUpSphereTree(Method):
+    id = "bottom-up"
+    label = "Sphere tree, bottom-up refit"
+    description = "Refit every sphere from the evaluated mesh, leaves first (exact for any deformation)"
+    fallback = None
+
+    def prepare(self, rig: Rig) -> TreeData:
+        return TreeData(sphere_tree.build(rig.rest_positions, rig.triangles))
+
+    def load(self, arrays: dict[str, np.ndarray]) -> TreeData:
+        return TreeData.from_arrays(arrays)
+
+    def volumes(self, rig: Rig, prepared: TreeData, frame: Frame) -> SphereVolumes:
+        eager = refit.refit_bottom_up(prepared.tree, frame.triangles, frame.positions)
+        return SphereVolumes(prepared.tree, eager=eager)
+
+
+register(LbsSphereTree())
+register(BottomUpSphereTree())

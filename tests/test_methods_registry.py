@@ -1,0 +1,107 @@
+"""The method interface: registry, fallback chain, and the generic traversal over the
+sphere-tree methods, against brute force (core only)."""
+import math
+
+import numpy as np
+import pytest
+
+from skin_collide.core import procedural, scan, skinning, triangles, traversal as old_traversal
+from skin_collide.core.methods import registry
+from skin_collide.core.methods.base import Frame
+from skin_collide.core.query import traversal
+from skin_collide.core.rig import Pose
+
+
+@pytest.fixture(scope="module")
+def rig():
+    return procedural.tube_rig(rings=14, segments=10, n_bones=5)
+
+
+def test_registry_lists_the_sphere_tree_methods():
+    assert {"sphere-tree", "bottom-up"} <= set(registry.ids())
+    with pytest.raises(KeyError, match="known"):
+        registry.get("no-such-method")
+
+
+def test_fallback_chain_is_decided_by_supports(rig):
+    m, why = registry.resolve("sphere-tree", rig)
+    assert m.id == "sphere-tree" and why == []
+    rig.unsupported = ["2 shape keys"]
+    try:
+        m, why = registry.resolve("sphere-tree", rig)
+        assert m.id == "bottom-up" and any("shape keys" in w for w in why)
+    finally:
+        rig.unsupported = []
+
+
+def _poses(rig, n, seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(n):
+        a = procedural.random_pose(rig, rng, max_angle=math.radians(150), scale_range=(0.6, 1.5))
+        b = procedural.random_pose(rig, rng, max_angle=math.radians(150), scale_range=(0.6, 1.5))
+        yield a, Pose(b.deform, a.armature_world, a.mesh_world)
+
+
+@pytest.mark.parametrize("method_id", ["sphere-tree", "bottom-up"])
+def test_generic_traversal_equals_brute_force(rig, method_id):
+    m = registry.get(method_id)
+    prepared = m.load(m.prepare(rig).arrays())          # through the stored form
+    keys = old_traversal.welded_triangle_keys(rig.rest_positions, rig.triangles)
+    tris = rig.triangles
+    seen = 0
+    for pa, pb in _poses(rig, 6, 3):
+        A, B = skinning.lbs_rig(rig, pa), skinning.lbs_rig(rig, pb)
+        va = m.volumes(rig, prepared, Frame(A, tris, pa))
+        vb = m.volumes(rig, prepared, Frame(B, tris, pb))
+
+        def cross(ta, tb):
+            return triangles.triangle_pairs_intersect(A, tris, ta, B, tris, tb)
+
+        def self_(ta, tb):
+            far = ~old_traversal.adjacent_pairs(keys, ta, tb)
+            hit = np.zeros(ta.size, bool)
+            hit[far] = triangles.triangle_pairs_intersect(A, tris, ta[far], A, tris, tb[far])
+            return hit
+
+        got, _ = traversal.collide(va, vb, cross)
+        want = scan.brute_force_pairs(A, tris, B, tris)
+        assert {tuple(p) for p in got.tolist()} == {tuple(p) for p in want.tolist()}
+        got_s, _ = traversal.collide(va, None, self_)
+        want_s = scan.brute_force_pairs(A, tris, keys=keys)
+        assert {tuple(p) for p in got_s.tolist()} == {tuple(p) for p in want_s.tolist()}
+        seen += len(want) + len(want_s)
+    assert seen > 50
+
+
+def test_first_hit_returns_a_true_subset(rig):
+    m = registry.get("sphere-tree")
+    prepared = m.prepare(rig)
+    tris = rig.triangles
+    for pa, pb in _poses(rig, 4, 5):
+        A, B = skinning.lbs_rig(rig, pa), skinning.lbs_rig(rig, pb)
+
+        def cross(ta, tb):
+            return triangles.triangle_pairs_intersect(A, tris, ta, B, tris, tb)
+
+        full, _ = traversal.collide(m.volumes(rig, prepared, Frame(A, tris, pa)),
+                                    m.volumes(rig, prepared, Frame(B, tris, pb)), cross)
+        first, _ = traversal.collide(m.volumes(rig, prepared, Frame(A, tris, pa)),
+                                     m.volumes(rig, prepared, Frame(B, tris, pb)), cross,
+                                     first_hit=True)
+        assert (first.size > 0) == (full.size > 0)
+        assert {tuple(p) for p in first.tolist()} <= {tuple(p) for p in full.tolist()}
+
+
+def test_leaves_with_several_triangles():
+    """A hierarchy whose leaves hold several triangles (as sphere sets, chains and OBB
+    trees have) yields every triangle pair of overlapping leaves, and a leaf's own pairs
+    in self-collision."""
+    from skin_collide.core.methods.base import Hierarchy
+    from skin_collide.core.query.traversal import leaf_triangle_pairs, _unordered_pairs
+
+    h = Hierarchy(np.array([1, -1, -1], np.int32), np.array([2, 0, 0], np.int32),
+                  np.array([0, 0, 2, 5]), np.array([7, 8, 1, 2, 3]))
+    ta, tb = leaf_triangle_pairs(h, np.array([1]), h, np.array([2]))
+    assert sorted(zip(ta.tolist(), tb.tolist())) == [(7, 1), (7, 2), (7, 3), (8, 1), (8, 2), (8, 3)]
+    ia, ib = _unordered_pairs(np.array([2]), np.array([3]), with_self=False)
+    assert sorted(zip(ia.tolist(), ib.tolist())) == [(2, 3), (2, 4), (3, 4)]
