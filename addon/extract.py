@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.geometry import triangulation
 from ..core.rig import Pose, Rig
 
 
@@ -115,18 +116,41 @@ def read_weights(ob, bone_index: dict[str, int], deform: np.ndarray):
     return ptr, bone[keep].astype(np.int32), val[keep], ignored
 
 
-def read_topology(me) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rest positions (V, 3) float64, loop triangles (T, 3) int32 and their polygons (T,)."""
+def read_polygons(me) -> tuple[np.ndarray, np.ndarray]:
+    """Polygon loops: offsets (P + 1,) int64 and loop vertices (L,) int32, Blender's order."""
+    P = len(me.polygons)
+    start = np.empty(P, dtype=np.int32)
+    me.polygons.foreach_get("loop_start", start)
+    L = len(me.loops)
+    verts = np.empty(L, dtype=np.int32)
+    me.loops.foreach_get("vertex_index", verts)
+    ptr = np.append(start.astype(np.int64), L)
+    if P and np.any(np.diff(ptr) < 0):
+        raise RigError(f"mesh '{me.name}': polygon loops are not stored in polygon order")
+    return ptr, verts
+
+
+def read_topology(me):
+    """Rest positions (V, 3) float64, loop triangles (T, 3) int32, their polygons (T,)
+    int32, and the polygon loops: poly_ptr (P + 1,) int64, poly_verts (L,) int32."""
     V = len(me.vertices)
     pos = np.empty(V * 3, dtype=np.float32)
     me.attributes["position"].data.foreach_get("vector", pos)
+    tris, poly = read_loop_triangles(me)
+    poly_ptr, poly_verts = read_polygons(me)
+    return pos.reshape(V, 3).astype(np.float64), tris, poly, poly_ptr, poly_verts
+
+
+def read_loop_triangles(me) -> tuple[np.ndarray, np.ndarray]:
+    """The mesh's loop triangles (T, 3) int32 and their polygons (T,) int32. On an
+    evaluated mesh these are the triangles Blender draws at that frame."""
     me.calc_loop_triangles()
     T = len(me.loop_triangles)
     tris = np.empty(T * 3, dtype=np.int32)
     poly = np.empty(T, dtype=np.int32)
     me.loop_triangles.foreach_get("vertices", tris)
     me.loop_triangles.foreach_get("polygon_index", poly)
-    return pos.reshape(V, 3).astype(np.float64), tris.reshape(T, 3), poly
+    return tris.reshape(T, 3), poly
 
 
 def rig_from_object(ob) -> Rig:
@@ -144,7 +168,7 @@ def rig_from_object(ob) -> Rig:
     arm_ob = report.armature
     mod = report.armature_modifier
     names, index, parents, rest_mats, deform = _bone_arrays(arm_ob)
-    rest, tris, poly = read_topology(ob.data)
+    rest, tris, poly, poly_ptr, poly_verts = read_topology(ob.data)
     ptr, bone, value, ignored = read_weights(ob, index, deform)
 
     unsupported: list[str] = []
@@ -183,7 +207,7 @@ def rig_from_object(ob) -> Rig:
         name=ob.name, rest_positions=rest, triangles=tris, tri_polygon=poly,
         weight_ptr=ptr, weight_bone=bone, weight_value=value, bone_names=names,
         bone_parents=parents, bone_rest=rest_mats, bone_deform=deform,
-        preserve_volume=bool(mod.use_deform_preserve_volume),
+        poly_ptr=poly_ptr, poly_verts=poly_verts, preserve_volume=bool(mod.use_deform_preserve_volume),
         unsupported=unsupported, notes=notes,
     )
 
@@ -228,3 +252,25 @@ def evaluated_positions(ob, depsgraph, world: bool = True) -> np.ndarray:
         M = _matrix_to_np(ob_eval.matrix_world)
         pos = pos @ M[:3, :3].T + M[:3, 3]
     return pos
+
+
+def evaluated_frame(ob, depsgraph, rig: Rig) -> tuple[np.ndarray, np.ndarray]:
+    """The frame's world positions (V, 3) float64 and the triangles Blender draws (T, 3)
+    int32, in the order of `rig.triangles`.
+
+    Quads are re-split with Blender's own rule on the mesh-local float32 positions (the
+    space and precision Blender decides in), so no extra read is needed; meshes with
+    n-gons read the evaluated loop triangles instead (polyfill also changes per frame).
+    """
+    ob_eval = ob.evaluated_get(depsgraph)
+    local = evaluated_positions(ob, depsgraph, world=False)
+    M = _matrix_to_np(ob_eval.matrix_world)
+    world = local @ M[:3, :3].T + M[:3, 3]
+    if triangulation.quads_of(rig).has_ngons:
+        tris, _ = read_loop_triangles(ob_eval.data)
+        if tris.shape != rig.triangles.shape:
+            raise RigError(f"'{ob.name}' evaluates to {tris.shape[0]} triangles but was built "
+                           f"with {rig.n_triangles}: its topology changed; rebuild")
+    else:
+        tris = triangulation.frame_triangles(rig, local)
+    return world, tris

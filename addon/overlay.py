@@ -99,13 +99,15 @@ def live_batches(scene):
     tris, lines = [], []
     if res is None or res.error:
         return np.zeros((0, 3), np.float32), np.zeros((0, 3), np.float32)
-    for name, pos, hit in zip(res.names, res.positions, res.hit_triangles):
+    for name, pos, ftris, hit in zip(res.names, res.positions, res.triangles,
+                                     res.hit_triangles):
         ob = scene.objects.get(name)
         if ob is None or not storage.has_data(ob):
             continue
         obj = storage.load(ob)
         if hit.size:
-            tris.append(triangle_overlay(pos, obj.rig.triangles, hit))
+            # The frame's own triangles: Blender re-splits deformed quads per frame.
+            tris.append(triangle_overlay(pos, ftris, hit))
         if s.show_spheres:
             lines.append(_level_wires(res, name, obj, pos, s.sphere_level))
     cat = lambda xs: np.concatenate(xs) if xs else np.zeros((0, 3), np.float32)  # noqa: E731

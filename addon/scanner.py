@@ -5,7 +5,11 @@ Modes:
   the bottom-up fallback for rigs whose deformation the LBS bound does not cover;
 * ``bottom-up``: sphere trees refitted from the evaluated positions every frame;
 * ``rebuild``: Blender's own ``mathutils.bvhtree.BVHTree`` rebuilt every frame on the
-  evaluated world-space triangles and queried with ``overlap`` (the reference).
+  evaluated world-space loop triangles of that frame and queried with ``overlap`` (the
+  reference).
+
+Every mode uses the triangles Blender draws at the frame (deformed quads are re-split,
+`core.geometry.triangulation`); `evaluate` reads them with the positions.
 """
 from __future__ import annotations
 
@@ -68,10 +72,13 @@ class Scanner:
             if rig.n_triangles == 0:
                 raise extract.RigError(f"mesh '{rig.name}' has no faces to collide")
         self.objects = [core_scan.prepare(rig) for rig in rigs]
+        #: per mesh, the (T, 3) triangles Blender draws at the last evaluated frame.
+        self.triangles: list[np.ndarray] | None = None
 
     def evaluate(self, depsgraph) -> tuple[list[np.ndarray], list]:
-        """Evaluated world positions and poses of every mesh at the current frame."""
-        positions, poses = [], []
+        """Evaluated world positions and poses of every mesh at the current frame; the
+        frame's triangles are kept in `self.triangles` (used by `query` by default)."""
+        positions, poses, tris = [], [], []
         for ob, obj in zip(self.meshes, self.objects):
             pos = extract.evaluated_positions(ob, depsgraph)
             if pos.shape[0] != obj.rig.n_vertices:
@@ -84,19 +91,27 @@ class Scanner:
                 raise extract.RigError(
                     f"'{ob.name}' has {pos.shape[0]} evaluated vertices but was built with "
                     f"{obj.rig.n_vertices}: its topology changed; rebuild")
+            pos, t = extract.evaluated_frame(ob, depsgraph, obj.rig)
             positions.append(pos)
+            tris.append(t)
             poses.append(extract.pose_from_object(ob, depsgraph))
+        self.triangles = tris
         return positions, poses
 
-    def query(self, positions, poses) -> tuple[list[tuple[int, int, np.ndarray]], float, list[str]]:
-        """Triangle pairs per object pair, query milliseconds and the refit used."""
+    def query(self, positions, poses, triangles=None
+              ) -> tuple[list[tuple[int, int, np.ndarray]], float, list[str]]:
+        """Triangle pairs per object pair (indices into the frame's triangles, which are
+        `triangles`, by default those of the last `evaluate`), query milliseconds and the
+        refit used."""
+        if triangles is None:
+            triangles = self.triangles
         if self.mode == "rebuild":
             t0 = time.perf_counter()
-            pairs = bvhtree_pairs(self.objects, positions, self.self_collision)
+            pairs = bvhtree_pairs(self.objects, positions, self.self_collision, triangles)
             return pairs, (time.perf_counter() - t0) * 1000.0, ["rebuild"] * len(self.objects)
         res = core_scan.query_frame(self.objects, positions, poses, mode=self.mode,
                                     self_collision=self.self_collision,
-                                    first_hit=self.first_hit)
+                                    first_hit=self.first_hit, triangles=triangles)
         return res.pairs, res.ms, res.modes
 
     def polygon_pairs(self, tri_pairs) -> list[tuple[str, int, str, int]]:
@@ -126,8 +141,12 @@ class Scanner:
                           {o.name: o.build_seconds for o in self.objects})
 
 
-def bvhtree_pairs(objects, positions, self_collision: bool) -> list[tuple[int, int, np.ndarray]]:
+def bvhtree_pairs(objects, positions, self_collision: bool,
+                  triangles=None) -> list[tuple[int, int, np.ndarray]]:
     """Blender's BVHTree rebuild + overlap on world-space triangles, as triangle pairs.
+
+    `triangles`: per object, the frame's (T, 3) triangles (Blender's evaluated loop
+    triangles, `Scanner.evaluate`); None decides the quads from `positions`.
 
     Self pairs come back in both orders and include adjacent triangles that Blender does
     not skip (sharing one vertex, or a welded seam); they are deduplicated, and all pairs
@@ -135,8 +154,12 @@ def bvhtree_pairs(objects, positions, self_collision: bool) -> list[tuple[int, i
     """
     from mathutils.bvhtree import BVHTree
 
-    trees = [BVHTree.FromPolygons(p.tolist(), o.rig.triangles.tolist(), all_triangles=True,
-                                  epsilon=0.0) for o, p in zip(objects, positions)]
+    if triangles is None:
+        triangles = [None] * len(objects)
+    tris = [core_scan.frame_triangles(o, p) if t is None else t
+            for o, p, t in zip(objects, positions, triangles)]
+    trees = [BVHTree.FromPolygons(p.tolist(), t.tolist(), all_triangles=True, epsilon=0.0)
+             for t, p in zip(tris, positions)]
     out = []
     n = len(objects)
     jobs = [(i, j) for i in range(n) for j in range(i + 1, n)]
@@ -150,10 +173,11 @@ def bvhtree_pairs(objects, positions, self_collision: bool) -> list[tuple[int, i
         if i == j:
             pairs = np.unique(np.sort(pairs, axis=1), axis=0)
             pairs = pairs[pairs[:, 0] != pairs[:, 1]]
-            far = ~traversal.adjacent_pairs(objects[i].keys, pairs[:, 0], pairs[:, 1])
+            far = ~traversal.adjacent_pairs(objects[i].vertex_keys[tris[i]], pairs[:, 0],
+                                            pairs[:, 1])
         else:
-            far = ~traversal.shares_position(positions[i], objects[i].rig.triangles, pairs[:, 0],
-                                             positions[j], objects[j].rig.triangles, pairs[:, 1])
+            far = ~traversal.shares_position(positions[i], tris[i], pairs[:, 0],
+                                             positions[j], tris[j], pairs[:, 1])
         pairs = pairs[far]
         if pairs.size:
             out.append((i, j, pairs))

@@ -18,9 +18,10 @@ class SessionError(ValueError):
 
 @dataclass
 class LiveResult:
-    """The last query of a scene: per object, the colliding triangles and the positions
-    they were found at (for the overlay), the polygon pairs, and the sphere wireframes
-    drawn so far at this frame (by object name and tree level)."""
+    """The last query of a scene: per object, the colliding triangles, the positions and
+    the triangles of the frame they were found at (Blender's split of the deformed quads,
+    so that the overlay draws exactly the triangles that collide), the polygon pairs, and
+    the sphere wireframes drawn so far at this frame (by object name and tree level)."""
 
     frame: int
     ms: float
@@ -28,6 +29,7 @@ class LiveResult:
     positions: list[np.ndarray]
     hit_triangles: list[np.ndarray]
     polygon_pairs: list[tuple[str, int, str, int]]
+    triangles: list[np.ndarray] = field(default_factory=list)
     spheres: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)
     error: str = ""
 
@@ -110,9 +112,10 @@ def store_rest_contacts(scene, meshes, objects, self_collision: bool) -> int:
             a.data.pose_position = "REST"
         bpy.context.view_layer.update()
         dg = bpy.context.evaluated_depsgraph_get()
-        positions = [extract.evaluated_positions(ob, dg) for ob in meshes]
-        res = core_scan.query_frame(objects, positions, [None] * len(objects), mode="bottom-up",
-                                    self_collision=self_collision)
+        frames = [extract.evaluated_frame(ob, dg, obj.rig) for ob, obj in zip(meshes, objects)]
+        res = core_scan.query_frame(objects, [f[0] for f in frames], [None] * len(objects),
+                                    mode="bottom-up", self_collision=self_collision,
+                                    triangles=[f[1] for f in frames])
     finally:
         for a, pos in saved.items():
             a.data.pose_position = pos
@@ -131,18 +134,23 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None) -> LiveRe
     s = scene.skin_collide
     objects = objects or [storage.load(ob) for ob in meshes]
     t0 = time.perf_counter()
-    positions, poses = [], []
+    positions, poses, frame_tris = [], [], []
     for ob, obj in zip(meshes, objects):
-        pos = extract.evaluated_positions(ob, depsgraph)
-        if pos.shape[0] != obj.rig.n_vertices:
-            raise SessionError(f"'{ob.name}' evaluates to {pos.shape[0]} vertices but was built "
+        n = len(ob.evaluated_get(depsgraph).data.vertices)
+        if n != obj.rig.n_vertices:
+            raise SessionError(f"'{ob.name}' evaluates to {n} vertices but was built "
                                f"with {obj.rig.n_vertices}: rebuild (or disable modifiers after "
                                "the Armature modifier)")
+        try:
+            pos, tris = extract.evaluated_frame(ob, depsgraph, obj.rig)
+        except extract.RigError as exc:
+            raise SessionError(str(exc)) from None
         positions.append(pos)
+        frame_tris.append(tris)
         poses.append(extract.pose_from_object(ob, depsgraph))
     mode = "on-demand" if s.refit_mode == "ON_DEMAND" else "bottom-up"
     res = core_scan.query_frame(objects, positions, poses, mode=mode,
-                                self_collision=s.self_collision)
+                                self_collision=s.self_collision, triangles=frame_tris)
     names = [ob.name for ob in meshes]
     found = _pairs_to_sets(res)
     if s.ignore_rest_contacts:
@@ -160,7 +168,7 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None) -> LiveRe
              for i, pa, j, pb in core_scan.polygon_pairs(objects, kept)]
     result = LiveResult(scene.frame_current, (time.perf_counter() - t0) * 1000.0, names,
                         positions, [np.array(sorted(h), dtype=np.int64) for h in hits],
-                        sorted(polys))
+                        sorted(polys), triangles=frame_tris)
     _live[scene.name_full] = result
     return result
 

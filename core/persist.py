@@ -12,9 +12,10 @@ from .rig import Rig
 from .scan import CollisionObject
 from .sphere_tree import SphereTree
 
-FORMAT = 1
+FORMAT = 2
 _RIG_ARRAYS = ("rest_positions", "triangles", "tri_polygon", "weight_ptr", "weight_bone",
-               "weight_value", "bone_parents", "bone_rest", "bone_deform")
+               "weight_value", "bone_parents", "bone_rest", "bone_deform", "poly_ptr",
+               "poly_verts")
 
 
 def rig_signature(rig: Rig) -> str:
@@ -44,7 +45,7 @@ def to_bytes(obj: CollisionObject) -> bytes:
     if obj.bounds is not None:
         for k, v in obj.bounds.arrays().items():
             arrays[f"bounds.{k}"] = v
-    arrays["keys"] = obj.keys
+    arrays["vertex_keys"] = obj.vertex_keys
     arrays["refit_method"] = np.array(obj.refit_method)
     arrays["refit_reason"] = np.array(obj.refit_reason)
     arrays["build_seconds"] = np.array(obj.build_seconds)
@@ -71,4 +72,4 @@ def from_bytes(data: bytes) -> CollisionObject:
     b = {k[7:]: v for k, v in d.items() if k.startswith("bounds.")}
     bounds = LbsBounds(**b) if b else None
     return CollisionObject(rig.name, rig, tree, bounds, str(d["refit_method"]),
-                           str(d["refit_reason"]), d["keys"], float(d["build_seconds"]))
+                           str(d["refit_reason"]), d["vertex_keys"], float(d["build_seconds"]))

@@ -241,7 +241,8 @@ def refit_on_demand(tree: SphereTree, bounds: LbsBounds, frame: FrameTransforms,
 def leaf_spheres(tree: SphereTree, triangles: np.ndarray, positions: np.ndarray,
                  nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Minimal balls of the deformed triangles of leaf `nodes`: exact and cheaper than any
-    bound. (n, 3), (n,) float64.
+    bound. (n, 3), (n,) float64. `triangles` (T, 3) are the FRAME's triangles (Blender
+    re-splits quads per frame, `core.geometry.triangulation`).
 
     A triangle's minimal ball is its circumscribed ball when it is acute, else the ball on
     its longest edge (also for degenerate triangles).
@@ -271,8 +272,8 @@ def refit_bottom_up(tree: SphereTree, triangles: np.ndarray,
     """Refit every node from deformed positions, leaves first.
 
     Args:
-        tree: the tree; triangles: (T, 3) int vertex indices; positions: (V, 3) float64
-            deformed positions (world space).
+        tree: the tree; triangles: (T, 3) int vertex indices of the frame's triangles;
+            positions: (V, 3) float64 deformed positions (world space).
     Returns:
         centers (N, 3) and radii (N,) float64 for all nodes.
     """

@@ -44,6 +44,11 @@ class Rig:
         bone_parents: (J,) int32 parent bone index, -1 for roots.
         bone_rest: (J, 4, 4) float64 rest matrices in armature space (``bone.matrix_local``).
         bone_deform: (J,) bool, ``bone.use_deform``.
+        poly_ptr: (P + 1,) int64 CSR offsets of each polygon's loops (corners).
+        poly_verts: (L,) int32 the vertex of each loop, in Blender's loop order. The
+            triangles of polygon p are contiguous and number (corners − 2); a quad's split
+            is re-decided per frame (`core.geometry.triangulation`). When not given, the
+            triangles are taken as fans of their polygons (`triangulation.fan_polygons`).
         preserve_volume: the Armature modifier's "Preserve Volume" (dual quaternions).
         unsupported: human-readable reasons why Blender's result cannot be reproduced from
             the rig alone (B-Bones, envelopes, shape keys, other deforming modifiers ...).
@@ -62,6 +67,8 @@ class Rig:
     bone_parents: np.ndarray
     bone_rest: np.ndarray
     bone_deform: np.ndarray
+    poly_ptr: np.ndarray | None = None
+    poly_verts: np.ndarray | None = None
     preserve_volume: bool = False
     unsupported: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -76,6 +83,11 @@ class Rig:
         self.bone_parents = np.ascontiguousarray(self.bone_parents, dtype=np.int32)
         self.bone_rest = np.ascontiguousarray(self.bone_rest, dtype=np.float64).reshape(-1, 4, 4)
         self.bone_deform = np.ascontiguousarray(self.bone_deform, dtype=bool)
+        if self.poly_ptr is None or self.poly_verts is None:
+            from .geometry.triangulation import fan_polygons
+            self.poly_ptr, self.poly_verts = fan_polygons(self.triangles, self.tri_polygon)
+        self.poly_ptr = np.ascontiguousarray(self.poly_ptr, dtype=np.int64)
+        self.poly_verts = np.ascontiguousarray(self.poly_verts, dtype=np.int32)
         self.validate()
 
     @property
@@ -85,6 +97,10 @@ class Rig:
     @property
     def n_triangles(self) -> int:
         return int(self.triangles.shape[0])
+
+    @property
+    def n_polygons(self) -> int:
+        return int(self.poly_ptr.shape[0]) - 1
 
     @property
     def n_bones(self) -> int:
@@ -102,6 +118,23 @@ class Rig:
             raise ValueError(f"{self.name}: triangle index out of range")
         if self.tri_polygon.shape[0] != self.triangles.shape[0]:
             raise ValueError(f"{self.name}: tri_polygon must have one entry per triangle")
+        P = self.poly_ptr.shape[0] - 1
+        if self.poly_ptr.ndim != 1 or P < 0 or self.poly_ptr[0] != 0 \
+                or self.poly_ptr[-1] != self.poly_verts.size:
+            raise ValueError(f"{self.name}: poly_ptr must be (P + 1,) CSR offsets from 0")
+        sizes = np.diff(self.poly_ptr)
+        if np.any(sizes < 3):
+            raise ValueError(f"{self.name}: every polygon needs at least 3 corners")
+        if self.poly_verts.size and (self.poly_verts.min() < 0 or self.poly_verts.max() >= V):
+            raise ValueError(f"{self.name}: polygon vertex index out of range")
+        if int((sizes - 2).sum()) != self.triangles.shape[0]:
+            raise ValueError(f"{self.name}: polygons of n corners must have n - 2 triangles each")
+        if self.tri_polygon.size and (np.any(np.diff(self.tri_polygon) < 0)
+                                      or self.tri_polygon[0] < 0 or self.tri_polygon[-1] >= P
+                                      or np.any(np.bincount(self.tri_polygon, minlength=P)
+                                                != sizes - 2)):
+            raise ValueError(f"{self.name}: the triangles of each polygon must be contiguous, "
+                             "in polygon order")
         if self.weight_ptr.shape != (V + 1,) or self.weight_ptr[0] != 0:
             raise ValueError(f"{self.name}: weight_ptr must be (V + 1,) CSR offsets from 0")
         if np.any(np.diff(self.weight_ptr) < 0) or self.weight_ptr[-1] != self.weight_bone.size:

@@ -1,9 +1,11 @@
 """Collision queries over several skinned objects, one frame at a time.
 
 `prepare` builds, once per rig, what a query needs (sphere tree, LBS bounds when the rig
-allows the on-demand refit, welded vertex keys for self-collision). `query_frame` refits
+allows the on-demand refit, welded vertex ids for self-collision). `query_frame` refits
 and collides every object pair (and each object with itself when asked) for one frame,
 given the frame's evaluated positions and poses, and returns triangle pairs plus timings.
+Triangles are the frame's (Blender re-splits deformed quads, `core.geometry.triangulation`):
+their indices are the same at every frame, their vertices are not.
 """
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import refit, sphere_tree, traversal, triangles
+from . import refit, sphere_tree, traversal
+from . import triangles as tri_test
+from .geometry import triangulation
 from .refit_policy import ON_DEMAND_LBS, choose_refit
 from .rig import Pose, Rig
 
@@ -27,7 +31,8 @@ class CollisionObject:
         name: object name. rig: the `Rig`. tree: its `SphereTree` over the rest pose.
         bounds: `LbsBounds` for the on-demand refit, or None when the rig needs the
             bottom-up fallback. refit_method, refit_reason: as `choose_refit` says.
-        keys: (T, 3) int64 welded vertex keys (self-collision adjacency).
+        vertex_keys: (V,) int64 welded vertex ids (self-collision adjacency); a frame's
+            triangle keys are ``vertex_keys[frame_triangles]``.
         build_seconds: time to build tree and bounds.
     """
 
@@ -37,17 +42,19 @@ class CollisionObject:
     bounds: refit.LbsBounds | None
     refit_method: str
     refit_reason: str
-    keys: np.ndarray
+    vertex_keys: np.ndarray
     build_seconds: float = 0.0
 
 
 def prepare(rig: Rig, collapse_c: float = sphere_tree.COLLAPSE_C) -> CollisionObject:
     """Build the sphere tree (and the LBS bounds when they are valid) for `rig`."""
     t0 = time.perf_counter()
-    tree = sphere_tree.build(rig.rest_positions, rig.triangles, collapse_c=collapse_c)
+    tree = sphere_tree.build(rig.rest_positions, rig.triangles, collapse_c=collapse_c,
+                             tri_polygon=rig.tri_polygon, poly_ptr=rig.poly_ptr,
+                             poly_verts=rig.poly_verts)
     method, reason = choose_refit(rig)
     bounds = refit.lbs_bounds(tree, rig) if method == ON_DEMAND_LBS else None
-    keys = traversal.welded_triangle_keys(rig.rest_positions, rig.triangles)
+    keys = traversal.vertex_weld_ids(rig.rest_positions)
     return CollisionObject(rig.name, rig, tree, bounds, method, reason, keys,
                            time.perf_counter() - t0)
 
@@ -61,12 +68,14 @@ class FrameResult:
         ms: query time in milliseconds (refit, traversal and triangle tests).
         stats: per object pair, `traversal.QueryStats`.
         modes: the refit actually used per object ("on-demand" or "bottom-up").
+        triangles: per object, the (T, 3) int32 triangles of the frame the pairs index.
     """
 
     pairs: list[tuple[int, int, np.ndarray]]
     ms: float
     stats: list[traversal.QueryStats] = field(default_factory=list)
     modes: list[str] = field(default_factory=list)
+    triangles: list[np.ndarray] = field(default_factory=list)
 
     @property
     def n_pairs(self) -> int:
@@ -74,10 +83,10 @@ class FrameResult:
 
 
 def _spheres(obj: CollisionObject, positions: np.ndarray, pose: Pose | None,
-             mode: str) -> tuple[traversal.LazySpheres, str]:
+             mode: str, tris: np.ndarray) -> tuple[traversal.LazySpheres, str]:
     if mode == "on-demand" and obj.bounds is not None and pose is not None:
         frame = refit.frame_transforms(pose, obj.tree)
-        tree, bounds, tris = obj.tree, obj.bounds, obj.rig.triangles
+        tree, bounds = obj.tree, obj.bounds
 
         def refit_nodes(nodes):
             # Leaves take their triangle's evaluated vertices (exact); inner nodes the bound.
@@ -91,13 +100,22 @@ def _spheres(obj: CollisionObject, positions: np.ndarray, pose: Pose | None,
             return c, r
 
         return traversal.LazySpheres(tree, refit=refit_nodes), "on-demand"
-    eager = refit.refit_bottom_up(obj.tree, obj.rig.triangles, positions)
+    eager = refit.refit_bottom_up(obj.tree, tris, positions)
     return traversal.LazySpheres(obj.tree, eager=eager), "bottom-up"
+
+
+def frame_triangles(obj: CollisionObject, positions: np.ndarray) -> np.ndarray:
+    """(T, 3) int32 the triangles Blender draws for `obj` at `positions` (quads re-split
+    by Blender's rule; n-gons keep their rest triangles). Pass mesh-local positions for a
+    bit-exact match with Blender; world positions agree up to rounding (see
+    `core.geometry.triangulation`)."""
+    return triangulation.frame_triangles(obj.rig, positions)
 
 
 def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
                 poses: list[Pose | None], mode: str = "on-demand",
-                self_collision: bool = False, first_hit: bool = False) -> FrameResult:
+                self_collision: bool = False, first_hit: bool = False,
+                triangles: list[np.ndarray | None] | None = None) -> FrameResult:
     """Collide every pair of objects (and each with itself if `self_collision`).
 
     Adjacent triangles are never reported: within an object those sharing a vertex or a
@@ -112,30 +130,38 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
         mode: "on-demand" (falls back to bottom-up per object where the rig requires it)
             or "bottom-up".
         first_hit: stop at the first intersecting triangle pair found.
+        triangles: per object, the (T, 3) triangles Blender draws at this frame (from
+            `frame_triangles` on the mesh-local evaluated positions, or Blender's evaluated
+            loop triangles for meshes with n-gons); None (or a None entry) decides the
+            quads from `positions` here.
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
     t0 = time.perf_counter()
+    if triangles is None:
+        triangles = [None] * len(objects)
+    tris_all = [frame_triangles(obj, pos) if t is None else np.asarray(t, dtype=np.int32)
+                for obj, pos, t in zip(objects, positions, triangles)]
     spheres, modes = [], []
-    for obj, pos, pose in zip(objects, positions, poses):
-        s, m = _spheres(obj, pos, pose, mode)
+    for obj, pos, pose, tris in zip(objects, positions, poses, tris_all):
+        s, m = _spheres(obj, pos, pose, mode, tris)
         spheres.append(s)
         modes.append(m)
-    result = FrameResult([], 0.0, modes=modes)
+    result = FrameResult([], 0.0, modes=modes, triangles=tris_all)
     jobs = [(i, j) for i in range(len(objects)) for j in range(i + 1, len(objects))]
     if self_collision:
         jobs += [(i, i) for i in range(len(objects))]
     for i, j in jobs:
-        tri_i, tri_j = objects[i].rig.triangles, objects[j].rig.triangles
+        tri_i, tri_j = tris_all[i], tris_all[j]
         pos_i, pos_j = positions[i], positions[j]
 
         def test(ta, tb, pos_i=pos_i, pos_j=pos_j, tri_i=tri_i, tri_j=tri_j):
-            return triangles.triangle_pairs_intersect(pos_i, tri_i, ta, pos_j, tri_j, tb)
+            return tri_test.triangle_pairs_intersect(pos_i, tri_i, ta, pos_j, tri_j, tb)
 
         if i == j:
             # A tree against itself: fresh lazy spheres would redo the refits, so reuse.
             pairs, st = traversal.collide(spheres[i], None, test, first_hit=first_hit,
-                                          self_keys=objects[i].keys)
+                                          self_keys=objects[i].vertex_keys[tri_i])
         else:
             # Mesh parts of one character meet along seams; contact there is adjacency.
             def test_apart(ta, tb, test=test, pos_i=pos_i, pos_j=pos_j, tri_i=tri_i, tri_j=tri_j):
@@ -179,7 +205,9 @@ def brute_force_pairs(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray | 
                       block: int = 4_000_000) -> np.ndarray:
     """Every intersecting triangle pair by testing all pairs (small meshes only).
 
-    Self-collision when `pos_b` is None: pairs i < j, adjacent pairs (by `keys`) dropped.
+    Self-collision when `pos_b` is None: pairs i < j, adjacent pairs (by `keys`, (T, 3)
+    per-triangle keys of `tri_a`: ``vertex_keys[tri_a]``) dropped. Pass the frame's
+    triangles (`frame_triangles`), not the rest ones.
     Returns (K, 2) int64 sorted lexicographically.
     """
     self_mode = pos_b is None
@@ -195,9 +223,9 @@ def brute_force_pairs(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray | 
             ia, ib = ia[keep], ib[keep]
             far = ~traversal.adjacent_pairs(keys, ia, ib)
             ia, ib = ia[far], ib[far]
-            hit = triangles.triangle_pairs_intersect(pos_a, tri_a, ia, pos_a, tri_a, ib)
+            hit = tri_test.triangle_pairs_intersect(pos_a, tri_a, ia, pos_a, tri_a, ib)
         else:
-            hit = triangles.triangle_pairs_intersect(pos_a, tri_a, ia, pos_b, tri_b, ib)
+            hit = tri_test.triangle_pairs_intersect(pos_a, tri_a, ia, pos_b, tri_b, ib)
         out.append(np.stack([ia[hit], ib[hit]], 1))
     pairs = np.concatenate(out) if out else np.zeros((0, 2), np.int64)
     return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]

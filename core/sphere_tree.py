@@ -33,7 +33,9 @@ class SphereTree:
         leaf_tri: (N,) int32 triangle of a leaf, -1 for inner nodes.
         level_ptr: (D + 1,) int64: nodes of depth d are level_ptr[d]:level_ptr[d + 1].
         node_vert_ptr, node_verts: CSR of the distinct vertices under each node
-            ((N + 1,) int64, (M,) int64); the weight bounds and the exact-ball refit use it.
+            ((N + 1,) int64, (M,) int64): every corner of every polygon that one of the
+            node's triangles belongs to, so that the rest ball, the weight bounds and the
+            refits enclose whichever triangulation of those polygons a frame draws.
     """
 
     centers: np.ndarray
@@ -117,20 +119,43 @@ def _split_binary(centroids: np.ndarray, leaf_size: int):
             np.concatenate(parents), np.concatenate(depths))
 
 
-def _node_vertices(triangles: np.ndarray, order: np.ndarray, start: np.ndarray,
-                   end: np.ndarray, n_vertices: int):
-    """CSR of the distinct vertices of each node's triangle range."""
+def _node_vertices(tri_vert_ptr: np.ndarray, tri_verts: np.ndarray, order: np.ndarray,
+                   start: np.ndarray, end: np.ndarray, n_vertices: int):
+    """CSR of the distinct vertices of each node's triangle range, where triangle t stands
+    for the vertices tri_verts[tri_vert_ptr[t]:tri_vert_ptr[t + 1]] (its polygon's)."""
     size = end - start
     ptr = np.concatenate([[0], np.cumsum(size)])
     seg = _segment_ids(ptr)
     tri = order[start[seg] + (np.arange(ptr[-1]) - ptr[seg])]
-    node = np.repeat(seg, 3)
-    vert = triangles[tri].reshape(-1).astype(np.int64)
-    key = np.unique(node * n_vertices + vert)
+    counts = tri_vert_ptr[tri + 1] - tri_vert_ptr[tri]
+    node = np.repeat(seg, counts)
+    cptr = np.zeros(tri.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=cptr[1:])
+    owner = np.repeat(np.arange(tri.size), counts)
+    vert = tri_verts[tri_vert_ptr[tri][owner] + (np.arange(cptr[-1]) - cptr[owner])]
+    key = np.unique(node * n_vertices + vert.astype(np.int64))
     node_u, vert_u = key // n_vertices, key % n_vertices
     vptr = np.zeros(start.size + 1, dtype=np.int64)
     np.cumsum(np.bincount(node_u, minlength=start.size), out=vptr[1:])
     return vptr, vert_u
+
+
+def polygon_vertex_sets(triangles: np.ndarray, tri_polygon: np.ndarray | None,
+                        poly_ptr: np.ndarray | None,
+                        poly_verts: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per triangle, the vertices any triangulation of its polygon can use: CSR
+    ((T + 1,) int64, (M,) int64). Without polygons, each triangle's own three."""
+    T = triangles.shape[0]
+    if tri_polygon is None or poly_ptr is None or poly_verts is None:
+        return np.arange(0, 3 * T + 1, 3, dtype=np.int64), triangles.reshape(-1).astype(np.int64)
+    poly_ptr = np.asarray(poly_ptr, dtype=np.int64)
+    tp = np.asarray(tri_polygon, dtype=np.int64)
+    counts = poly_ptr[tp + 1] - poly_ptr[tp]
+    ptr = np.zeros(T + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    owner = np.repeat(np.arange(T), counts)
+    loops = poly_ptr[tp][owner] + (np.arange(ptr[-1]) - ptr[owner])
+    return ptr, np.asarray(poly_verts, dtype=np.int64)[loops]
 
 
 def _collapse(radii: np.ndarray, parent: np.ndarray, depth: np.ndarray, is_leaf: np.ndarray,
@@ -154,7 +179,9 @@ def _collapse(radii: np.ndarray, parent: np.ndarray, depth: np.ndarray, is_leaf:
 
 
 def build(positions: np.ndarray, triangles: np.ndarray, collapse_c: float = COLLAPSE_C,
-          leaf_size: int = 1) -> SphereTree:
+          leaf_size: int = 1, tri_polygon: np.ndarray | None = None,
+          poly_ptr: np.ndarray | None = None,
+          poly_verts: np.ndarray | None = None) -> SphereTree:
     """Build a sphere tree over `triangles` at `positions`.
 
     Args:
@@ -163,6 +190,10 @@ def build(positions: np.ndarray, triangles: np.ndarray, collapse_c: float = COLL
         collapse_c: the collapse constant C: inner nodes with r > C · r_parent are removed.
             Any C ≥ 1 keeps the binary tree (a child's minimal ball is never larger).
         leaf_size: triangles per leaf (the paper uses 1).
+        tri_polygon, poly_ptr, poly_verts: the polygons the triangles come from (see
+            `core.rig.Rig`). When given, every node's vertex set holds all corners of the
+            polygons of its triangles (Blender re-splits quads per frame); leaves stay one
+            triangle index each.
     Returns:
         The collapsed tree.
     """
@@ -174,7 +205,8 @@ def build(positions: np.ndarray, triangles: np.ndarray, collapse_c: float = COLL
         raise NotImplementedError("only one triangle per leaf is supported")
     centroids = positions[triangles].mean(axis=1)
     order, start, end, parent, depth = _split_binary(centroids, leaf_size)
-    vptr, verts = _node_vertices(triangles, order, start, end, positions.shape[0])
+    tv_ptr, tv = polygon_vertex_sets(triangles, tri_polygon, poly_ptr, poly_verts)
+    vptr, verts = _node_vertices(tv_ptr, tv, order, start, end, positions.shape[0])
     centers, radii = minimal_balls(positions[verts], vptr)
     is_leaf = (end - start) <= leaf_size
     keep, new_parent = _collapse(radii, parent, depth, is_leaf, collapse_c)

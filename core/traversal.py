@@ -126,11 +126,18 @@ def shares_position(pos_a: np.ndarray, tri_a: np.ndarray, ta: np.ndarray,
     return np.any(diff <= SEAM_RTOL * mag[:, None, None], axis=(1, 2))
 
 
+def vertex_weld_ids(positions: np.ndarray) -> np.ndarray:
+    """(V,) int64: one id per distinct rest position, so that coincident vertices (glTF
+    seams, split normals) count as shared. Adjacency keys of any triangulation are
+    ``ids[triangles]``: the frame's triangles gather them (Blender re-splits quads)."""
+    _, weld = np.unique(positions, axis=0, return_inverse=True)
+    return weld.reshape(-1).astype(np.int64)
+
+
 def welded_triangle_keys(positions: np.ndarray, triangles: np.ndarray) -> np.ndarray:
     """(T, 3) int64: each triangle's vertices renumbered so that coincident positions
     (glTF seams, split normals) share one id."""
-    _, weld = np.unique(positions, axis=0, return_inverse=True)
-    return weld.reshape(-1)[triangles].astype(np.int64)
+    return vertex_weld_ids(positions)[triangles]
 
 
 def collide(a: LazySpheres, b: LazySpheres | None,

@@ -34,8 +34,11 @@ def test_equals_brute_force(world, mode):
     for pa, pb in frames(rig, 12, 11):
         A, B = skinning.lbs_rig(rig, pa), skinning.lbs_rig(rig, pb)
         res = scan.query_frame([obj, obj], [A, B], [pa, pb], mode=mode, self_collision=True)
-        cross = {tuple(p) for p in scan.brute_force_pairs(A, rig.triangles, B, rig.triangles).tolist()}
-        self_ = {tuple(p) for p in scan.brute_force_pairs(A, rig.triangles, keys=obj.keys).tolist()}
+        # The frame's triangles: quads re-split as Blender would at these positions.
+        ta, tb = res.triangles
+        assert np.array_equal(ta, scan.frame_triangles(obj, A))
+        cross = {tuple(p) for p in scan.brute_force_pairs(A, ta, B, tb).tolist()}
+        self_ = {tuple(p) for p in scan.brute_force_pairs(A, ta, keys=obj.vertex_keys[ta]).tolist()}
         assert as_set(res, 0, 1) == cross
         assert as_set(res, 0, 0) == self_
         seen_cross += len(cross)

@@ -1,0 +1,1 @@
+"""Geometry that must agree with Blender's own (pure numpy)."""

@@ -1,0 +1,171 @@
+"""The triangles Blender draws at a frame: quads re-split from the evaluated positions.
+
+Blender tessellates every polygon of the *evaluated* mesh again on each evaluation
+(``mesh_tessellate.cc``, the corner-triangle cache of the evaluated mesh), so the loop
+triangles of a deformed mesh are not those of its rest mesh:
+
+* a triangle is itself, corners (0, 1, 2);
+* a quad (corners 0..3 in loop order) is cut along the 0–2 diagonal into (0, 1, 2) and
+  (0, 2, 3), unless ``is_quad_flip_v3_first_third_fast`` says that diagonal lies outside
+  the quad; then along 1–3, into (0, 1, 3) and (1, 2, 3). The test is, in float32 on the
+  mesh-local evaluated positions p0..p3:
+  ``dot((p1 − p0) × (p2 − p0), (p3 − p0) × (p2 − p0)) > 0`` (both triangles of the 0–2
+  cut would face the same way only if p1 and p3 are on the same side of the diagonal).
+  In Blender 5.0 quads always take this test (face normals are used only by polyfill);
+* an n-gon (> 4 corners) is filled by ``BLI_polyfill`` on a 2D projection, which this
+  module does not reproduce: its rest triangles are kept, and callers that need the exact
+  n-gon triangles read them from Blender (``addon.extract.evaluated_frame``).
+
+The triangle indices of a polygon are contiguous and a quad always has two, so the index
+of every triangle is the same at every frame; only the vertices of a quad's two triangles
+change. The decision depends on the coordinate frame only through rounding: under an
+affine map ``x → A x + t`` both crosses become ``det(A) A⁻ᵀ(·)``, and for a similarity
+(rotation, uniform scale, translation) the sign of the dot product is unchanged in exact
+arithmetic. A non-uniform object scale can change the sign, so decide on mesh-local
+positions, as Blender does, whenever they are at hand.
+
+Everything here is vectorized over quads; the result is written into a copy of the rest
+triangles.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class QuadTable:
+    """Where the quads of a mesh sit in its triangle array.
+
+    Attributes:
+        first_tri: (Q,) int64 index of each quad's first triangle (the second is next).
+        corners: (Q, 4) int32 the quad's vertices in loop order.
+        has_ngons: whether the mesh has polygons with more than four corners.
+    """
+
+    first_tri: np.ndarray
+    corners: np.ndarray
+    has_ngons: bool
+
+
+def triangle_ptr(poly_ptr: np.ndarray) -> np.ndarray:
+    """(P + 1,) int64 offsets of each polygon's triangles (a polygon of n corners has
+    n − 2, stored contiguously in polygon order)."""
+    sizes = np.diff(np.asarray(poly_ptr, dtype=np.int64))
+    ptr = np.zeros(sizes.size + 1, dtype=np.int64)
+    np.cumsum(sizes - 2, out=ptr[1:])
+    return ptr
+
+
+def quad_table(poly_ptr: np.ndarray, poly_verts: np.ndarray) -> QuadTable:
+    """The quads of a polygon mesh given as CSR loops ((P + 1,) offsets, (L,) vertices)."""
+    poly_ptr = np.asarray(poly_ptr, dtype=np.int64)
+    sizes = np.diff(poly_ptr)
+    quads = np.nonzero(sizes == 4)[0]
+    start = poly_ptr[quads]
+    corners = np.asarray(poly_verts, dtype=np.int32)[start[:, None] + np.arange(4)]
+    return QuadTable(triangle_ptr(poly_ptr)[quads], corners.reshape(-1, 4),
+                     bool(np.any(sizes > 4)))
+
+
+def quad_flips(positions: np.ndarray, corners: np.ndarray) -> np.ndarray:
+    """(Q,) bool: Blender cuts the quad along 1–3 instead of 0–2.
+
+    Evaluated the way Blender's ``is_quad_flip_v3_first_third_fast`` does it in C: float32
+    differences, crosses ``a × b = (a1 b2 − a2 b1, a2 b0 − a0 b2, a0 b1 − a1 b0)`` and the
+    dot product summed left to right, every operation rounded to float32 (no fused
+    multiply-add), so the answer agrees with Blender's on its float32 positions.
+
+    Args:
+        positions: (V, 3) evaluated positions (mesh-local for an exact match; cast to
+            float32 like Blender's).
+        corners: (Q, 4) int vertex indices of the quads in loop order.
+    """
+    p = np.asarray(positions, dtype=np.float32)
+    q = p[corners]                                   # (Q, 4, 3) float32
+    d12 = q[:, 1] - q[:, 0]
+    d13 = q[:, 2] - q[:, 0]
+    d14 = q[:, 3] - q[:, 0]
+
+    def cross(a, b):
+        return (a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1],
+                a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2],
+                a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0])
+
+    ax, ay, az = cross(d12, d13)
+    bx, by, bz = cross(d14, d13)
+    dot = ax * bx + ay * by
+    dot = dot + az * bz
+    return dot > np.float32(0.0)
+
+
+def split_quads(corners: np.ndarray, flip: np.ndarray) -> np.ndarray:
+    """(Q, 2, 3) int32 the two triangles of each quad in Blender's order:
+    (0, 1, 2), (0, 2, 3), or when flipped (0, 1, 3), (1, 2, 3)."""
+    corners = np.asarray(corners, dtype=np.int32)
+    keep = np.array([[0, 1, 2], [0, 2, 3]])
+    cut = np.array([[0, 1, 3], [1, 2, 3]])
+    pick = np.where(flip[:, None, None], cut[None], keep[None])          # (Q, 2, 3)
+    return np.take_along_axis(corners[:, None, :], pick.reshape(-1, 1, 6),
+                              axis=2).reshape(-1, 2, 3)
+
+
+def frame_triangles_from(rest_triangles: np.ndarray, quads: QuadTable,
+                         positions: np.ndarray) -> np.ndarray:
+    """(T, 3) int32: `rest_triangles` with every quad re-decided at `positions`."""
+    tris = np.array(rest_triangles, dtype=np.int32, copy=True).reshape(-1, 3)
+    if quads.first_tri.size:
+        pair = split_quads(quads.corners, quad_flips(positions, quads.corners))
+        tris[quads.first_tri] = pair[:, 0]
+        tris[quads.first_tri + 1] = pair[:, 1]
+    return tris
+
+
+def frame_triangles(topology, positions: np.ndarray) -> np.ndarray:
+    """The triangles Blender draws at `positions`.
+
+    Args:
+        topology: anything with ``triangles`` (T, 3), ``poly_ptr`` (P + 1,) and
+            ``poly_verts`` (L,) arrays, e.g. a `core.rig.Rig` (its quad table is cached).
+        positions: (V, 3) the frame's evaluated positions, mesh-local for a bit-exact
+            agreement with Blender (see the module docstring).
+    Returns:
+        (T, 3) int32; n-gons keep their rest triangles.
+    """
+    return frame_triangles_from(topology.triangles, quads_of(topology), positions)
+
+
+def quads_of(topology) -> QuadTable:
+    """The `QuadTable` of `topology`, computed once and kept on the object."""
+    table = getattr(topology, "_quad_table", None)
+    if table is None:
+        table = quad_table(topology.poly_ptr, topology.poly_verts)
+        try:
+            object.__setattr__(topology, "_quad_table", table)
+        except (AttributeError, TypeError):
+            pass
+    return table
+
+
+def fan_polygons(triangles: np.ndarray, tri_polygon: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Polygon loops of a fan-triangulated mesh: the first triangle's three corners, then
+    the last corner of each further triangle of the polygon. Returns poly_ptr (P + 1,)
+    int64 and poly_verts (L,) int32. For meshes whose triangles were made as fans
+    (``core.procedural``); Blender meshes give their loops directly."""
+    triangles = np.asarray(triangles, dtype=np.int32).reshape(-1, 3)
+    tri_polygon = np.asarray(tri_polygon, dtype=np.int64)
+    if tri_polygon.size == 0:
+        return np.zeros(1, np.int64), np.zeros(0, np.int32)
+    P = int(tri_polygon.max()) + 1
+    counts = np.bincount(tri_polygon, minlength=P)
+    first = np.ones(tri_polygon.size, dtype=bool)
+    first[1:] = tri_polygon[1:] != tri_polygon[:-1]
+    # Row-major over the triangles (which are in polygon order): all three corners of a
+    # polygon's first triangle, then the third corner of each further one.
+    take = np.zeros(triangles.shape, dtype=bool)
+    take[first] = True
+    take[:, 2] = True
+    ptr = np.zeros(P + 1, dtype=np.int64)
+    np.cumsum(counts + 2 * (counts > 0), out=ptr[1:])
+    return ptr, triangles[take].astype(np.int32)
