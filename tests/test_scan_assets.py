@@ -39,14 +39,15 @@ def load(bpy, assets_dir, asset):
     return meshes, extract.modifier_report(meshes[0]).armature
 
 
-def judge(objects, positions, ours, blender):
-    """Split disagreements; return (unexplained misses, unexplained extras)."""
+def judge(objects, positions, ours, blender, triangles):
+    """Split disagreements; return (unexplained misses, unexplained extras). Pairs index
+    `triangles`, the frame's triangles per object (Blender re-splits deformed quads)."""
     so = {(i, j, a, b) for i, j, p in ours for a, b in p.tolist()}
     sb = {(i, j, a, b) for i, j, p in blender for a, b in p.tolist()}
 
     def exact(i, j, a, b, grow=0.0):
-        A = positions[i][objects[i].rig.triangles[a]]
-        B = positions[j][objects[j].rig.triangles[b]]
+        A = positions[i][triangles[i][a]]
+        B = positions[j][triangles[j][b]]
         if grow:
             # Touching within the float32 precision of Blender's evaluated coordinates: the
             # triangles, each vertex pushed away from the centroid by `grow` times the
@@ -95,8 +96,9 @@ def test_self_collision_equals_blender_every_frame(bpy_module, assets_dir, asset
             again, _, _ = bottom_up.query(pos, poses)
             assert {(i, j) + tuple(p) for i, j, q in ours for p in q.tolist()} == \
                    {(i, j) + tuple(p) for i, j, q in again for p in q.tolist()}, (act.name, f)
-        ref = scanner.bvhtree_pairs(on_demand.objects, pos, True)
-        missed, extra, n, n_extra, n_missed = judge(on_demand.objects, pos, ours, ref)
+        ref = scanner.bvhtree_pairs(on_demand.objects, pos, True, on_demand.triangles)
+        missed, extra, n, n_extra, n_missed = judge(on_demand.objects, pos, ours, ref,
+                                                    on_demand.triangles)
         assert missed == [], (act.name, f, missed[:5])
         assert extra == [], (act.name, f, extra[:5])
         totals += (n, n_extra, n_missed)
@@ -126,8 +128,8 @@ def test_interpenetrating_copies_equal_blender(bpy_module, assets_dir, asset):
         scene.frame_set(f)
         pos, poses = sc.evaluate(bpy.context.evaluated_depsgraph_get())
         ours, _, _ = sc.query(pos, poses)
-        ref = scanner.bvhtree_pairs(sc.objects, pos, False)
-        missed, extra, n, _, _ = judge(sc.objects, pos, ours, ref)
+        ref = scanner.bvhtree_pairs(sc.objects, pos, False, sc.triangles)
+        missed, extra, n, _, _ = judge(sc.objects, pos, ours, ref, sc.triangles)
         assert missed == [] and extra == [], (act.name, f, missed[:3], extra[:3])
         found += n
     assert found > 0, "the copies never touched: the test would prove nothing"
@@ -180,5 +182,6 @@ def test_small_meshes_equal_brute_force(bpy_module, assets_dir, asset):
         ours, _, _ = sc.query(pos, poses)
         o = sc.objects[0]
         got = {tuple(p) for i, j, q in ours for p in q.tolist()}
-        want = {tuple(p) for p in scan.brute_force_pairs(pos[0], o.rig.triangles, keys=o.keys).tolist()}
+        tris = sc.triangles[0]
+        want = {tuple(p) for p in scan.brute_force_pairs(pos[0], tris, keys=o.vertex_keys[tris]).tolist()}
         assert got == want, f
