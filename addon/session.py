@@ -88,6 +88,18 @@ def built(scene, meshes: list, full_check: bool = False) -> list:
     return ready
 
 
+def load_objects(meshes: list) -> list:
+    """The stored collision data of `meshes`; data saved by an older version of the
+    add-on (another format) is a SessionError asking for a rebuild."""
+    out = []
+    for ob in meshes:
+        try:
+            out.append(storage.load(ob))
+        except ValueError as exc:
+            raise SessionError(f"'{ob.name}': {exc}") from None
+    return out
+
+
 def _pairs_to_sets(result: core_scan.FrameResult) -> set:
     return {(i, int(a), j, int(b)) for i, j, p in result.pairs for a, b in p.tolist()}
 
@@ -132,7 +144,7 @@ def store_rest_contacts(scene, meshes, objects, self_collision: bool) -> int:
 def query(scene, depsgraph, meshes: list, objects: list | None = None) -> LiveResult:
     """Collide `meshes` at the scene's current (already evaluated) frame."""
     s = scene.skin_collide
-    objects = objects or [storage.load(ob) for ob in meshes]
+    objects = objects or load_objects(meshes)
     t0 = time.perf_counter()
     positions, poses, frame_tris = [], [], []
     for ob, obj in zip(meshes, objects):

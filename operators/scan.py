@@ -68,7 +68,7 @@ class SKINCOLLIDE_OT_scan(TimerSteps, bpy.types.Operator):
         self._meshes = session.built(scene, [ob for ob in scene.objects
                                              if ob.type == "MESH" and storage.has_data(ob)],
                                      full_check=True)
-        self._objects = [storage.load(ob) for ob in self._meshes]
+        self._objects = session.load_objects(self._meshes)
         self._frames = list(range(start, end + 1))
         self._start_frame = scene.frame_current
         self._records = []

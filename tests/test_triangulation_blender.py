@@ -238,3 +238,39 @@ def test_scan_pairs_are_blenders_on_the_drawn_triangles(makehuman_posed, kind):
         print(f"{kind}: Blender polygon pairs {len(theirs)}, ours {len(ours)}, "
               f"rest-triangle answer differs on {rest_differs} so far")
     assert rest_differs > 0, "the re-split quads changed nothing: the test would prove nothing"
+
+
+def test_live_result_and_overlay_draw_the_drawn_triangles(makehuman_posed):
+    """The live query keeps the frame's triangles, and the overlay draws exactly those."""
+    import skin_collide
+    from skin_collide.addon import overlay, session
+
+    bpy, ob, arm, ob2, arm2 = makehuman_posed
+    skin_collide.register()
+    try:
+        scene = bpy.context.scene
+        for o in scene.objects:
+            o.select_set(o in (ob, ob2))
+        bpy.context.view_layer.objects.active = ob
+        assert bpy.ops.skin_collide.build() == {"FINISHED"}
+        scene.skin_collide.self_collision = False
+        scene.skin_collide.ignore_rest_contacts = False
+        rng = np.random.default_rng(23)
+        for a in (arm, arm2):
+            random_blender_pose(a, rng, max_angle=math.radians(170), scale=(0.6, 1.5))
+        bpy.context.view_layer.update()
+        dg = bpy.context.evaluated_depsgraph_get()
+        res = session.query(scene, dg, [ob, ob2])
+        assert res.error == "" and res.n_pairs > 0
+        resplit = 0
+        for m, t, obj in zip((ob, ob2), res.triangles, session.load_objects([ob, ob2])):
+            want = blender_triangles(m, dg)
+            assert np.array_equal(t, want)
+            resplit += int(np.any(want != obj.rig.triangles, axis=1).sum())
+        assert resplit > 0
+        tris, _ = overlay.live_batches(scene)
+        expected = np.concatenate([overlay.triangle_overlay(p, t, h) for p, t, h in
+                                   zip(res.positions, res.triangles, res.hit_triangles) if h.size])
+        assert np.array_equal(tris, expected)
+    finally:
+        skin_collide.unregister()

@@ -83,32 +83,42 @@ def quad_flips(positions: np.ndarray, corners: np.ndarray) -> np.ndarray:
         corners: (Q, 4) int vertex indices of the quads in loop order.
     """
     p = np.asarray(positions, dtype=np.float32)
-    q = p[corners]                                   # (Q, 4, 3) float32
-    d12 = q[:, 1] - q[:, 0]
-    d13 = q[:, 2] - q[:, 0]
-    d14 = q[:, 3] - q[:, 0]
+    cols = [np.ascontiguousarray(p[:, k]) for k in range(3)]
+    c = np.asarray(corners)
+    c0, c1, c2, c3 = (np.ascontiguousarray(c[:, k]) for k in range(4))
+    # Per axis k: the corner coordinates, then d12 = p1 − p0, d13 = p2 − p0, d14 = p3 − p0.
+    d12, d13, d14 = [], [], []
+    for x in cols:
+        x0 = x[c0]
+        d12.append(x[c1] - x0)
+        d13.append(x[c2] - x0)
+        d14.append(x[c3] - x0)
 
     def cross(a, b):
-        return (a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1],
-                a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2],
-                a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0])
+        return (a[1] * b[2] - a[2] * b[1],
+                a[2] * b[0] - a[0] * b[2],
+                a[0] * b[1] - a[1] * b[0])
 
     ax, ay, az = cross(d12, d13)
     bx, by, bz = cross(d14, d13)
-    dot = ax * bx + ay * by
-    dot = dot + az * bz
+    dot = ax * bx
+    dot += ay * by
+    dot += az * bz
     return dot > np.float32(0.0)
 
 
 def split_quads(corners: np.ndarray, flip: np.ndarray) -> np.ndarray:
     """(Q, 2, 3) int32 the two triangles of each quad in Blender's order:
     (0, 1, 2), (0, 2, 3), or when flipped (0, 1, 3), (1, 2, 3)."""
-    corners = np.asarray(corners, dtype=np.int32)
-    keep = np.array([[0, 1, 2], [0, 2, 3]])
-    cut = np.array([[0, 1, 3], [1, 2, 3]])
-    pick = np.where(flip[:, None, None], cut[None], keep[None])          # (Q, 2, 3)
-    return np.take_along_axis(corners[:, None, :], pick.reshape(-1, 1, 6),
-                              axis=2).reshape(-1, 2, 3)
+    c = np.asarray(corners, dtype=np.int32)
+    out = np.empty((c.shape[0], 2, 3), dtype=np.int32)
+    out[:, 0, 0] = c[:, 0]
+    out[:, 0, 1] = c[:, 1]
+    out[:, 0, 2] = np.where(flip, c[:, 3], c[:, 2])
+    out[:, 1, 0] = np.where(flip, c[:, 1], c[:, 0])
+    out[:, 1, 1] = c[:, 2]
+    out[:, 1, 2] = c[:, 3]
+    return out
 
 
 def frame_triangles_from(rest_triangles: np.ndarray, quads: QuadTable,
@@ -117,8 +127,8 @@ def frame_triangles_from(rest_triangles: np.ndarray, quads: QuadTable,
     tris = np.array(rest_triangles, dtype=np.int32, copy=True).reshape(-1, 3)
     if quads.first_tri.size:
         pair = split_quads(quads.corners, quad_flips(positions, quads.corners))
-        tris[quads.first_tri] = pair[:, 0]
-        tris[quads.first_tri + 1] = pair[:, 1]
+        # A quad's two triangles are adjacent rows: write both at once.
+        tris.reshape(-1)[(3 * quads.first_tri)[:, None] + np.arange(6)] = pair.reshape(-1, 6)
     return tris
 
 
