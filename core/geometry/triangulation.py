@@ -9,8 +9,9 @@ triangles of a deformed mesh are not those of its rest mesh:
   (0, 2, 3), unless ``is_quad_flip_v3_first_third_fast`` says that diagonal lies outside
   the quad; then along 1–3, into (0, 1, 3) and (1, 2, 3). The test is, in float32 on the
   mesh-local evaluated positions p0..p3:
-  ``dot((p1 − p0) × (p2 − p0), (p3 − p0) × (p2 − p0)) > 0`` (both triangles of the 0–2
-  cut would face the same way only if p1 and p3 are on the same side of the diagonal).
+  ``dot((p1 − p0) × (p2 − p0), (p3 − p0) × (p2 − p0)) > 0``, i.e. the triangles (0, 1, 2)
+  and (0, 2, 3) would face away from each other: in a flat quad, p1 and p3 on the same
+  side of the 0–2 line (a reflex corner at 1 or 3); in a bent one, a fold past 90°.
   In Blender 5.0 quads always take this test (face normals are used only by polyfill);
 * an n-gon (> 4 corners) is filled by ``BLI_polyfill`` on a 2D projection, which this
   module does not reproduce: its rest triangles are kept, and callers that need the exact
