@@ -18,6 +18,13 @@ from .base import Frame, Hierarchy, Method, Volumes
 from .registry import register
 
 
+def build_tree(rig: Rig) -> sphere_tree.SphereTree:
+    """The rest-pose tree, with node vertex sets over whole polygons: Blender re-splits
+    quads per frame, so the bounds must hold for either split."""
+    return sphere_tree.build(rig.rest_positions, rig.triangles, tri_polygon=rig.tri_polygon,
+                             poly_ptr=rig.poly_ptr, poly_verts=rig.poly_verts)
+
+
 class SphereVolumes(Volumes):
     """World-space spheres of one tree at one frame, computed the first time they are
     needed by `refit(nodes) -> (centers, radii)`; `eager` gives all of them up front."""
@@ -97,7 +104,7 @@ class LbsSphereTree(Method):
         return None
 
     def prepare(self, rig: Rig) -> TreeData:
-        tree = sphere_tree.build(rig.rest_positions, rig.triangles)
+        tree = build_tree(rig)
         return TreeData(tree, refit.lbs_bounds(tree, rig))
 
     def load(self, arrays: dict[str, np.ndarray]) -> TreeData:
@@ -133,7 +140,7 @@ class BottomUpSphereTree(Method):
     fallback = None
 
     def prepare(self, rig: Rig) -> TreeData:
-        return TreeData(sphere_tree.build(rig.rest_positions, rig.triangles))
+        return TreeData(build_tree(rig))
 
     def load(self, arrays: dict[str, np.ndarray]) -> TreeData:
         return TreeData.from_arrays(arrays)
