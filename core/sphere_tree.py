@@ -35,7 +35,8 @@ class SphereTree:
         node_vert_ptr, node_verts: CSR of the distinct vertices under each node
             ((N + 1,) int64, (M,) int64): every corner of every polygon that one of the
             node's triangles belongs to, so that the rest ball, the weight bounds and the
-            refits enclose whichever triangulation of those polygons a frame draws.
+            refits enclose whichever triangulation of those polygons a frame draws
+            (docs/triangulation.md).
     """
 
     centers: np.ndarray

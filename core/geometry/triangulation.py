@@ -26,7 +26,8 @@ arithmetic. A non-uniform object scale can change the sign, so decide on mesh-lo
 positions, as Blender does, whenever they are at hand.
 
 Everything here is vectorized over quads; the result is written into a copy of the rest
-triangles.
+triangles. The rule, the coordinate-frame argument and why the bounds hold for any split:
+docs/triangulation.md.
 """
 from __future__ import annotations
 
