@@ -92,7 +92,7 @@ class Scanner:
         """Triangle pairs per object pair, query milliseconds and the refit used."""
         if self.mode == "rebuild":
             t0 = time.perf_counter()
-            pairs = bvhtree_pairs(self.objects, positions, self.self_collision)
+            pairs = bvhtree_pairs(self.objects, positions, self.self_collision, poses)
             return pairs, (time.perf_counter() - t0) * 1000.0, ["rebuild"] * len(self.objects)
         res = core_scan.query_frame(self.objects, positions, poses, mode=self.mode,
                                     self_collision=self.self_collision,
@@ -126,12 +126,14 @@ class Scanner:
                           {o.name: o.build_seconds for o in self.objects})
 
 
-def bvhtree_pairs(objects, positions, self_collision: bool) -> list[tuple[int, int, np.ndarray]]:
+def bvhtree_pairs(objects, positions, self_collision: bool,
+                  poses: list | None = None) -> list[tuple[int, int, np.ndarray]]:
     """Blender's BVHTree rebuild + overlap on world-space triangles, as triangle pairs.
 
     Self pairs come back in both orders and include adjacent triangles that Blender does
     not skip (sharing one vertex, or a welded seam); they are deduplicated, and all pairs
-    are filtered with the same adjacency rules as `core.scan.query_frame`.
+    are filtered with the same adjacency rules as `core.scan.query_frame` (weld ids within
+    a mesh, seam ids decided at build between meshes; `poses` as given to `query_frame`).
     """
     from mathutils.bvhtree import BVHTree
 
@@ -139,6 +141,8 @@ def bvhtree_pairs(objects, positions, self_collision: bool) -> list[tuple[int, i
                                   epsilon=0.0) for o, p in zip(objects, positions)]
     out = []
     n = len(objects)
+    poses = [None] * n if poses is None else poses
+    seams = core_scan.seam_ids(objects)
     jobs = [(i, j) for i in range(n) for j in range(i + 1, n)]
     if self_collision:
         jobs += [(i, i) for i in range(n)]
@@ -151,9 +155,12 @@ def bvhtree_pairs(objects, positions, self_collision: bool) -> list[tuple[int, i
             pairs = np.unique(np.sort(pairs, axis=1), axis=0)
             pairs = pairs[pairs[:, 0] != pairs[:, 1]]
             far = ~traversal.adjacent_pairs(objects[i].keys, pairs[:, 0], pairs[:, 1])
+        elif seams[i] is not None and seams[j] is not None and \
+                core_scan.seams_apply(objects[i], objects[j], poses[i], poses[j]):
+            far = ~core_scan.seam_pairs(seams[i], objects[i].rig.triangles, pairs[:, 0],
+                                        seams[j], objects[j].rig.triangles, pairs[:, 1])
         else:
-            far = ~traversal.shares_position(positions[i], objects[i].rig.triangles, pairs[:, 0],
-                                             positions[j], objects[j].rig.triangles, pairs[:, 1])
+            far = np.ones(pairs.shape[0], dtype=bool)
         pairs = pairs[far]
         if pairs.size:
             out.append((i, j, pairs))

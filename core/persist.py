@@ -12,9 +12,11 @@ from .rig import Rig
 from .scan import CollisionObject
 from .sphere_tree import SphereTree
 
-FORMAT = 1
+# 2: the armature's name and rest mesh-to-armature matrix (seams), weld ids by position and
+# weights, float32 magnitudes in the bounds.
+FORMAT = 2
 _RIG_ARRAYS = ("rest_positions", "triangles", "tri_polygon", "weight_ptr", "weight_bone",
-               "weight_value", "bone_parents", "bone_rest", "bone_deform")
+               "weight_value", "bone_parents", "bone_rest", "bone_deform", "mesh_to_armature")
 
 
 def rig_signature(rig: Rig) -> str:
@@ -25,6 +27,7 @@ def rig_signature(rig: Rig) -> str:
         h.update(np.ascontiguousarray(getattr(rig, name)).tobytes())
     h.update("\0".join(rig.bone_names).encode())
     h.update(bytes([rig.preserve_volume]))
+    h.update(b"\0armature\0" + rig.armature.encode())
     return h.hexdigest()
 
 
@@ -39,12 +42,13 @@ def to_bytes(obj: CollisionObject) -> bytes:
     arrays["rig.preserve_volume"] = np.array(rig.preserve_volume)
     arrays["rig.unsupported"] = np.array(rig.unsupported, dtype=str)
     arrays["rig.notes"] = np.array(rig.notes, dtype=str)
+    arrays["rig.armature"] = np.array(rig.armature)
     for k, v in obj.tree.arrays().items():
         arrays[f"tree.{k}"] = v
     if obj.bounds is not None:
         for k, v in obj.bounds.arrays().items():
             arrays[f"bounds.{k}"] = v
-    arrays["keys"] = obj.keys
+    arrays["weld_ids"] = obj.weld_ids
     arrays["refit_method"] = np.array(obj.refit_method)
     arrays["refit_reason"] = np.array(obj.refit_reason)
     arrays["build_seconds"] = np.array(obj.build_seconds)
@@ -66,9 +70,12 @@ def from_bytes(data: bytes) -> CollisionObject:
     rig = Rig(name=str(d["rig.name"]), bone_names=strings("rig.bone_names"),
               preserve_volume=bool(d["rig.preserve_volume"]),
               unsupported=strings("rig.unsupported"), notes=strings("rig.notes"),
+              armature=str(d["rig.armature"]),
               **{n: d[f"rig.{n}"] for n in _RIG_ARRAYS})
     tree = SphereTree(**{k[5:]: v for k, v in d.items() if k.startswith("tree.")})
     b = {k[7:]: v for k, v in d.items() if k.startswith("bounds.")}
     bounds = LbsBounds(**b) if b else None
+    weld_ids = d["weld_ids"].astype(np.int64)
     return CollisionObject(rig.name, rig, tree, bounds, str(d["refit_method"]),
-                           str(d["refit_reason"]), d["keys"], float(d["build_seconds"]))
+                           str(d["refit_reason"]), weld_ids[rig.triangles],
+                           float(d["build_seconds"]), weld_ids)
