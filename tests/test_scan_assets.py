@@ -95,7 +95,7 @@ def test_self_collision_equals_blender_every_frame(bpy_module, assets_dir, asset
             again, _, _ = bottom_up.query(pos, poses)
             assert {(i, j) + tuple(p) for i, j, q in ours for p in q.tolist()} == \
                    {(i, j) + tuple(p) for i, j, q in again for p in q.tolist()}, (act.name, f)
-        ref = scanner.bvhtree_pairs(on_demand.objects, pos, True)
+        ref = scanner.bvhtree_pairs(on_demand.objects, pos, True, poses)
         missed, extra, n, n_extra, n_missed = judge(on_demand.objects, pos, ours, ref)
         assert missed == [], (act.name, f, missed[:5])
         assert extra == [], (act.name, f, extra[:5])
@@ -126,7 +126,7 @@ def test_interpenetrating_copies_equal_blender(bpy_module, assets_dir, asset):
         scene.frame_set(f)
         pos, poses = sc.evaluate(bpy.context.evaluated_depsgraph_get())
         ours, _, _ = sc.query(pos, poses)
-        ref = scanner.bvhtree_pairs(sc.objects, pos, False)
+        ref = scanner.bvhtree_pairs(sc.objects, pos, False, poses)
         missed, extra, n, _, _ = judge(sc.objects, pos, ours, ref)
         assert missed == [] and extra == [], (act.name, f, missed[:3], extra[:3])
         found += n
