@@ -153,6 +153,19 @@ def read_loop_triangles(me) -> tuple[np.ndarray, np.ndarray]:
     return tris.reshape(T, 3), poly
 
 
+def mesh_to_armature_at_rest(ob, arm_ob) -> np.ndarray:
+    """(4, 4) float64 ``A⁻¹ M`` of mesh `ob` and armature `arm_ob`, for deciding seams.
+
+    A mesh parented to the armature object gets ``matrix_parent_inverse @ matrix_basis``,
+    which does not depend on where the armature stands (root motion, a character far from
+    the origin) and is bit for bit the same for parts with the same transforms; otherwise
+    the world matrices are used.
+    """
+    if ob.parent is arm_ob and ob.parent_type in {"OBJECT", "ARMATURE"}:
+        return _matrix_to_np(ob.matrix_parent_inverse) @ _matrix_to_np(ob.matrix_basis)
+    return np.linalg.solve(_matrix_to_np(arm_ob.matrix_world), _matrix_to_np(ob.matrix_world))
+
+
 def rig_from_object(ob) -> Rig:
     """Build a `Rig` from a mesh object with an Armature modifier.
 
@@ -209,6 +222,7 @@ def rig_from_object(ob) -> Rig:
         bone_parents=parents, bone_rest=rest_mats, bone_deform=deform,
         poly_ptr=poly_ptr, poly_verts=poly_verts, preserve_volume=bool(mod.use_deform_preserve_volume),
         unsupported=unsupported, notes=notes,
+        armature=arm_ob.name_full, mesh_to_armature=mesh_to_armature_at_rest(ob, arm_ob),
     )
 
 

@@ -107,7 +107,8 @@ class Scanner:
             triangles = self.triangles
         if self.mode == "rebuild":
             t0 = time.perf_counter()
-            pairs = bvhtree_pairs(self.objects, positions, self.self_collision, triangles)
+            pairs = bvhtree_pairs(self.objects, positions, self.self_collision, triangles,
+                                  poses)
             return pairs, (time.perf_counter() - t0) * 1000.0, ["rebuild"] * len(self.objects)
         res = core_scan.query_frame(self.objects, positions, poses, mode=self.mode,
                                     self_collision=self.self_collision,
@@ -142,7 +143,8 @@ class Scanner:
 
 
 def bvhtree_pairs(objects, positions, self_collision: bool,
-                  triangles=None) -> list[tuple[int, int, np.ndarray]]:
+                  triangles=None, poses: list | None = None
+                  ) -> list[tuple[int, int, np.ndarray]]:
     """Blender's BVHTree rebuild + overlap on world-space triangles, as triangle pairs.
 
     `triangles`: per object, the frame's (T, 3) triangles (Blender's evaluated loop
@@ -150,7 +152,8 @@ def bvhtree_pairs(objects, positions, self_collision: bool,
 
     Self pairs come back in both orders and include adjacent triangles that Blender does
     not skip (sharing one vertex, or a welded seam); they are deduplicated, and all pairs
-    are filtered with the same adjacency rules as `core.scan.query_frame`.
+    are filtered with the same adjacency rules as `core.scan.query_frame` (weld ids within
+    a mesh, seam ids decided at build between meshes; `poses` as given to `query_frame`).
     """
     from mathutils.bvhtree import BVHTree
 
@@ -162,6 +165,8 @@ def bvhtree_pairs(objects, positions, self_collision: bool,
              for t, p in zip(tris, positions)]
     out = []
     n = len(objects)
+    poses = [None] * n if poses is None else poses
+    seams = core_scan.seam_ids(objects)
     jobs = [(i, j) for i in range(n) for j in range(i + 1, n)]
     if self_collision:
         jobs += [(i, i) for i in range(n)]
@@ -175,9 +180,12 @@ def bvhtree_pairs(objects, positions, self_collision: bool,
             pairs = pairs[pairs[:, 0] != pairs[:, 1]]
             far = ~traversal.adjacent_pairs(objects[i].vertex_keys[tris[i]], pairs[:, 0],
                                             pairs[:, 1])
+        elif seams[i] is not None and seams[j] is not None and \
+                core_scan.seams_apply(objects[i], objects[j], poses[i], poses[j]):
+            far = ~core_scan.seam_pairs(seams[i], tris[i], pairs[:, 0],
+                                        seams[j], tris[j], pairs[:, 1])
         else:
-            far = ~traversal.shares_position(positions[i], tris[i], pairs[:, 0],
-                                             positions[j], tris[j], pairs[:, 1])
+            far = np.ones(pairs.shape[0], dtype=bool)
         pairs = pairs[far]
         if pairs.size:
             out.append((i, j, pairs))

@@ -39,7 +39,12 @@ def duplicate_character(ob, arm, name: str, offset=(0.0, 0.25, 0.0), turn: float
     for mod in ob2.modifiers:
         if mod.type == "ARMATURE" and mod.object == arm:
             mod.object = arm2
-    arm2.rotation_euler[2] += turn
-    arm2.location = (arm.location[0] + offset[0], arm.location[1] + offset[1],
-                     arm.location[2] + offset[2])
+    # Through the world matrix: glTF armatures use quaternion rotation, where editing
+    # rotation_euler silently does nothing (the copy would stand exactly on the original).
+    from mathutils import Matrix, Vector
+
+    loc, rot, scale = arm.matrix_world.decompose()
+    arm2.matrix_world = (Matrix.Translation(loc + Vector(offset)) @ Matrix.Rotation(turn, 4, "Z")
+                         @ rot.to_matrix().to_4x4() @ Matrix.Diagonal(scale).to_4x4())
+    bpy.context.view_layer.update()
     return ob2, arm2

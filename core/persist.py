@@ -12,10 +12,13 @@ from .rig import Rig
 from .scan import CollisionObject
 from .sphere_tree import SphereTree
 
+# 2: polygon loops (Blender re-splits quads per frame), the armature's name and rest
+# mesh-to-armature matrix (seams), weld ids by position and weights, float32 magnitudes in
+# the bounds.
 FORMAT = 2
 _RIG_ARRAYS = ("rest_positions", "triangles", "tri_polygon", "weight_ptr", "weight_bone",
                "weight_value", "bone_parents", "bone_rest", "bone_deform", "poly_ptr",
-               "poly_verts")
+               "poly_verts", "mesh_to_armature")
 
 
 def rig_signature(rig: Rig) -> str:
@@ -26,6 +29,7 @@ def rig_signature(rig: Rig) -> str:
         h.update(np.ascontiguousarray(getattr(rig, name)).tobytes())
     h.update("\0".join(rig.bone_names).encode())
     h.update(bytes([rig.preserve_volume]))
+    h.update(b"\0armature\0" + rig.armature.encode())
     return h.hexdigest()
 
 
@@ -40,6 +44,7 @@ def to_bytes(obj: CollisionObject) -> bytes:
     arrays["rig.preserve_volume"] = np.array(rig.preserve_volume)
     arrays["rig.unsupported"] = np.array(rig.unsupported, dtype=str)
     arrays["rig.notes"] = np.array(rig.notes, dtype=str)
+    arrays["rig.armature"] = np.array(rig.armature)
     for k, v in obj.tree.arrays().items():
         arrays[f"tree.{k}"] = v
     if obj.bounds is not None:
@@ -67,9 +72,11 @@ def from_bytes(data: bytes) -> CollisionObject:
     rig = Rig(name=str(d["rig.name"]), bone_names=strings("rig.bone_names"),
               preserve_volume=bool(d["rig.preserve_volume"]),
               unsupported=strings("rig.unsupported"), notes=strings("rig.notes"),
+              armature=str(d["rig.armature"]),
               **{n: d[f"rig.{n}"] for n in _RIG_ARRAYS})
     tree = SphereTree(**{k[5:]: v for k, v in d.items() if k.startswith("tree.")})
     b = {k[7:]: v for k, v in d.items() if k.startswith("bounds.")}
     bounds = LbsBounds(**b) if b else None
     return CollisionObject(rig.name, rig, tree, bounds, str(d["refit_method"]),
-                           str(d["refit_reason"]), d["vertex_keys"], float(d["build_seconds"]))
+                           str(d["refit_reason"]), d["vertex_keys"].astype(np.int64),
+                           float(d["build_seconds"]))

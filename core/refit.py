@@ -25,10 +25,17 @@ from .balls import approx_balls_of_spheres, minimal_balls
 from .rig import Pose, Rig
 from .sphere_tree import SphereTree
 
-# Blender stores evaluated positions in float32 while the bound is computed in float64;
-# refitted spheres grow by this fraction of the model's world size so that Blender's
-# rounded vertices stay inside (measured skinning deviation: ≤ 1.4e-6 of the size).
-FLOAT32_MARGIN = 1e-5
+# Blender's Armature modifier computes in float32 (premat, chan_mat, the weighted sum,
+# postmat) on the coordinates it is given, while the bound is exact arithmetic on the same
+# float32 matrices. Refitted spheres grow by a bound on that rounding, computed per frame
+# from the magnitudes Blender computes with (mesh-local coordinates per node, A⁻¹M, the bone
+# matrices' entries and translations): see docs/refit_bounds.md, "Float32 margin".
+U32 = 2.0 ** -24          # float32 unit roundoff
+#: Gaussian elimination on an affine 4×4 (Blender's invert_m4_m4): the linear part of the
+#: computed inverse is within INV_C·u·κ(L)·|L⁻¹| of the exact one (spectral norms).
+INV_C = 4.0
+#: Safety factor over the first-order bound (second-order terms are O(u²)).
+MARGIN_SAFETY = 2.0
 
 
 @dataclass
@@ -56,6 +63,12 @@ class LbsBounds:
         entry_ptr: (R + 1,) int64 CSR of the nonzero entries of each corner row.
         entry_slot: (E,) int32 the entry's joint as a position in its node's joint list.
         entry_weight: (E,) float64 corner weight of that joint (a row sums to 1).
+        local_extent: (N,) float64 max |p|∞ of each node's mesh-local rest vertices (the
+            magnitude Blender's float32 arithmetic starts from).
+        used_joints: (U,) int32 the joints any vertex uses (index J: the static joint).
+        joint_rest: (J + 1, 4, 4) float64 bone rest matrices (identity for the static
+            joint): Blender's chan_mat is pose_mat · rest⁻¹ in float32.
+        max_influences: () int64 the most influences of a vertex.
     """
 
     joint_ptr: np.ndarray
@@ -66,6 +79,10 @@ class LbsBounds:
     entry_ptr: np.ndarray
     entry_slot: np.ndarray
     entry_weight: np.ndarray
+    local_extent: np.ndarray
+    used_joints: np.ndarray
+    joint_rest: np.ndarray
+    max_influences: np.ndarray
 
     def arrays(self) -> dict[str, np.ndarray]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -130,8 +147,16 @@ def lbs_bounds(tree: SphereTree, rig: Rig, corner_entry_limit: int = CORNER_ENTR
     e_joint = nc.joints[rows][mask]
     e_node = np.repeat(row_node[rows], row_entries[rows])
     slot = np.searchsorted(pair_key, e_node * nj + e_joint) - joint_ptr[e_node]
+    vert_extent = np.abs(rig.rest_positions).max(axis=1)
+    starts = tree.node_vert_ptr[:-1]
+    local_extent = np.zeros(N)
+    has = np.diff(tree.node_vert_ptr) > 0
+    local_extent[has] = np.maximum.reduceat(vert_extent[tree.node_verts], starts[has])
+    joint_rest = np.concatenate([rig.bone_rest, np.eye(4)[None]], axis=0)
     return LbsBounds(joint_ptr, node_joint, mean, delta, corner_ptr, entry_ptr,
-                     slot.astype(np.int32), nc.weights[rows][mask])
+                     slot.astype(np.int32), nc.weights[rows][mask], local_extent,
+                     np.unique(joints[joints >= 0]).astype(np.int32), joint_rest,
+                     np.array((joints >= 0).sum(axis=1).max(initial=1), dtype=np.int64))
 
 
 @dataclass
@@ -142,20 +167,95 @@ class FrameTransforms:
         matrices: (J + 1, 3, 4) float64 C_j (row J: the static joint, i.e. the mesh's
             world matrix), mapping mesh-local rest positions to world space.
         sigma: (J + 1,) float64 largest singular value of each C_j[:, :3].
-        margin: float, absolute radius margin (FLOAT32_MARGIN × world size).
+        pose: the frame's `Pose` (the float32 margin is computed from it on first use).
     """
 
     matrices: np.ndarray
     sigma: np.ndarray
-    margin: float
+    pose: Pose
+    _margin: tuple | None = None
+
+    def float32_margin(self, bounds: LbsBounds) -> tuple[float, float]:
+        """(slope, offset): Blender's float32 vertices lie within
+        ``slope · local_extent + offset`` of the exact LBS of the node (world units)."""
+        if self._margin is None or self._margin[0] is not bounds:
+            self._margin = (bounds, float32_margin(self.pose, bounds))
+        return self._margin[1]
 
 
 def frame_transforms(pose: Pose, tree: SphereTree) -> FrameTransforms:
-    """Skinning matrices, their spectral norms and the float32 margin for one frame."""
+    """Skinning matrices and their spectral norms for one frame."""
     C = pose.skinning_matrices()[:, :3, :]
     sigma = np.linalg.svd(C[:, :, :3], compute_uv=False)[:, 0]
-    size = 2.0 * float(tree.radii[0]) * float(sigma.max())
-    return FrameTransforms(C, sigma, FLOAT32_MARGIN * size)
+    return FrameTransforms(C, sigma, pose)
+
+
+def _norms(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Of affine matrices (..., 3+, 4): spectral norm σ and Frobenius norm F of the linear
+    part, the spectral norm of its inverse, and |t| (Euclidean)."""
+    s = np.linalg.svd(m[..., :3, :3], compute_uv=False)
+    return (s[..., 0], np.sqrt((s * s).sum(axis=-1)), 1.0 / s[..., 2],
+            np.linalg.norm(m[..., :3, 3], axis=-1))
+
+
+def float32_margin(pose: Pose, bounds: LbsBounds) -> tuple[float, float]:
+    """Bound on |Blender's float32 evaluated vertex − exact LBS| in world space, as
+    (slope, offset) over a node's mesh-local extent m: error ≤ slope·m + offset.
+
+    Follows the Armature modifier's arithmetic step by step (docs/refit_bounds.md,
+    "Float32 margin"): postmat = M⁻¹A and premat = inverse(postmat) in float32, chan_mat_j
+    = pose_j · rest_j⁻¹ in float32, q = premat·p, co = q + Σ w_j (chan_mat_j q − q) / Σ w_j,
+    p' = postmat·co stored in float32; our reader applies M in float64. Magnitudes are
+    carried as affine functions a·m + b of the local extent, so the per-frame cost is a
+    few operations per joint and the per-node margin is one multiply-add.
+    """
+    u = U32
+    r3 = np.sqrt(3.0)
+    A, M = pose.armature_world, pose.mesh_world
+    sA, FA, _, tA = _norms(A)
+    sM, _, iM, tM = _norms(M)
+    Q = np.linalg.inv(M) @ A                         # postmat, exact
+    P = np.linalg.inv(Q)                             # premat, exact
+    sQ, FQ, iQ, tQ = _norms(Q)
+    sP, FP, _, tP = _norms(P)
+    # (1) postmat: X = inverse(M) in float32 (linear part within INV_C u κ |M⁻¹|; its
+    # translation −X t_M carries that error times |t_M| plus its own rounding), then X · A.
+    eX = INV_C * u * (sM * iM) * iM
+    eXt = eX * tM + 3 * u * r3 * iM * tM
+    eQL = eX * sA + 3 * u * r3 * iM * FA
+    eQt = eX * tA + eXt + 4 * u * (r3 * iM * tA + iM * tM)
+    # (2) premat = inverse(postmat): the perturbation −P δQ P, plus the inversion's rounding.
+    eInv = INV_C * u * (sQ * iQ) * sP
+    ePL = sP * sP * eQL + eInv
+    ePt = sP * (eQL * tP + eQt) + eInv * tQ + 3 * u * r3 * sP * tQ
+    # (3) chan_mat_j = pose_j · rest_j⁻¹ in float32 (rest matrices are rigid: κ = 1).
+    j = bounds.used_joints
+    D = pose.deform_with_static()[j]
+    R = bounds.joint_rest[j]
+    S = D @ R                                        # pose_mat, what Blender multiplies
+    sS, FS, _, tS = _norms(S)
+    sD, _, _, tD = _norms(D)
+    _, _, _, tR = _norms(R)
+    eRL = INV_C * u
+    eRt = eRL * tR + 3 * u * r3 * tR
+    eDL = sS * eRL + 3 * u * FS * r3
+    eDt = sS * eRt + 4 * u * (FS * tR + tS)
+    # (4) the vertex; magnitudes as (slope, offset) in the local extent m (|p| ≤ √3 m).
+    q = np.array([sP * r3, tP])                                   # |q|
+    e_q = np.array([(ePL + 4 * u * FP) * r3, ePt + 4 * u * tP])
+    q = q + e_q
+    dL = float(sD.max())
+    mj = np.array([dL * q[0], float((sD * q[1] + tD).max())])     # max_j |D_j q|
+    e_tmp = (np.array([float(eDL.max()) * q[0], float((eDL * q[1] + eDt).max())])
+             + 5 * u * mj + u * q)
+    K = float(bounds.max_influences)
+    g_sum = (2 * K + 3) * u / (1 - (2 * K + 3) * u)
+    e_b = dL * e_q + e_tmp + g_sum * (mj + q) + u * mj
+    e_out = (sQ * e_b + eQL * mj + np.array([0.0, eQt])
+             + 4 * u * (FQ * mj + np.array([0.0, tQ])))
+    # World: our reader applies M in float64.
+    slope, offset = MARGIN_SAFETY * sM * e_out
+    return float(slope), float(offset)
 
 
 def _expand(ptr: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -235,7 +335,8 @@ def refit_on_demand(tree: SphereTree, bounds: LbsBounds, frame: FrameTransforms,
         better = cr < radii[sub]
         centers[sub[better]] = cc[better]
         radii[sub[better]] = cr[better]
-    return centers, radii + frame.margin
+    slope, offset = frame.float32_margin(bounds)
+    return centers, radii + (slope * bounds.local_extent[nodes] + offset)
 
 
 def leaf_spheres(tree: SphereTree, triangles: np.ndarray, positions: np.ndarray,

@@ -54,6 +54,11 @@ class Rig:
             the rig alone (B-Bones, envelopes, shape keys, other deforming modifiers ...).
             Empty when `core.skinning` reproduces the evaluated mesh.
         notes: facts worth telling the user that do not block anything.
+        armature: the armature object's name ("" when unknown: then no vertex of this mesh
+            is ever welded to another mesh's, see `core.welds`).
+        mesh_to_armature: (4, 4) float64 ``A⁻¹ M`` at build (mesh-local to armature space);
+            with `armature` it decides seams between meshes (`core.welds`). Identity when
+            not given.
     """
 
     name: str
@@ -72,6 +77,8 @@ class Rig:
     preserve_volume: bool = False
     unsupported: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    armature: str = ""
+    mesh_to_armature: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.rest_positions = np.ascontiguousarray(self.rest_positions, dtype=np.float64)
@@ -88,6 +95,9 @@ class Rig:
             self.poly_ptr, self.poly_verts = fan_polygons(self.triangles, self.tri_polygon)
         self.poly_ptr = np.ascontiguousarray(self.poly_ptr, dtype=np.int64)
         self.poly_verts = np.ascontiguousarray(self.poly_verts, dtype=np.int32)
+        m = np.eye(4) if self.mesh_to_armature is None else self.mesh_to_armature
+        self.mesh_to_armature = np.ascontiguousarray(m, dtype=np.float64).reshape(4, 4)
+        self.armature = str(self.armature)
         self.validate()
 
     @property
@@ -147,8 +157,14 @@ class Rig:
             raise ValueError(f"{self.name}: bone arrays must have one entry per bone")
         if self.bone_deform.shape != (J,):
             raise ValueError(f"{self.name}: bone_deform must be (J,)")
+        if not np.all(np.isfinite(self.mesh_to_armature)):
+            raise ValueError(f"{self.name}: mesh_to_armature contains NaN or infinity")
 
     # -- derived, constant data ---------------------------------------------------------
+
+    def rest_armature_positions(self) -> np.ndarray:
+        """(V, 3) float64 rest positions in armature space, ``A⁻¹ M p`` at build."""
+        return transform_points(self.mesh_to_armature, self.rest_positions)
 
     def influence_counts(self) -> np.ndarray:
         """(V,) int64 number of nonzero deform-bone influences per vertex."""

@@ -1,7 +1,8 @@
 """Collision queries over several skinned objects, one frame at a time.
 
 `prepare` builds, once per rig, what a query needs (sphere tree, LBS bounds when the rig
-allows the on-demand refit, welded vertex ids for self-collision). `query_frame` refits
+allows the on-demand refit, weld ids for self-collision); `seam_ids` decides, once per set
+of objects, which vertices of different meshes are one vertex (`core.welds`). `query_frame` refits
 and collides every object pair (and each object with itself when asked) for one frame,
 given the frame's evaluated positions and poses, and returns triangle pairs plus timings.
 Triangles are the frame's (Blender re-splits deformed quads, `core.geometry.triangulation`):
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import refit, sphere_tree, traversal
+from . import refit, sphere_tree, traversal, welds
 from . import triangles as tri_test
 from .geometry import triangulation
 from .refit_policy import ON_DEMAND_LBS, choose_refit
@@ -31,8 +32,9 @@ class CollisionObject:
         name: object name. rig: the `Rig`. tree: its `SphereTree` over the rest pose.
         bounds: `LbsBounds` for the on-demand refit, or None when the rig needs the
             bottom-up fallback. refit_method, refit_reason: as `choose_refit` says.
-        vertex_keys: (V,) int64 welded vertex ids (self-collision adjacency); a frame's
-            triangle keys are ``vertex_keys[frame_triangles]``.
+        vertex_keys: (V,) int64 weld ids (`welds.vertex_weld_ids`: equal ids ⇔ same
+            vertex, or same armature-space rest position and same weights); adjacency keys
+            of a frame's triangles are ``vertex_keys[frame_triangles]``.
         build_seconds: time to build tree and bounds.
     """
 
@@ -54,9 +56,58 @@ def prepare(rig: Rig, collapse_c: float = sphere_tree.COLLAPSE_C) -> CollisionOb
                              poly_verts=rig.poly_verts)
     method, reason = choose_refit(rig)
     bounds = refit.lbs_bounds(tree, rig) if method == ON_DEMAND_LBS else None
-    keys = traversal.vertex_weld_ids(rig.rest_positions)
+    keys = welds.vertex_weld_ids(rig)
     return CollisionObject(rig.name, rig, tree, bounds, method, reason, keys,
                            time.perf_counter() - t0)
+
+
+# Seam ids of the last few object sets (strong references, so ids of objects in the cache
+# cannot be reused): a scan queries the same set frame after frame.
+_SEAM_CACHE: list[tuple[tuple, list, list]] = []
+_SEAM_CACHE_SIZE = 8
+
+
+def seam_ids(objects: list[CollisionObject]) -> list[np.ndarray | None]:
+    """Per object, (V,) int64 vertex ids shared across the set (`welds.global_weld_ids`),
+    or None for an object whose armature no other object of the set shares (it has no
+    seams). Computed once per set and cached; the per-frame seam test is an index compare.
+    """
+    key = tuple(id(o) for o in objects)
+    for k, objs, ids in _SEAM_CACHE:
+        if k == key:
+            return ids
+    names = [o.rig.armature for o in objects]
+    shared = [bool(n) and names.count(n) > 1 for n in names]
+    ids: list[np.ndarray | None] = [None] * len(objects)
+    group = [i for i, s in enumerate(shared) if s]
+    if group:
+        for i, g in zip(group, welds.global_weld_ids([objects[i].rig for i in group])):
+            ids[i] = g
+    _SEAM_CACHE.insert(0, (key, list(objects), ids))
+    del _SEAM_CACHE[_SEAM_CACHE_SIZE:]
+    return ids
+
+
+def seams_apply(a: CollisionObject, b: CollisionObject, pose_a: Pose | None,
+                pose_b: Pose | None) -> bool:
+    """Whether seams between `a` and `b` hold this frame: the same armature, and (when the
+    poses are known) the same armature transform and bone matrices, bit for bit. A cheap
+    guard, per object pair, against two copies that only share a name."""
+    if not a.rig.armature or a.rig.armature != b.rig.armature:
+        return False
+    if pose_a is None or pose_b is None:
+        return True
+    return bool(np.array_equal(pose_a.deform, pose_b.deform)
+                and np.array_equal(pose_a.armature_world, pose_b.armature_world))
+
+
+def seam_pairs(ids_a: np.ndarray, tri_a: np.ndarray, ta: np.ndarray,
+               ids_b: np.ndarray, tri_b: np.ndarray, tb: np.ndarray) -> np.ndarray:
+    """(K,) bool: triangle ta[k] of mesh A and tb[k] of mesh B share a seam vertex (equal
+    global ids, `seam_ids`)."""
+    a = ids_a[tri_a[ta]]
+    b = ids_b[tri_b[tb]]
+    return np.any(a[:, :, None] == b[:, None, :], axis=(1, 2))
 
 
 @dataclass
@@ -118,9 +169,9 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
                 triangles: list[np.ndarray | None] | None = None) -> FrameResult:
     """Collide every pair of objects (and each with itself if `self_collision`).
 
-    Adjacent triangles are never reported: within an object those sharing a vertex or a
-    vertex position (split seams), between objects those with a vertex at the same world
-    position (a character split into several mesh parts).
+    Adjacent triangles are never reported: within an object those sharing a weld id (a
+    vertex, or a split vertex with the same rest position and weights), between objects
+    those sharing a seam vertex (`seam_ids`: parts of one character on one armature).
 
     Args:
         objects: prepared objects.
@@ -148,6 +199,7 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
         spheres.append(s)
         modes.append(m)
     result = FrameResult([], 0.0, modes=modes, triangles=tris_all)
+    seams = seam_ids(objects)
     jobs = [(i, j) for i in range(len(objects)) for j in range(i + 1, len(objects))]
     if self_collision:
         jobs += [(i, i) for i in range(len(objects))]
@@ -163,12 +215,17 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
             pairs, st = traversal.collide(spheres[i], None, test, first_hit=first_hit,
                                           self_keys=objects[i].vertex_keys[tri_i])
         else:
-            # Mesh parts of one character meet along seams; contact there is adjacency.
-            def test_apart(ta, tb, test=test, pos_i=pos_i, pos_j=pos_j, tri_i=tri_i, tri_j=tri_j):
-                hit = test(ta, tb)
-                k = np.nonzero(hit)[0]
-                hit[k] = ~traversal.shares_position(pos_i, tri_i, ta[k], pos_j, tri_j, tb[k])
-                return hit
+            if seams[i] is not None and seams[j] is not None and \
+                    seams_apply(objects[i], objects[j], poses[i], poses[j]):
+                # Mesh parts of one character meet along seams decided at build.
+                def test_apart(ta, tb, test=test, ids_i=seams[i], ids_j=seams[j],
+                               tri_i=tri_i, tri_j=tri_j):
+                    hit = np.zeros(ta.size, dtype=bool)
+                    far = np.nonzero(~seam_pairs(ids_i, tri_i, ta, ids_j, tri_j, tb))[0]
+                    hit[far] = test(ta[far], tb[far])
+                    return hit
+            else:
+                test_apart = test
 
             pairs, st = traversal.collide(spheres[i], spheres[j], test_apart, first_hit=first_hit)
         result.stats.append(st)

@@ -8,8 +8,8 @@ touching a small part of the trees, while every step still works on whole arrays
 
 Leaf pairs go to the exact triangle test on the evaluated positions. Self-collision runs
 one tree against itself, expands a node paired with itself into the pairs of its children
-(each unordered pair once), and drops adjacent triangles (sharing a vertex index or, for
-split seams, a vertex position).
+(each unordered pair once), and drops adjacent triangles (sharing a weld id: a vertex, or
+a split vertex with the same rest position and weights, `core.welds`).
 """
 from __future__ import annotations
 
@@ -96,48 +96,13 @@ def adjacent_pairs(tri_keys: np.ndarray, ta: np.ndarray, tb: np.ndarray) -> np.n
     """(K,) bool: triangles ta[k], tb[k] share a vertex key.
 
     Args:
-        tri_keys: (T, 3) int64 per-triangle vertex keys (welded vertex ids, so that
-            vertices at the same rest position count as shared).
+        tri_keys: (T, 3) int64 per-triangle vertex keys (weld ids, `core.welds`, so that
+            split vertices with the same rest position and weights count as shared).
         ta, tb: (K,) int triangle indices.
     """
     a = tri_keys[ta]
     b = tri_keys[tb]
     return np.any(a[:, :, None] == b[:, None, :], axis=(1, 2))
-
-
-# Two vertices of different objects are "the same" (a seam between mesh parts) when their
-# world positions agree within float32 rounding of the coordinates.
-SEAM_RTOL = 4e-7
-
-
-def shares_position(pos_a: np.ndarray, tri_a: np.ndarray, ta: np.ndarray,
-                    pos_b: np.ndarray, tri_b: np.ndarray, tb: np.ndarray) -> np.ndarray:
-    """(K,) bool: triangles ta[k] of mesh A and tb[k] of mesh B have a vertex at the same
-    world position (within SEAM_RTOL of the coordinates' magnitude).
-
-    Args:
-        pos_a, pos_b: (V, 3) float64 world positions; tri_a, tri_b: (T, 3) int;
-        ta, tb: (K,) int triangle indices.
-    """
-    a = pos_a[tri_a[ta]]                                     # (K, 3, 3)
-    b = pos_b[tri_b[tb]]
-    diff = np.abs(a[:, :, None, :] - b[:, None, :, :]).max(axis=3)
-    mag = np.maximum(np.abs(a).max(axis=(1, 2)), 1.0)
-    return np.any(diff <= SEAM_RTOL * mag[:, None, None], axis=(1, 2))
-
-
-def vertex_weld_ids(positions: np.ndarray) -> np.ndarray:
-    """(V,) int64: one id per distinct rest position, so that coincident vertices (glTF
-    seams, split normals) count as shared. Adjacency keys of any triangulation are
-    ``ids[triangles]``: the frame's triangles gather them (Blender re-splits quads)."""
-    _, weld = np.unique(positions, axis=0, return_inverse=True)
-    return weld.reshape(-1).astype(np.int64)
-
-
-def welded_triangle_keys(positions: np.ndarray, triangles: np.ndarray) -> np.ndarray:
-    """(T, 3) int64: each triangle's vertices renumbered so that coincident positions
-    (glTF seams, split normals) share one id."""
-    return vertex_weld_ids(positions)[triangles]
 
 
 def collide(a: LazySpheres, b: LazySpheres | None,
@@ -152,7 +117,7 @@ def collide(a: LazySpheres, b: LazySpheres | None,
             evaluated positions.
         first_hit: stop after the first chunk that contains an intersecting pair (the
             returned pairs are then a non-empty subset, or empty when none exist).
-        self_keys: (T, 3) int64 welded vertex keys for dropping adjacent triangles in
+        self_keys: (T, 3) int64 weld ids of the triangles' vertices for dropping adjacent triangles in
             self-collision (required when `b` is None).
         chunk: maximum node pairs processed in one vectorized step (default CHUNK, or
             FIRST_HIT_CHUNK for first-hit queries).

@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from skin_collide.core import procedural, scan, skinning, triangles, traversal as old_traversal
+from skin_collide.core import procedural, scan, skinning, triangles, welds
+from skin_collide.core import traversal as old_traversal
 from skin_collide.core.methods import registry
 from skin_collide.core.methods.base import Frame
 from skin_collide.core.query import traversal
@@ -46,7 +47,7 @@ def _poses(rig, n, seed):
 def test_generic_traversal_equals_brute_force(rig, method_id):
     m = registry.get(method_id)
     prepared = m.load(m.prepare(rig).arrays())          # through the stored form
-    keys = old_traversal.welded_triangle_keys(rig.rest_positions, rig.triangles)
+    keys = welds.vertex_weld_ids(rig)[rig.triangles]
     tris = rig.triangles
     seen = 0
     for pa, pb in _poses(rig, 6, 3):

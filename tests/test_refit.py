@@ -59,12 +59,13 @@ def test_each_bound_encloses_every_deformed_vertex(setup):
     for pose in poses(rig, 60, 1):
         P = skinning.lbs_rig(rig, pose)
         fr = refit.frame_transforms(pose, tree)
-        scale = fr.margin / refit.FLOAT32_MARGIN
+        scale = np.abs(P).max()
         for fn in (refit.mean_weight_spheres, refit.corner_spheres):
             c, r = fn(tree, bounds, fr, nodes)
             assert excess(tree, P, c, r) <= 1e-12 * scale, fn.__name__
         c, r = refit.refit_on_demand(tree, bounds, fr, nodes)
-        assert excess(tree, P, c, r) <= -0.5 * fr.margin
+        slope, offset = fr.float32_margin(bounds)
+        assert excess(tree, P, c, r) <= -0.5 * offset
 
 
 def test_partial_refit_equals_full_refit(setup):

@@ -96,7 +96,7 @@ def test_self_collision_equals_blender_every_frame(bpy_module, assets_dir, asset
             again, _, _ = bottom_up.query(pos, poses)
             assert {(i, j) + tuple(p) for i, j, q in ours for p in q.tolist()} == \
                    {(i, j) + tuple(p) for i, j, q in again for p in q.tolist()}, (act.name, f)
-        ref = scanner.bvhtree_pairs(on_demand.objects, pos, True, on_demand.triangles)
+        ref = scanner.bvhtree_pairs(on_demand.objects, pos, True, on_demand.triangles, poses)
         missed, extra, n, n_extra, n_missed = judge(on_demand.objects, pos, ours, ref,
                                                     on_demand.triangles)
         assert missed == [], (act.name, f, missed[:5])
@@ -119,8 +119,15 @@ def test_interpenetrating_copies_equal_blender(bpy_module, assets_dir, asset):
     bpy = bpy_module
     meshes, arm = load(bpy, assets_dir, asset)
     ob = max(meshes, key=lambda o: len(o.data.polygons))
-    # The copy stands on the same spot, turned a quarter: the bodies must interpenetrate.
-    ob2, _ = scenes.duplicate_character(ob, arm, "copy", offset=(0.0, 0.0, 0.0), turn=math.pi / 2)
+    # The copy stands on the same spot, turned a quarter about the mesh's own centre (not
+    # the armature's origin, which may lie far from a mesh part): they must interpenetrate.
+    from skin_collide.addon import extract
+
+    c = extract.evaluated_positions(ob, bpy.context.evaluated_depsgraph_get()).mean(axis=0)
+    d = c - np.array(arm.matrix_world.translation)
+    turned = np.array([-d[1], d[0], 0.0])                   # d turned a quarter about Z
+    offset = tuple(float(x) for x in (d - turned) * np.array([1.0, 1.0, 0.0]))
+    ob2, _ = scenes.duplicate_character(ob, arm, "copy", offset=offset, turn=math.pi / 2)
     sc = scanner.Scanner([ob, ob2], mode="on-demand")
     scene = bpy.context.scene
     found = 0
@@ -128,7 +135,7 @@ def test_interpenetrating_copies_equal_blender(bpy_module, assets_dir, asset):
         scene.frame_set(f)
         pos, poses = sc.evaluate(bpy.context.evaluated_depsgraph_get())
         ours, _, _ = sc.query(pos, poses)
-        ref = scanner.bvhtree_pairs(sc.objects, pos, False, sc.triangles)
+        ref = scanner.bvhtree_pairs(sc.objects, pos, False, sc.triangles, poses)
         missed, extra, n, _, _ = judge(sc.objects, pos, ours, ref, sc.triangles)
         assert missed == [] and extra == [], (act.name, f, missed[:3], extra[:3])
         found += n

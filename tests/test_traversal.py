@@ -91,8 +91,13 @@ def test_far_apart_objects_stop_at_the_root(world):
 
 
 def test_adjacency_uses_welded_positions():
+    from skin_collide.core import welds
+    from skin_collide.core.rig import Rig
+
     pos = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 0, 0.0], [1, 1, 0]])
     tris = np.array([[0, 1, 2], [3, 4, 2], [0, 2, 4]])
-    keys = traversal.welded_triangle_keys(pos, tris)
-    # Vertex 3 duplicates vertex 1's position (a seam): triangles 0 and 1 share it.
+    rig = Rig("w", pos, tris, np.arange(3), np.arange(6), np.zeros(5, np.int32), np.ones(5),
+              ["b"], np.array([-1]), np.eye(4)[None], np.ones(1, bool))
+    keys = welds.vertex_weld_ids(rig)[tris]
+    # Vertex 3 duplicates vertex 1's position and weights (a seam): triangles 0 and 1 share it.
     assert traversal.adjacent_pairs(keys, np.array([0, 0]), np.array([1, 2])).tolist() == [True, True]
