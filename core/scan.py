@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import refit, sphere_tree, traversal, triangles
+from .self_collision import object_self_pairs
 from .refit_policy import ON_DEMAND_LBS, choose_refit
 from .rig import Pose, Rig
 
@@ -39,6 +40,8 @@ class CollisionObject:
     refit_reason: str
     keys: np.ndarray
     build_seconds: float = 0.0
+    # Built on the first self-collision query (`self_collision.for_object`), not persisted.
+    self_tree: object = None
 
 
 def prepare(rig: Rig, collapse_c: float = sphere_tree.COLLAPSE_C) -> CollisionObject:
@@ -133,9 +136,8 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
             return triangles.triangle_pairs_intersect(pos_i, tri_i, ta, pos_j, tri_j, tb)
 
         if i == j:
-            # A tree against itself: fresh lazy spheres would redo the refits, so reuse.
-            pairs, st = traversal.collide(spheres[i], None, test, first_hit=first_hit,
-                                          self_keys=objects[i].keys)
+            # Exact self-collision on its own AABB tree (docs/self_collision.md).
+            pairs, st = object_self_pairs(objects[i], pos_i, tri_i), traversal.QueryStats()
         else:
             # Mesh parts of one character meet along seams; contact there is adjacency.
             def test_apart(ta, tb, test=test, pos_i=pos_i, pos_j=pos_j, tri_i=tri_i, tri_j=tri_j):
