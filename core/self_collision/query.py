@@ -118,6 +118,15 @@ def candidate_leaf_pairs(tree: SelfTree, boxes: list[np.ndarray]) -> tuple[np.nd
     return pa, pb, tests
 
 
+def exact_test(positions: np.ndarray, tris: np.ndarray, ta: np.ndarray, tb: np.ndarray) -> np.ndarray:
+    """(K,) bool: `core.triangles.triangles_intersect` on triangle pairs (ta[k], tb[k]) of
+    one mesh, gathered with `np.take` (several times faster than fancy indexing here)."""
+    va = np.take(tris, ta, axis=0)
+    vb = np.take(tris, tb, axis=0)
+    g = [np.take(positions, v[:, i], axis=0) for v in (va, vb) for i in range(3)]
+    return tri_test.triangles_intersect(*g)
+
+
 def _keys_adjacent(keys: np.ndarray, ta: np.ndarray, tb: np.ndarray) -> np.ndarray:
     a, b = keys[ta], keys[tb]
     return (a[:, :, None] == b[:, None, :]).any(axis=(1, 2))
@@ -167,7 +176,7 @@ def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
     ra, rb = _resplit_pairs(tree, keys, tri_box)
     if ra.size:
         ta, tb = np.concatenate([ta, ra]), np.concatenate([tb, rb])
-    hit = tri_test.triangle_pairs_intersect(positions, tris, ta, positions, tris, tb)
+    hit = exact_test(positions, tris, ta, tb)
     ha, hb = ta[hit], tb[hit]
     if ha.size:
         # Pairs not rest-adjacent may share a key after a re-split: drop them.
