@@ -36,6 +36,9 @@ class SelfTree:
         adj_ptr, adj_idx: CSR (T + 1,), (2P,) intp: the triangles rest-adjacent to each
             triangle (sharing a rest key), used when a frame's keys differ from the rest.
         weld_ids: (V,) int64 the welded vertex ids the tree was built with.
+        seed_cols: per level, (fa, fb) (n_l,) intp flat indices into the level's (n, 8)
+            box rows: the coordinate that separated each seed most at rest (a first,
+            cheap test; the full test decides).
         build_seconds: time the build took.
     """
 
@@ -48,6 +51,7 @@ class SelfTree:
     adj_ptr: np.ndarray
     adj_idx: np.ndarray
     weld_ids: np.ndarray
+    seed_cols: list[tuple[np.ndarray, np.ndarray]] | None = None
     build_seconds: float = 0.0
 
     @property
@@ -173,5 +177,16 @@ def build(rest_positions: np.ndarray, triangles: np.ndarray, weld_ids: np.ndarra
         code = ca.astype(np.int64) * n + cb
         keep = ~np.isin(code, touch[level]) & occ[level][ca] & occ[level][cb]
         seeds.append((ca[keep].astype(np.intp), cb[keep].astype(np.intp)))
+    # Per seed, the box column (of [lo, -hi]) and its partner that separated the pair
+    # most at rest, as flat indices into a level's (n, 8) rows: a cheap first test.
+    from .query import _SWAP, level_boxes, triangle_boxes
+    rest_boxes = level_boxes(SelfTree(H, S, tri_slot, slot_tri, seeds, keys, adj_ptr, adj_idx,
+                                      np.asarray(weld_ids, np.int64)),
+                             triangle_boxes(np.asarray(rest_positions, np.float64), tris))
+    seed_cols = []
+    for level, (a, b) in enumerate(seeds):
+        X = rest_boxes[level]
+        col = np.argmax(X[a, :6] + X[b][:, _SWAP[:6]], axis=1) if a.size else a
+        seed_cols.append((a * 8 + col, b * 8 + _SWAP[col]))
     return SelfTree(H, S, tri_slot, slot_tri, seeds, keys, adj_ptr, adj_idx,
-                    np.asarray(weld_ids, np.int64), time.perf_counter() - t0)
+                    np.asarray(weld_ids, np.int64), seed_cols, time.perf_counter() - t0)
