@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import refit, sphere_tree, traversal, triangles
-from .self_collision import object_self_pairs
 from .refit_policy import ON_DEMAND_LBS, choose_refit
 from .rig import Pose, Rig
+from .self_collision import object_self_pairs
 
 MODES = ("on-demand", "bottom-up")
 
@@ -121,7 +121,12 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
     t0 = time.perf_counter()
     spheres, modes = [], []
     for obj, pos, pose in zip(objects, positions, poses):
-        s, m = _spheres(obj, pos, pose, mode)
+        if len(objects) == 1:
+            # Only self pairs, which do not use the sphere tree: skip its refit set-up.
+            s = None
+            m = "on-demand" if mode == "on-demand" and obj.bounds is not None and pose is not None else "bottom-up"
+        else:
+            s, m = _spheres(obj, pos, pose, mode)
         spheres.append(s)
         modes.append(m)
     result = FrameResult([], 0.0, modes=modes)
@@ -137,7 +142,8 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
 
         if i == j:
             # Exact self-collision on its own AABB tree (docs/self_collision.md).
-            pairs, st = object_self_pairs(objects[i], pos_i, tri_i), traversal.QueryStats()
+            st = traversal.QueryStats()
+            pairs = object_self_pairs(objects[i], pos_i, tri_i, stats=st)
         else:
             # Mesh parts of one character meet along seams; contact there is adjacency.
             def test_apart(ta, tb, test=test, pos_i=pos_i, pos_j=pos_j, tri_i=tri_i, tri_j=tri_j):

@@ -30,14 +30,21 @@ def for_object(obj) -> SelfTree:
     return obj.self_tree
 
 
-def object_self_pairs(obj, positions: np.ndarray, tris: np.ndarray | None = None) -> np.ndarray:
+def object_self_pairs(obj, positions: np.ndarray, tris: np.ndarray | None = None,
+                      stats=None) -> np.ndarray:
     """Self pairs of a `scan.CollisionObject` at one frame: (K, 2) int64, t < u, sorted.
 
     Args:
         positions: (V, 3) float64 evaluated positions. tris: (T, 3) the frame's triangles
-            (default: the rest triangles).
+            (default: the rest triangles). stats: optional `traversal.QueryStats`, given
+            the exact-test count and, in ``extra``, the box tests and re-split pairs.
     """
     tree = for_object(obj)
     if tris is None:
         tris = obj.rig.triangles
-    return self_pairs(tree, positions, tris, tree.weld_ids)
+    counts: dict = {}
+    pairs = self_pairs(tree, positions, tris, tree.weld_ids, stats=counts)
+    if stats is not None:
+        stats.triangle_tests += counts["triangle_tests"]
+        stats.extra.update(counts)
+    return pairs
