@@ -100,8 +100,14 @@ def candidate_leaf_pairs(tree: SelfTree, boxes: list[np.ndarray]) -> tuple[np.nd
             tests += ok.size
             k = np.flatnonzero(ok)
             q = k >> 2
-            parts_a.append(2 * pa[q] + ((k >> 1) & 1))
-            parts_b.append(2 * pb[q] + (k & 1))
+            ca = np.take(pa, q)
+            ca <<= 1
+            ca += (k >> 1) & 1
+            cb = np.take(pb, q)
+            cb <<= 1
+            cb += k & 1
+            parts_a.append(ca)
+            parts_b.append(cb)
         sa, sb = tree.seeds[level]
         if sa.size:
             # First the one coordinate that separated the pair most at rest (most seeds
@@ -109,13 +115,14 @@ def candidate_leaf_pairs(tree: SelfTree, boxes: list[np.ndarray]) -> tuple[np.nd
             fa, fb = tree.seed_cols[level]
             flat = X.ravel()
             maybe = np.flatnonzero(np.take(flat, fa) + np.take(flat, fb) <= 0)
-            sa, sb = sa[maybe], sb[maybe]
+            sa, sb = np.take(sa, maybe), np.take(sb, maybe)
             ga = np.take(X.view(_ROW).ravel(), sa).view(np.float32).reshape(-1, 8)
             gb = np.take(Xs.view(_ROW).ravel(), sb).view(np.float32).reshape(-1, 8)
             ok = boxes_overlap(ga, gb)
             tests += fa.size
-            parts_a.append(sa[ok])
-            parts_b.append(sb[ok])
+            ok = np.flatnonzero(ok)
+            parts_a.append(np.take(sa, ok))
+            parts_b.append(np.take(sb, ok))
         if not parts_a:
             pa, pb = pa[:0], pb[:0]
             continue
@@ -141,6 +148,8 @@ def _keys_adjacent(keys: np.ndarray, ta: np.ndarray, tb: np.ndarray) -> np.ndarr
 def _resplit_pairs(tree: SelfTree, keys: np.ndarray, tri_box: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Rest-adjacent triangle pairs that are not adjacent with this frame's keys and whose
     boxes overlap (only triangles whose keys changed can produce them)."""
+    if np.array_equal(keys, tree.rest_keys):
+        return np.zeros(0, np.intp), np.zeros(0, np.intp)
     changed = np.flatnonzero((keys != tree.rest_keys).any(axis=1))
     if changed.size == 0:
         return np.zeros(0, np.intp), np.zeros(0, np.intp)
@@ -174,7 +183,7 @@ def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
     """
     positions = np.asarray(positions, np.float64)
     tris = np.asarray(tris, np.intp)
-    keys = np.asarray(weld_ids, np.int64)[tris]
+    keys = np.take(np.asarray(weld_ids, np.int64), tris)
     tri_box = triangle_boxes(positions, tris)
     boxes = level_boxes(tree, tri_box)
     sa, sb, tests = candidate_leaf_pairs(tree, boxes)
