@@ -267,3 +267,23 @@ def test_equals_old_sphere_query_on_assets(asset_frames, asset):
         assert as_set(ours) == as_set(old), label
         total += len(old)
     assert total > 0
+
+
+def test_cross_pairs_equal_brute_force(tube):
+    rig, weld, tree = tube
+    other = procedural.tube_rig(rings=14, segments=10, n_bones=4, length=1.5, radius=0.2)
+    w2 = sc.weld_ids(other.rest_positions)
+    tree2 = sc.build(other.rest_positions, other.triangles, w2)
+    rng = np.random.default_rng(4)
+    total = 0
+    for _ in range(4):
+        pa = skinning.lbs_rig(rig, procedural.random_pose(rig, rng, translate=0.1))
+        pb = skinning.lbs_rig(other, procedural.random_pose(other, rng, translate=0.1))
+        pb += pa.mean(axis=0) - pb.mean(axis=0)            # make them meet
+        for (ta, a, pos_a), (tb, b, pos_b) in [((tree, rig, pa), (tree2, other, pb)),
+                                               ((tree2, other, pb), (tree, rig, pa))]:
+            ours = sc.cross_pairs(ta, pos_a, a.triangles, tb, pos_b, b.triangles)
+            bf = scan.brute_force_pairs(pos_a, a.triangles, pos_b, b.triangles)
+            assert as_set(ours) == as_set(bf)
+            total += len(bf)
+    assert total > 0

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .query import self_pairs
+from .query import cross_pairs, self_pairs
 from .tree import SelfTree, build
 
-__all__ = ["SelfTree", "build", "self_pairs", "weld_ids", "for_object", "object_self_pairs"]
+__all__ = ["SelfTree", "build", "self_pairs", "cross_pairs", "weld_ids", "for_object", "object_self_pairs"]
 
 
 def weld_ids(rest_positions: np.ndarray) -> np.ndarray:

@@ -201,3 +201,66 @@ def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
         stats.update(box_tests=tests, triangle_tests=int(ta.size), resplit=int(ra.size))
     pairs = np.stack([np.minimum(ha, hb), np.maximum(ha, hb)], axis=1).astype(np.int64)
     return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+
+
+def cross_candidates(tree_a: SelfTree, boxes_a: list[np.ndarray], tree_b: SelfTree,
+                     boxes_b: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Leaf slot pairs (slot of A, slot of B) of two trees whose float32 boxes overlap,
+    level by level from the two roots (the deeper tree keeps descending alone)."""
+    pa = np.zeros(1, np.intp)
+    pb = np.zeros(1, np.intp)
+    la = lb = 0
+    X, Y = boxes_a[0], boxes_b[0][:, _SWAP]
+    ok = boxes_overlap(X[pa], Y[pb])
+    pa, pb = pa[ok], pb[ok]
+    while pa.size and (la < tree_a.height or lb < tree_b.height):
+        da, db = la < tree_a.height, lb < tree_b.height
+        la, lb = la + da, lb + db
+        X = boxes_a[la]
+        Y = np.ascontiguousarray(boxes_b[lb][:, _SWAP])
+        if da and db:
+            ga = np.take(X.reshape(-1, 16).view(_ROW2).ravel(), pa).view(np.float32).reshape(-1, 2, 1, 8)
+            gb = np.take(Y.reshape(-1, 16).view(_ROW2).ravel(), pb).view(np.float32).reshape(-1, 1, 2, 8)
+            k = np.flatnonzero(boxes_overlap(ga, gb))
+            q = k >> 2
+            pa = 2 * np.take(pa, q) + ((k >> 1) & 1)
+            pb = 2 * np.take(pb, q) + (k & 1)
+        elif da:
+            ga = np.take(X.reshape(-1, 16).view(_ROW2).ravel(), pa).view(np.float32).reshape(-1, 2, 8)
+            gb = np.take(Y.view(_ROW).ravel(), pb).view(np.float32).reshape(-1, 1, 8)
+            k = np.flatnonzero(boxes_overlap(ga, gb))
+            q = k >> 1
+            pa = 2 * np.take(pa, q) + (k & 1)
+            pb = np.take(pb, q)
+        else:
+            ga = np.take(X.view(_ROW).ravel(), pa).view(np.float32).reshape(-1, 1, 8)
+            gb = np.take(Y.reshape(-1, 16).view(_ROW2).ravel(), pb).view(np.float32).reshape(-1, 2, 8)
+            k = np.flatnonzero(boxes_overlap(ga, gb))
+            q = k >> 1
+            pa = np.take(pa, q)
+            pb = 2 * np.take(pb, q) + (k & 1)
+    return pa, pb
+
+
+def cross_pairs(tree_a: SelfTree, pos_a: np.ndarray, tris_a: np.ndarray, tree_b: SelfTree,
+                pos_b: np.ndarray, tris_b: np.ndarray) -> np.ndarray:
+    """Every intersecting triangle pair between two meshes (exact float64 test), by the
+    same float32 box trees; no adjacency rule is applied (the caller's).
+
+    Args: per mesh, its `SelfTree`, (V, 3) float64 positions and (T, 3) frame triangles.
+    Returns: (K, 2) int64 (triangle of A, triangle of B), lexicographically sorted.
+    """
+    tris_a = np.asarray(tris_a, np.intp)
+    tris_b = np.asarray(tris_b, np.intp)
+    pos_a = np.asarray(pos_a, np.float64)
+    pos_b = np.asarray(pos_b, np.float64)
+    ba = level_boxes(tree_a, triangle_boxes(pos_a, tris_a))
+    bb = level_boxes(tree_b, triangle_boxes(pos_b, tris_b))
+    sa, sb = cross_candidates(tree_a, ba, tree_b, bb)
+    ta, tb = np.take(tree_a.slot_tri, sa), np.take(tree_b.slot_tri, sb)
+    va, vb = np.take(tris_a, ta, axis=0), np.take(tris_b, tb, axis=0)
+    g = [np.take(pos_a, va[:, i], axis=0) for i in range(3)]
+    g += [np.take(pos_b, vb[:, i], axis=0) for i in range(3)]
+    hit = tri_test.triangles_intersect(*g)
+    pairs = np.stack([ta[hit], tb[hit]], axis=1).astype(np.int64)
+    return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
