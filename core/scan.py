@@ -20,6 +20,7 @@ from . import triangles as tri_test
 from .geometry import triangulation
 from .refit_policy import ON_DEMAND_LBS, choose_refit
 from .rig import Pose, Rig
+from .self_collision import object_self_pairs
 
 MODES = ("on-demand", "bottom-up")
 
@@ -46,6 +47,8 @@ class CollisionObject:
     refit_reason: str
     vertex_keys: np.ndarray
     build_seconds: float = 0.0
+    # Built on the first self-collision query (`self_collision.for_object`), not persisted.
+    self_tree: object = None
 
 
 def prepare(rig: Rig, collapse_c: float = sphere_tree.COLLAPSE_C) -> CollisionObject:
@@ -195,7 +198,12 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
                 for obj, pos, t in zip(objects, positions, triangles)]
     spheres, modes = [], []
     for obj, pos, pose, tris in zip(objects, positions, poses, tris_all):
-        s, m = _spheres(obj, pos, pose, mode, tris)
+        if len(objects) == 1:
+            # Only self pairs, which do not use the sphere tree: skip its refit set-up.
+            s = None
+            m = "on-demand" if mode == "on-demand" and obj.bounds is not None and pose is not None else "bottom-up"
+        else:
+            s, m = _spheres(obj, pos, pose, mode, tris)
         spheres.append(s)
         modes.append(m)
     result = FrameResult([], 0.0, modes=modes, triangles=tris_all)
@@ -211,9 +219,11 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
             return tri_test.triangle_pairs_intersect(pos_i, tri_i, ta, pos_j, tri_j, tb)
 
         if i == j:
-            # A tree against itself: fresh lazy spheres would redo the refits, so reuse.
-            pairs, st = traversal.collide(spheres[i], None, test, first_hit=first_hit,
-                                          self_keys=objects[i].vertex_keys[tri_i])
+            # Exact self-collision on its own AABB tree (docs/self_collision.md).
+            st = traversal.QueryStats()
+            pairs = object_self_pairs(objects[i], pos_i, tri_i, stats=st)
+            if first_hit:
+                pairs = pairs[:1]
         else:
             if seams[i] is not None and seams[j] is not None and \
                     seams_apply(objects[i], objects[j], poses[i], poses[j]):

@@ -1,0 +1,76 @@
+"""Pairs between two characters: the float32 AABB trees of `core.self_collision` (bottom-up
+box refit from the evaluated positions, level-synchronous traversal) against the sphere
+tree's on-demand query and Blender's world-space ``FromPolygons`` + ``overlap``.
+
+Same scene as bench_table3.py (two interpenetrating copies), one process, same frames,
+medians. Checks that the AABB pairs equal the sphere query's pairs on every frame.
+
+    bash dev python bench/bench_pairs_aabb.py --asset makehuman_default.blend --level 0
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import bench_table3  # noqa: E402
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--asset", default="makehuman_default.blend")
+    p.add_argument("--level", type=int, default=0)
+    p.add_argument("--stride", type=int, default=6)
+    p.add_argument("--offset", type=float, nargs=3, default=[0.55, 0.0, 0.0])
+    args = p.parse_args()
+    import bpy
+    from mathutils.bvhtree import BVHTree
+
+    from skin_collide.addon import animation, extract, scanner
+    from skin_collide.core import scan as core_scan
+    from skin_collide.core import self_collision, traversal
+
+    ob, ob2 = bench_table3.load_pair(args.asset, args.level, args.offset, 0.0)
+    sc = scanner.Scanner([ob, ob2])
+    trees = [self_collision.for_object(o) for o in sc.objects]
+    arm = extract.modifier_report(ob).armature
+    frames = animation.action_frames(arm.animation_data.action)[::args.stride]
+    tri_lists = [o.rig.triangles.tolist() for o in sc.objects]
+    rows = {"aabb": [], "od": [], "blw": [], "pairs": []}
+    for f in frames:
+        bpy.context.scene.frame_set(f)
+        pos, poses = sc.evaluate(bpy.context.evaluated_depsgraph_get())
+        od = core_scan.query_frame(sc.objects, pos, poses)
+        t0 = time.perf_counter()
+        ta, tb = (o.rig.triangles for o in sc.objects)
+        pairs = self_collision.cross_pairs(trees[0], pos[0], ta, trees[1], pos[1], tb)
+        keep = ~traversal.shares_position(pos[0], ta, pairs[:, 0], pos[1], tb, pairs[:, 1])
+        pairs = pairs[keep]
+        rows["aabb"].append((time.perf_counter() - t0) * 1000)
+        t0 = time.perf_counter()
+        wa = BVHTree.FromPolygons(pos[0].tolist(), tri_lists[0], all_triangles=True)
+        wb = BVHTree.FromPolygons(pos[1].tolist(), tri_lists[1], all_triangles=True)
+        wa.overlap(wb)
+        rows["blw"].append((time.perf_counter() - t0) * 1000)
+        rows["od"].append(od.ms)
+        rows["pairs"].append(len(pairs))
+        ref = od.pairs[0][2] if od.pairs else np.zeros((0, 2), np.int64)
+        if set(map(tuple, ref.tolist())) != set(map(tuple, pairs.tolist())):
+            sys.exit(f"MISMATCH at frame {f}")
+    med = {k: float(np.median(v)) for k, v in rows.items()}
+    print(f"\n{args.asset} level {args.level}, {len(frames)} frames, medians")
+    print("| AABB pairs ms | sphere on-demand ms | Blender FromPolygons(world)+overlap ms | "
+          "pairs | AABB vs Blender | AABB vs on-demand |")
+    print("|---|---|---|---|---|---|")
+    print(f"| {med['aabb']:.2f} | {med['od']:.2f} | {med['blw']:.2f} | {med['pairs']:.0f} | "
+          f"{med['blw'] / med['aabb']:.1f}x | {med['od'] / med['aabb']:.1f}x |")
+
+
+if __name__ == "__main__":
+    main()

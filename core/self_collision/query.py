@@ -1,0 +1,266 @@
+"""Per-frame exact self-collision over a `SelfTree`: refit boxes, traverse, test.
+
+* Boxes: float32, rounded OUTWARD per vertex coordinate (`outward_f32`), so a float32
+  box always contains the float64 box of the same triangles; comparisons of float32
+  values are exact, so two boxes whose float64 boxes overlap always pass the test
+  (`docs/self_collision.md`).
+* Each level stores its boxes as (n, 8) rows ``[lo, -hi, pad, pad]``; the parent row is
+  the min of its two children's rows (exact). Boxes A and B overlap iff every entry of
+  ``row_A + swap(row_B)`` is <= 0, ``swap`` exchanging lo and -hi: each sum is the
+  rounded ``lo - hi`` of two float32 values, whose sign is exact; an empty slot is
+  ``+inf`` and never overlaps.
+* Traversal, level by level: the candidates of level l are the precomputed seeds of l
+  (`SelfTree.seeds`) plus the four child pairs of every overlapping candidate of level
+  l - 1, fetched in one gather. Touching pairs (rest-adjacent triangles below them) are
+  never generated.
+* Leaves: the exact float64 test `core.triangles.triangle_pairs_intersect`; hits sharing a
+  key of the frame's triangles are dropped. Rest-adjacent pairs that stop being adjacent
+  in this frame (a polygon re-split) are added from the rest adjacency lists.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import triangles as tri_test
+from .tree import SelfTree
+
+# Box rows are 8 float32: [lo (3), -hi (3), pad, pad]; the swapped copy is
+# [-hi, lo, pad, pad]. The pads are -inf in both, so their sums are -inf <= 0, and a row of
+# 8 comparison bytes reads as one uint64 that equals _ALL iff all 8 hold.
+_SWAP = np.array([3, 4, 5, 0, 1, 2, 6, 7])
+_INF32 = np.float32(np.inf)
+_ALL = np.uint64(0x0101010101010101)
+_ROW = np.dtype((np.void, 32))
+_ROW2 = np.dtype((np.void, 64))
+
+
+def outward_f32(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(lo, hi) float32 arrays with lo <= x <= hi elementwise (x float64, finite).
+
+    Casting rounds to nearest (error at most half a float32 spacing); one step of
+    `np.nextafter` away from the cast value is at least that half spacing (proof in
+    docs/self_collision.md), so the bounds hold for every finite x that fits float32.
+    """
+    x32 = x.astype(np.float32)
+    return np.nextafter(x32, -_INF32), np.nextafter(x32, _INF32)
+
+
+def triangle_boxes(positions: np.ndarray, tris: np.ndarray) -> np.ndarray:
+    """(T, 8) float32 rows [lo, -hi, -inf, -inf] enclosing each triangle's float64
+    vertices (positions (V, 3) float64, tris (T, 3) int)."""
+    lo_v, hi_v = outward_f32(positions)
+    neg_hi = -hi_v
+    out = np.empty((tris.shape[0], 8), np.float32)
+    a, b, c = tris[:, 0], tris[:, 1], tris[:, 2]
+    np.minimum(np.minimum(np.take(lo_v, a, 0), np.take(lo_v, b, 0)), np.take(lo_v, c, 0),
+               out=out[:, :3])
+    np.minimum(np.minimum(np.take(neg_hi, a, 0), np.take(neg_hi, b, 0)), np.take(neg_hi, c, 0),
+               out=out[:, 3:6])
+    out[:, 6:] = -_INF32
+    return out
+
+
+def level_boxes(tree: SelfTree, tri_box: np.ndarray) -> list[np.ndarray]:
+    """Per level 0..H, (2**l, 8) float32 rows [lo, -hi, -inf, -inf] (empty = +inf in the
+    first six columns). The min of two rows is exact, so parents enclose children."""
+    leaf = np.full((tree.n_slots, 8), _INF32, np.float32)
+    leaf[:, 6:] = -_INF32
+    leaf[tree.tri_slot] = tri_box
+    out = [leaf]
+    for _ in range(tree.height):
+        x = out[-1]
+        out.append(np.minimum(x[0::2], x[1::2]))
+    out.reverse()
+    return out
+
+
+def boxes_overlap(xa: np.ndarray, xb_swapped: np.ndarray) -> np.ndarray:
+    """(...,) bool from (..., 8) float32 rows [lo, -hi, pads] and swapped rows: every
+    ``lo_a - hi_b <= 0`` and ``lo_b - hi_a <= 0`` (a float32 sum's sign is exact)."""
+    s = xa + xb_swapped
+    return (s <= 0).view(np.uint64)[..., 0] == _ALL
+
+
+def candidate_leaf_pairs(tree: SelfTree, boxes: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, int]:
+    """Leaf slot pairs (a < b, not rest-touching) whose boxes overlap, and the number of
+    box tests made."""
+    pa = np.zeros(0, np.intp)
+    pb = np.zeros(0, np.intp)
+    tests = 0
+    for level in range(1, tree.height + 1):
+        X = boxes[level]
+        Xs = np.ascontiguousarray(X[:, _SWAP])
+        parts_a, parts_b = [], []
+        if pa.size:
+            # Four child pairs of each overlapping parent pair in one gather (a sibling
+            # pair of rows is one contiguous 64-byte record).
+            ga = np.take(X.reshape(-1, 16).view(_ROW2).ravel(), pa).view(np.float32).reshape(-1, 2, 1, 8)
+            gb = np.take(Xs.reshape(-1, 16).view(_ROW2).ravel(), pb).view(np.float32).reshape(-1, 1, 2, 8)
+            ok = boxes_overlap(ga, gb)                                      # (m, 2, 2)
+            tests += ok.size
+            k = np.flatnonzero(ok)
+            q = k >> 2
+            ca = np.take(pa, q)
+            ca <<= 1
+            ca += (k >> 1) & 1
+            cb = np.take(pb, q)
+            cb <<= 1
+            cb += k & 1
+            parts_a.append(ca)
+            parts_b.append(cb)
+        sa, sb = tree.seeds[level]
+        if sa.size:
+            # First the one coordinate that separated the pair most at rest (most seeds
+            # are neighbours that stay apart along it), then all six for the others.
+            fa, fb = tree.seed_cols[level]
+            flat = X.ravel()
+            maybe = np.flatnonzero(np.take(flat, fa) + np.take(flat, fb) <= 0)
+            sa, sb = np.take(sa, maybe), np.take(sb, maybe)
+            ga = np.take(X.view(_ROW).ravel(), sa).view(np.float32).reshape(-1, 8)
+            gb = np.take(Xs.view(_ROW).ravel(), sb).view(np.float32).reshape(-1, 8)
+            ok = boxes_overlap(ga, gb)
+            tests += fa.size
+            ok = np.flatnonzero(ok)
+            parts_a.append(np.take(sa, ok))
+            parts_b.append(np.take(sb, ok))
+        if not parts_a:
+            pa, pb = pa[:0], pb[:0]
+            continue
+        pa = np.concatenate(parts_a) if len(parts_a) > 1 else parts_a[0]
+        pb = np.concatenate(parts_b) if len(parts_b) > 1 else parts_b[0]
+    return pa, pb, tests
+
+
+def exact_test(positions: np.ndarray, tris: np.ndarray, ta: np.ndarray, tb: np.ndarray) -> np.ndarray:
+    """(K,) bool: `core.triangles.triangles_intersect` on triangle pairs (ta[k], tb[k]) of
+    one mesh, gathered with `np.take` (several times faster than fancy indexing here)."""
+    va = np.take(tris, ta, axis=0)
+    vb = np.take(tris, tb, axis=0)
+    g = [np.take(positions, v[:, i], axis=0) for v in (va, vb) for i in range(3)]
+    return tri_test.triangles_intersect(*g)
+
+
+def _keys_adjacent(keys: np.ndarray, ta: np.ndarray, tb: np.ndarray) -> np.ndarray:
+    a, b = keys[ta], keys[tb]
+    return (a[:, :, None] == b[:, None, :]).any(axis=(1, 2))
+
+
+def _resplit_pairs(tree: SelfTree, keys: np.ndarray, tri_box: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rest-adjacent triangle pairs that are not adjacent with this frame's keys and whose
+    boxes overlap (only triangles whose keys changed can produce them)."""
+    if np.array_equal(keys, tree.rest_keys):
+        return np.zeros(0, np.intp), np.zeros(0, np.intp)
+    changed = np.flatnonzero((keys != tree.rest_keys).any(axis=1))
+    if changed.size == 0:
+        return np.zeros(0, np.intp), np.zeros(0, np.intp)
+    deg = tree.adj_ptr[changed + 1] - tree.adj_ptr[changed]
+    ta = np.repeat(changed, deg)
+    start = np.repeat(tree.adj_ptr[changed] - np.cumsum(deg) + deg, deg)
+    tb = tree.adj_idx[start + np.arange(ta.size)]
+    ta, tb = np.minimum(ta, tb), np.maximum(ta, tb)
+    code = np.unique(ta.astype(np.int64) * keys.shape[0] + tb)
+    ta, tb = (code // keys.shape[0]).astype(np.intp), (code % keys.shape[0]).astype(np.intp)
+    keep = ~_keys_adjacent(keys, ta, tb)
+    ta, tb = ta[keep], tb[keep]
+    ok = boxes_overlap(tri_box[ta], tri_box[tb][:, _SWAP])
+    return ta[ok], tb[ok]
+
+
+def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
+               weld_ids: np.ndarray, stats: dict | None = None) -> np.ndarray:
+    """Every intersecting, non-adjacent pair of triangles of one mesh in one frame.
+
+    Args:
+        tree: the mesh's `SelfTree` (same triangle index set).
+        positions: (V, 3) float64 evaluated positions (the exact test's truth).
+        tris: (T, 3) int the frame's triangles (a polygon may be split differently from
+            the rest; triangle t still belongs to the same polygon).
+        weld_ids: (V,) int welded vertex ids; triangles sharing ``weld_ids[tris]`` keys
+            are adjacent and never reported.
+        stats: optional dict, filled with counts (box tests, triangle tests).
+    Returns:
+        (K, 2) int64 pairs (t < u), lexicographically sorted.
+    """
+    positions = np.asarray(positions, np.float64)
+    tris = np.asarray(tris, np.intp)
+    keys = np.take(np.asarray(weld_ids, np.int64), tris)
+    tri_box = triangle_boxes(positions, tris)
+    boxes = level_boxes(tree, tri_box)
+    sa, sb, tests = candidate_leaf_pairs(tree, boxes)
+    ta, tb = tree.slot_tri[sa], tree.slot_tri[sb]
+    ra, rb = _resplit_pairs(tree, keys, tri_box)
+    if ra.size:
+        ta, tb = np.concatenate([ta, ra]), np.concatenate([tb, rb])
+    hit = exact_test(positions, tris, ta, tb)
+    ha, hb = ta[hit], tb[hit]
+    if ha.size:
+        # Pairs not rest-adjacent may share a key after a re-split: drop them.
+        far = ~_keys_adjacent(keys, ha, hb)
+        ha, hb = ha[far], hb[far]
+    if stats is not None:
+        stats.update(box_tests=tests, triangle_tests=int(ta.size), resplit=int(ra.size))
+    pairs = np.stack([np.minimum(ha, hb), np.maximum(ha, hb)], axis=1).astype(np.int64)
+    return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+
+
+def cross_candidates(tree_a: SelfTree, boxes_a: list[np.ndarray], tree_b: SelfTree,
+                     boxes_b: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Leaf slot pairs (slot of A, slot of B) of two trees whose float32 boxes overlap,
+    level by level from the two roots (the deeper tree keeps descending alone)."""
+    pa = np.zeros(1, np.intp)
+    pb = np.zeros(1, np.intp)
+    la = lb = 0
+    X, Y = boxes_a[0], boxes_b[0][:, _SWAP]
+    ok = boxes_overlap(X[pa], Y[pb])
+    pa, pb = pa[ok], pb[ok]
+    while pa.size and (la < tree_a.height or lb < tree_b.height):
+        da, db = la < tree_a.height, lb < tree_b.height
+        la, lb = la + da, lb + db
+        X = boxes_a[la]
+        Y = np.ascontiguousarray(boxes_b[lb][:, _SWAP])
+        if da and db:
+            ga = np.take(X.reshape(-1, 16).view(_ROW2).ravel(), pa).view(np.float32).reshape(-1, 2, 1, 8)
+            gb = np.take(Y.reshape(-1, 16).view(_ROW2).ravel(), pb).view(np.float32).reshape(-1, 1, 2, 8)
+            k = np.flatnonzero(boxes_overlap(ga, gb))
+            q = k >> 2
+            pa = 2 * np.take(pa, q) + ((k >> 1) & 1)
+            pb = 2 * np.take(pb, q) + (k & 1)
+        elif da:
+            ga = np.take(X.reshape(-1, 16).view(_ROW2).ravel(), pa).view(np.float32).reshape(-1, 2, 8)
+            gb = np.take(Y.view(_ROW).ravel(), pb).view(np.float32).reshape(-1, 1, 8)
+            k = np.flatnonzero(boxes_overlap(ga, gb))
+            q = k >> 1
+            pa = 2 * np.take(pa, q) + (k & 1)
+            pb = np.take(pb, q)
+        else:
+            ga = np.take(X.view(_ROW).ravel(), pa).view(np.float32).reshape(-1, 1, 8)
+            gb = np.take(Y.reshape(-1, 16).view(_ROW2).ravel(), pb).view(np.float32).reshape(-1, 2, 8)
+            k = np.flatnonzero(boxes_overlap(ga, gb))
+            q = k >> 1
+            pa = np.take(pa, q)
+            pb = 2 * np.take(pb, q) + (k & 1)
+    return pa, pb
+
+
+def cross_pairs(tree_a: SelfTree, pos_a: np.ndarray, tris_a: np.ndarray, tree_b: SelfTree,
+                pos_b: np.ndarray, tris_b: np.ndarray) -> np.ndarray:
+    """Every intersecting triangle pair between two meshes (exact float64 test), by the
+    same float32 box trees; no adjacency rule is applied (the caller's).
+
+    Args: per mesh, its `SelfTree`, (V, 3) float64 positions and (T, 3) frame triangles.
+    Returns: (K, 2) int64 (triangle of A, triangle of B), lexicographically sorted.
+    """
+    tris_a = np.asarray(tris_a, np.intp)
+    tris_b = np.asarray(tris_b, np.intp)
+    pos_a = np.asarray(pos_a, np.float64)
+    pos_b = np.asarray(pos_b, np.float64)
+    ba = level_boxes(tree_a, triangle_boxes(pos_a, tris_a))
+    bb = level_boxes(tree_b, triangle_boxes(pos_b, tris_b))
+    sa, sb = cross_candidates(tree_a, ba, tree_b, bb)
+    ta, tb = np.take(tree_a.slot_tri, sa), np.take(tree_b.slot_tri, sb)
+    va, vb = np.take(tris_a, ta, axis=0), np.take(tris_b, tb, axis=0)
+    g = [np.take(pos_a, va[:, i], axis=0) for i in range(3)]
+    g += [np.take(pos_b, vb[:, i], axis=0) for i in range(3)]
+    hit = tri_test.triangles_intersect(*g)
+    pairs = np.stack([ta[hit], tb[hit]], axis=1).astype(np.int64)
+    return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]

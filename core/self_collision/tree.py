@@ -1,0 +1,192 @@
+"""Balanced AABB tree topology for self-collision, built once at rest.
+
+The tree is implicit and complete: level ``l`` holds ``2**l`` nodes, node ``k`` of level
+``l`` has children ``2k`` and ``2k + 1`` on level ``l + 1``, and level ``H`` holds
+``S = 2**H`` leaf slots, one triangle each (or empty). Triangles are placed by a median
+split (longest axis of the node's rest centroids; the left child takes ``ceil(n / 2)``),
+so empty slots are spread out and every level is balanced.
+
+Besides the topology, the build precomputes, from the REST triangles and weld ids, which
+node pairs "touch" (some triangle of one shares a welded vertex with some triangle of the
+other). Touching pairs overlap in every pose, so the per-frame traversal never generates
+them: it starts, per level, from the precomputed list of non-touching pairs whose parents
+touch (or are one node), see ``docs/self_collision.md`` for why this loses no pair.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import time
+
+import numpy as np
+
+
+@dataclass
+class SelfTree:
+    """Topology and rest-pose structure of one mesh's self-collision tree.
+
+    Attributes:
+        height: H, the leaf level. n_slots: S = 2**H.
+        tri_slot: (T,) intp leaf slot of each triangle.
+        slot_tri: (S,) intp triangle of each slot, -1 for an empty slot.
+        seeds: per level l = 0..H, (a, b) pair of (n_l,) intp node indices on level l with
+            a < b: the non-touching, non-empty node pairs whose parents touch or coincide.
+            They are box-tested every frame.
+        rest_keys: (T, 3) int64 welded vertex keys of the rest triangles.
+        adj_ptr, adj_idx: CSR (T + 1,), (2P,) intp: the triangles rest-adjacent to each
+            triangle (sharing a rest key), used when a frame's keys differ from the rest.
+        weld_ids: (V,) int64 the welded vertex ids the tree was built with.
+        seed_cols: per level, (fa, fb) (n_l,) intp flat indices into the level's (n, 8)
+            box rows: the coordinate that separated each seed most at rest (a first,
+            cheap test; the full test decides).
+        build_seconds: time the build took.
+    """
+
+    height: int
+    n_slots: int
+    tri_slot: np.ndarray
+    slot_tri: np.ndarray
+    seeds: list[tuple[np.ndarray, np.ndarray]]
+    rest_keys: np.ndarray
+    adj_ptr: np.ndarray
+    adj_idx: np.ndarray
+    weld_ids: np.ndarray
+    seed_cols: list[tuple[np.ndarray, np.ndarray]] | None = None
+    build_seconds: float = 0.0
+
+    @property
+    def n_triangles(self) -> int:
+        return int(self.tri_slot.size)
+
+
+def median_split_slots(centroids: np.ndarray) -> tuple[int, np.ndarray]:
+    """Leaf slot of every triangle under a balanced median split.
+
+    Args:
+        centroids: (T, 3) float64 rest centroids.
+    Returns:
+        (H, tri_slot): the leaf level and (T,) intp slot in [0, 2**H).
+    """
+    T = centroids.shape[0]
+    H = max(1, int(np.ceil(np.log2(max(T, 2)))))
+    node = np.zeros(T, np.intp)
+    order = np.arange(T)
+    for level in range(H):
+        nn = 1 << level
+        nd = node[order]                       # `order` keeps each node's triangles together
+        counts = np.bincount(nd, minlength=nn)
+        starts = np.zeros(nn + 1, np.intp)
+        np.cumsum(counts, out=starts[1:])
+        full = np.flatnonzero(counts)
+        c = centroids[order]
+        lo = np.minimum.reduceat(c, starts[full], axis=0)
+        hi = np.maximum.reduceat(c, starts[full], axis=0)
+        axis = np.zeros(nn, np.intp)
+        axis[full] = np.argmax(hi - lo, axis=1)
+        key = c[np.arange(T), axis[nd]]
+        perm = np.lexsort((key, nd))
+        order = order[perm]
+        nd = nd[perm]
+        rank = np.arange(T) - starts[nd]
+        right = rank >= (counts[nd] + 1) // 2
+        node[order] = 2 * nd + right
+    return H, node
+
+
+def rest_adjacent_pairs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every unordered pair of triangles sharing a key.
+
+    Args:
+        keys: (T, 3) int64 welded vertex keys.
+    Returns:
+        (a, b): (P,) intp with a < b, each pair once.
+    """
+    T = keys.shape[0]
+    k = keys.ravel()
+    t = np.repeat(np.arange(T), 3)
+    o = np.lexsort((t, k))
+    k, t = k[o], t[o]
+    out_a, out_b = [], []
+    d = 1
+    while d < k.size:
+        same = k[d:] == k[:-d]
+        if not same.any():
+            break
+        out_a.append(t[:-d][same])
+        out_b.append(t[d:][same])
+        d += 1
+    if not out_a:
+        return np.zeros(0, np.intp), np.zeros(0, np.intp)
+    a = np.concatenate(out_a)
+    b = np.concatenate(out_b)
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    keep = lo != hi                             # a triangle with a repeated key
+    code = np.unique(lo[keep].astype(np.int64) * T + hi[keep])
+    return (code // T).astype(np.intp), (code % T).astype(np.intp)
+
+
+def build(rest_positions: np.ndarray, triangles: np.ndarray, weld_ids: np.ndarray) -> SelfTree:
+    """Build the self-collision tree of a mesh.
+
+    Args:
+        rest_positions: (V, 3) float64 rest positions (only used to place triangles).
+        triangles: (T, 3) int rest triangles (the triangle index set is fixed; later
+            frames may re-split polygons, see `query.self_pairs`).
+        weld_ids: (V,) int welded vertex ids (coincident rest positions share one id).
+    """
+    t0 = time.perf_counter()
+    tris = np.asarray(triangles, np.intp)
+    T = tris.shape[0]
+    keys = np.asarray(weld_ids, np.int64)[tris]
+    H, tri_slot = median_split_slots(np.asarray(rest_positions, np.float64)[tris].mean(axis=1))
+    S = 1 << H
+    slot_tri = np.full(S, -1, np.intp)
+    slot_tri[tri_slot] = np.arange(T)
+
+    ta, tb = rest_adjacent_pairs(keys)
+    # CSR of rest adjacency, both directions.
+    src = np.concatenate([ta, tb])
+    dst = np.concatenate([tb, ta])
+    o = np.argsort(src, kind="stable")
+    adj_ptr = np.zeros(T + 1, np.intp)
+    np.cumsum(np.bincount(src, minlength=T), out=adj_ptr[1:])
+    adj_idx = dst[o]
+
+    sa, sb = tri_slot[ta], tri_slot[tb]
+    sa, sb = np.minimum(sa, sb), np.maximum(sa, sb)
+    occupied = np.zeros(S, bool)
+    occupied[tri_slot] = True
+    # Per level: touching pairs (codes a * n_l + b, a < b) and non-empty nodes.
+    touch = []
+    occ = []
+    for level in range(H + 1):
+        shift = H - level
+        a, b = sa >> shift, sb >> shift
+        m = a != b
+        touch.append(np.unique(a[m].astype(np.int64) * (1 << level) + b[m]))
+        occ.append(occupied.reshape(1 << level, -1).any(axis=1))
+    seeds = [(np.zeros(0, np.intp), np.zeros(0, np.intp))]
+    for level in range(1, H + 1):
+        n_prev, n = 1 << (level - 1), 1 << level
+        pa = touch[level - 1] // n_prev
+        pb = touch[level - 1] % n_prev
+        ca = np.concatenate([(2 * pa[:, None] + np.array([0, 0, 1, 1])).ravel(),
+                             2 * np.arange(n_prev)])
+        cb = np.concatenate([(2 * pb[:, None] + np.array([0, 1, 0, 1])).ravel(),
+                             2 * np.arange(n_prev) + 1])
+        code = ca.astype(np.int64) * n + cb
+        keep = ~np.isin(code, touch[level]) & occ[level][ca] & occ[level][cb]
+        seeds.append((ca[keep].astype(np.intp), cb[keep].astype(np.intp)))
+    # Per seed, the box column (of [lo, -hi]) and its partner that separated the pair
+    # most at rest, as flat indices into a level's (n, 8) rows: a cheap first test.
+    from .query import _SWAP, level_boxes, triangle_boxes
+    rest_boxes = level_boxes(SelfTree(H, S, tri_slot, slot_tri, seeds, keys, adj_ptr, adj_idx,
+                                      np.asarray(weld_ids, np.int64)),
+                             triangle_boxes(np.asarray(rest_positions, np.float64), tris))
+    seed_cols = []
+    for level, (a, b) in enumerate(seeds):
+        X = rest_boxes[level]
+        col = np.argmax(X[a, :6] + X[b][:, _SWAP[:6]], axis=1) if a.size else a
+        seed_cols.append((a * 8 + col, b * 8 + _SWAP[col]))
+    return SelfTree(H, S, tri_slot, slot_tri, seeds, keys, adj_ptr, adj_idx,
+                    np.asarray(weld_ids, np.int64), seed_cols, time.perf_counter() - t0)

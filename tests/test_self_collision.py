@@ -1,0 +1,295 @@
+"""core.self_collision: exact self pairs from the balanced AABB tree.
+
+* equals brute force on generated rigs in strong random poses and a 170° elbow fold,
+  with the rest triangles and with quads re-split differently from the rest;
+* equals the old sphere-tree self query on MakeHuman and Cesium Man (animation frames and
+  strong random poses);
+* the float32 broad phase never drops a pair whose float64 boxes overlap (coordinates up
+  to 10 km, boxes touching exactly);
+* structure: every non-empty slot holds one triangle, seeds never touch and never repeat.
+"""
+import math
+
+import numpy as np
+import pytest
+
+from skin_collide.core import procedural, refit, scan, skinning, traversal, triangles
+from skin_collide.core import self_collision as sc
+from skin_collide.core.self_collision import query as q
+from skin_collide.core.rig import Pose
+
+
+def position_ids(rest: np.ndarray) -> np.ndarray:
+    """(V,) one id per distinct rest position: the weld ids of a rig with one bone per
+    position (split seams welded), for building trees from bare arrays."""
+    return np.unique(rest, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
+
+
+def as_set(pairs):
+    return set(map(tuple, np.asarray(pairs).reshape(-1, 2).tolist()))
+
+
+def old_self_pairs(obj, pos, tris):
+    """The sphere-tree self query `scan.query_frame` ran before (bottom-up refit)."""
+    spheres = traversal.LazySpheres(obj.tree, eager=refit.refit_bottom_up(obj.tree, tris, pos))
+    keys = obj.vertex_keys[tris]
+    pairs, _ = traversal.collide(
+        spheres, None, lambda a, b: triangles.triangle_pairs_intersect(pos, tris, a, pos, tris, b),
+        self_keys=keys)
+    return pairs
+
+
+def elbow_fold(rig, angle=math.radians(170)):
+    """Fold the middle bone of a chain by `angle` about X (the tube bends back on itself)."""
+    J = rig.n_bones
+    local = np.repeat(np.eye(4)[None], J, 0)
+    c, s = math.cos(angle), math.sin(angle)
+    local[J // 2, :3, :3] = [[1, 0, 0], [0, c, -s], [0, s, c]]
+    pose_mats = np.zeros((J, 4, 4))
+    for j in range(J):
+        p = rig.bone_parents[j]
+        if p < 0:
+            pose_mats[j] = rig.bone_rest[j] @ local[j]
+        else:
+            off = np.linalg.solve(rig.bone_rest[p], rig.bone_rest[j])
+            pose_mats[j] = pose_mats[p] @ off @ local[j]
+    return Pose(pose_mats @ np.linalg.inv(rig.bone_rest), np.eye(4), np.eye(4))
+
+
+def resplit(rig, rng, fraction=0.5):
+    """The rig's triangles with a random `fraction` of its quads split along the other
+    diagonal (triangle indices keep their polygon, as Blender's re-split does)."""
+    tris = rig.triangles.copy()
+    poly = rig.tri_polygon
+    counts = np.bincount(poly)
+    first = np.flatnonzero(np.r_[True, poly[1:] != poly[:-1]])
+    quads = first[counts[poly[first]] == 2]
+    flip = quads[rng.random(quads.size) < fraction]
+    a, b, c = tris[flip, 0], tris[flip, 1], tris[flip, 2]
+    d = tris[flip + 1, 2]                      # (a, b, c), (a, c, d) -> (a, b, d), (b, c, d)
+    tris[flip] = np.stack([a, b, d], 1)
+    tris[flip + 1] = np.stack([b, c, d], 1)
+    return tris
+
+
+@pytest.fixture(scope="module")
+def tube():
+    rig = procedural.tube_rig(rings=30, segments=16, n_bones=6, length=2.0, radius=0.3)
+    return rig, position_ids(rig.rest_positions), sc.build(rig.rest_positions, rig.triangles,
+                                                            position_ids(rig.rest_positions))
+
+
+def test_equals_brute_force_strong_poses(tube):
+    rig, weld, tree = tube
+    rng = np.random.default_rng(7)
+    poses = [elbow_fold(rig)] + [procedural.random_pose(rig, rng) for _ in range(4)]
+    total = 0
+    for pose in poses:
+        pos = skinning.lbs_rig(rig, pose)
+        ours = sc.self_pairs(tree, pos, rig.triangles, weld)
+        bf = scan.brute_force_pairs(pos, rig.triangles, keys=weld[rig.triangles])
+        assert as_set(ours) == as_set(bf)
+        assert np.all(ours[:, 0] < ours[:, 1])
+        total += len(bf)
+    assert total > 0                                  # the poses do fold the tube
+
+
+def test_equals_brute_force_with_resplit_quads(tube):
+    rig, weld, tree = tube
+    rng = np.random.default_rng(3)
+    total = 0
+    for pose in [elbow_fold(rig), procedural.random_pose(rig, rng),
+                 procedural.random_pose(rig, rng)]:
+        pos = skinning.lbs_rig(rig, pose)
+        tris = resplit(rig, rng)
+        st = {}
+        ours = sc.self_pairs(tree, pos, tris, weld, stats=st)
+        bf = scan.brute_force_pairs(pos, tris, keys=weld[tris])
+        assert as_set(ours) == as_set(bf)
+        total += len(bf)
+        assert st["resplit"] > 0                      # rest-adjacent pairs came apart
+    assert total > 0
+
+
+def test_seams_welded_and_coincident_vertices():
+    """Split vertices at one position (a glTF seam) count as shared."""
+    rig = procedural.tube_rig(rings=12, segments=10, n_bones=4)
+    # Duplicate the vertices of one column and re-point the triangles using them on one side.
+    V = rig.rest_positions.shape[0]
+    col = np.arange(0, V, 10)
+    rest = np.concatenate([rig.rest_positions, rig.rest_positions[col]])
+    remap = np.arange(V)
+    remap[col] = V + np.arange(col.size)
+    tris = rig.triangles.copy()
+    side = rig.rest_positions[tris].mean(axis=1)[:, 1] < 0
+    tris[side] = remap[tris[side]]
+    weld = position_ids(rest)
+    tree = sc.build(rest, tris, weld)
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        pose = procedural.random_pose(rig, rng)
+        base = skinning.lbs_rig(rig, pose)
+        pos = np.concatenate([base, base[col]])
+        ours = sc.self_pairs(tree, pos, tris, weld)
+        assert as_set(ours) == as_set(scan.brute_force_pairs(pos, tris, keys=weld[tris]))
+    # Without welding, the split seam's triangles would count as non-adjacent.
+    assert weld.max() + 1 == V
+
+
+def test_query_frame_uses_it_and_equals_old_query(tube):
+    rig, weld, _ = tube
+    obj = scan.prepare(rig)
+    rng = np.random.default_rng(11)
+    for pose in (elbow_fold(rig), procedural.random_pose(rig, rng)):
+        pos = skinning.lbs_rig(rig, pose)
+        res = scan.query_frame([obj], [pos], [pose], self_collision=True)
+        ours = res.pairs[0][2] if res.pairs else np.zeros((0, 2), np.int64)
+        assert as_set(ours) == as_set(old_self_pairs(obj, pos, res.triangles[0]))
+    assert isinstance(obj.self_tree, sc.SelfTree)
+
+
+@pytest.mark.parametrize("T", [1, 2, 3, 5])
+def test_tiny_meshes(T):
+    rng = np.random.default_rng(T)
+    pos = rng.random((3 * T, 3))
+    tris = np.arange(3 * T).reshape(T, 3)
+    weld = np.arange(3 * T)
+    tree = sc.build(pos, tris, weld)
+    for _ in range(5):
+        p = rng.random((3 * T, 3))
+        assert as_set(sc.self_pairs(tree, p, tris, weld)) == \
+            as_set(scan.brute_force_pairs(p, tris, keys=weld[tris]))
+
+
+def test_structure(tube):
+    rig, weld, tree = tube
+    T = rig.n_triangles
+    assert np.array_equal(np.sort(tree.tri_slot), np.unique(tree.tri_slot))
+    assert np.array_equal(tree.slot_tri[tree.tri_slot], np.arange(T))
+    assert (tree.slot_tri >= 0).sum() == T
+    # Balanced: the two halves of every node differ by at most one triangle.
+    occ = (tree.slot_tri >= 0).astype(int)
+    for level in range(tree.height):
+        n = occ.reshape(1 << (level + 1), -1).sum(axis=1).reshape(-1, 2)
+        assert np.all(np.abs(n[:, 0] - n[:, 1]) <= 1)
+    keys = weld[rig.triangles]
+    for level, (a, b) in enumerate(tree.seeds):
+        assert np.all(a < b)
+        assert np.unique(a.astype(np.int64) * (1 << level) + b).size == a.size
+        if level == tree.height:
+            ta, tb = tree.slot_tri[a], tree.slot_tri[b]
+            assert np.all(ta >= 0) and np.all(tb >= 0)
+            assert not traversal.adjacent_pairs(keys, ta, tb).any()
+
+
+def test_float32_boxes_never_drop_float64_overlaps():
+    """Outward float32 bounds enclose float64 values, and two float64 boxes that overlap
+    (or touch exactly) overlap in float32, up to 10 km from the origin."""
+    rng = np.random.default_rng(0)
+    for scale in (1e-3, 1.0, 37.0, 1e4):
+        n = 20000
+        x = (rng.random((n, 3)) - 0.5) * 2 * scale
+        x[: n // 4] = np.round(x[: n // 4])                    # exactly representable too
+        lo, hi = q.outward_f32(x)
+        assert np.all(lo.astype(np.float64) <= x) and np.all(x <= hi.astype(np.float64))
+        # Triangle A; triangle B touches A's box exactly (its min equals A's max on an axis)
+        # or overlaps it by a few float64 ulps: float64 boxes overlap in every case.
+        a = (rng.random((n, 3, 3)) - 0.5) * 2 * scale
+        b = a + (rng.random((n, 3, 3)) - 0.5) * 1e-3 * scale
+        ax = rng.integers(0, 3, n)
+        r = np.arange(n)
+        shift = a[r, :, ax].max(axis=1) - b[r, :, ax].min(axis=1)
+        shift = shift - np.abs(shift) * 1e-15 * rng.integers(0, 2, n)
+        b[r, :, ax] += shift[:, None]
+        pos = np.concatenate([a.reshape(-1, 3), b.reshape(-1, 3)])
+        ta = np.arange(3 * n).reshape(n, 3)
+        tb = ta + 3 * n
+        lo64 = lambda t: pos[t].min(axis=1)               # noqa: E731
+        hi64 = lambda t: pos[t].max(axis=1)               # noqa: E731
+        ov64 = np.all((lo64(ta) <= hi64(tb)) & (lo64(tb) <= hi64(ta)), axis=1)
+        assert ov64.mean() > 0.5
+        box = q.triangle_boxes(pos, np.concatenate([ta, tb]))
+        ov32 = q.boxes_overlap(box[:n], box[n:][:, q._SWAP])
+        assert np.all(ov32[ov64])
+        # Sanity: clearly apart boxes are rejected, so the test can fail.
+        far = q.triangle_boxes(pos + np.array([3 * scale, 0, 0]) * (np.arange(pos.shape[0]) >= 3 * n)[:, None],
+                               np.concatenate([ta, tb]))
+        assert not q.boxes_overlap(far[:n], far[n:][:, q._SWAP]).any()
+
+
+# -- shared assets -----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def asset_frames():
+    """Per asset: the prepared object and a few (positions, label) frames: animation frames
+    evaluated by Blender and strong random poses skinned by core.skinning."""
+    from conftest import ASSETS
+
+    if ASSETS is None:
+        pytest.skip("../shared/assets is not present on this machine")
+    bpy = pytest.importorskip("bpy")
+    from skin_collide.addon import animation, extract, files
+
+    out = {}
+    for asset in ("makehuman_default.blend", "cesium_man.glb"):
+        files.load_file(str(ASSETS / asset))
+        meshes = extract.skinned_meshes(bpy.context.scene)
+        ob = max(meshes, key=lambda o: len(o.data.polygons))
+        obj = scan.prepare(extract.rig_from_object(ob))
+        arm = extract.modifier_report(ob).armature
+        frames = animation.action_frames(arm.animation_data.action)
+        frames = [frames[len(frames) // 3], frames[(2 * len(frames)) // 3]]
+        items = []
+        for f in frames:
+            bpy.context.scene.frame_set(f)
+            dg = bpy.context.evaluated_depsgraph_get()
+            items.append((extract.evaluated_positions(ob, dg), f"frame {f}"))
+        rng = np.random.default_rng(2)
+        # Every bone up to 30°, 10% of bones up to 170° (stronger poses crumple MakeHuman's
+        # 160 bones into ~25k pairs, which only makes the old query slow to compare with).
+        for k in range(2):
+            pose = procedural.random_pose(obj.rig, rng, max_angle=math.radians(30),
+                                          scale_range=(0.9, 1.1))
+            d = pose.deform.copy()
+            strong = rng.random(obj.rig.n_bones) < 0.10
+            R = procedural.random_rotation(rng, math.radians(170), int(strong.sum()))
+            d[strong, :3, :3] = d[strong, :3, :3] @ R
+            pose = Pose(d, pose.armature_world, pose.mesh_world)
+            items.append((skinning.lbs_rig(obj.rig, pose), f"random {k}"))
+        out[asset] = (obj, items)
+        bpy.ops.wm.read_homefile(use_empty=True)
+    return out
+
+
+@pytest.mark.asset
+@pytest.mark.blender
+@pytest.mark.parametrize("asset", ["makehuman_default.blend", "cesium_man.glb"])
+def test_equals_old_sphere_query_on_assets(asset_frames, asset):
+    obj, items = asset_frames[asset]
+    total = 0
+    for pos, label in items:
+        ours = sc.object_self_pairs(obj, pos)
+        old = old_self_pairs(obj, pos, obj.rig.triangles)
+        assert as_set(ours) == as_set(old), label
+        total += len(old)
+    assert total > 0
+
+
+def test_cross_pairs_equal_brute_force(tube):
+    rig, weld, tree = tube
+    other = procedural.tube_rig(rings=14, segments=10, n_bones=4, length=1.5, radius=0.2)
+    w2 = position_ids(other.rest_positions)
+    tree2 = sc.build(other.rest_positions, other.triangles, w2)
+    rng = np.random.default_rng(4)
+    total = 0
+    for _ in range(4):
+        pa = skinning.lbs_rig(rig, procedural.random_pose(rig, rng, translate=0.1))
+        pb = skinning.lbs_rig(other, procedural.random_pose(other, rng, translate=0.1))
+        pb += pa.mean(axis=0) - pb.mean(axis=0)            # make them meet
+        for (ta, a, pos_a), (tb, b, pos_b) in [((tree, rig, pa), (tree2, other, pb)),
+                                               ((tree2, other, pb), (tree, rig, pa))]:
+            ours = sc.cross_pairs(ta, pos_a, a.triangles, tb, pos_b, b.triangles)
+            bf = scan.brute_force_pairs(pos_a, a.triangles, pos_b, b.triangles)
+            assert as_set(ours) == as_set(bf)
+            total += len(bf)
+    assert total > 0
