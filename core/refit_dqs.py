@@ -1,0 +1,338 @@
+"""On-demand refitting for Preserve Volume (Blender's dual quaternions) and for the
+paper's spherical blend skinning (Kavan, O'Sullivan & Žára 2006).
+
+* `refit_on_demand_dqs`: a sound bound for what `core.skinning.dqs` computes (Blender's
+  Preserve Volume). Derivation in docs/refit_dqs.md. In short: Blender's output at a
+  vertex p equals ``vec(Σ a_k y_k q_k Q*) / |Q|²`` with ``y_k`` the bone's own image of p
+  (rigid part after the scale/shear part about the vertex), ``a_k = ±w_k`` (the sign
+  flips), ``Q = Σ a_k q_k``. Hence for any point c'
+
+      |v' − c'| ≤ Σ_k w_k |y_k − c'| / |Q|,
+
+  the numerator is the LBS-style term maximised over the node's weight polytope (corners,
+  mean weight or hull, the same precomputed data as `refit.lbs_bounds`), and |Q| is bounded
+  below by ``1/√n`` (Blender's greedy sign flips make |Q|² ≥ Σ w_k²) or, when the node's
+  joint quaternions fit ±-wise in a cap of half-angle θ < 45° on S³, by cos θ.
+* `refit_sbs`: the paper's Algorithm 1 for `core.skinning.sbs` (QLERP about a rotation
+  centre): linear part through the corners, spherical part as a cap on S³ from the
+  approximate enclosing sphere of the normalized corner quaternions.
+
+Everything is vectorized over nodes; precomputed data comes from the rest pose only.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import skinning, weight_bounds
+from .balls import approx_balls_of_spheres
+from .refit import FLOAT32_MARGIN, LbsBounds, _expand, lbs_bounds
+from .rig import Pose, Rig
+from .sphere_tree import SphereTree
+
+# A cap of half-angle θ on S³ forces Blender's greedy sign choice to be consistent only
+# when any two quaternions of the cap have a positive dot product, i.e. cos 2θ > 0. The
+# slack keeps that true for Blender's float32 quaternions (error ~1e-7).
+CAP_COS_MIN = np.sqrt(0.5) + 1e-6
+# The same consistency holds whenever every two sign-aligned quaternions of a node have a
+# positive dot product; that is checked pairwise on nodes with at most this many joints
+# (the lower levels, where tightness matters), with a slack for float32.
+PAIR_JOINT_LIMIT = 8
+PAIR_DOT_MIN = 1e-5
+
+
+# -- Preserve Volume (Blender's dual quaternion skinning) ------------------------------------
+
+
+@dataclass
+class DqsBounds(LbsBounds):
+    """Per-node data for the Preserve Volume refit: the LBS data (joint lists, mean weights,
+    deviations, corners) plus
+
+    Attributes:
+        max_entries: (N,) int32 the largest number of vertex-group entries of a vertex of
+            the node (the n in |Q| ≥ 1/√n).
+        pair_ptr: (N + 1,) int64 CSR of joint pairs (positions in the node's joint list,
+            pair_a < pair_b, int32) of nodes with at most PAIR_JOINT_LIMIT joints.
+    """
+
+    max_entries: np.ndarray = None
+    pair_ptr: np.ndarray = None
+    pair_a: np.ndarray = None
+    pair_b: np.ndarray = None
+
+
+def dqs_bounds(tree: SphereTree, rig: Rig,
+               corner_entry_limit: int | None = None) -> DqsBounds:
+    """Precompute the Preserve Volume bounds of every node of `tree` (at build time)."""
+    lb = lbs_bounds(tree, rig) if corner_entry_limit is None else \
+        lbs_bounds(tree, rig, corner_entry_limit=corner_entry_limit)
+    counts = np.maximum(np.diff(rig.weight_ptr), 1)
+    nv = np.diff(tree.node_vert_ptr)
+    per = counts[tree.node_verts]
+    mx = np.ones(tree.n_nodes, dtype=np.int32)
+    full = nv > 0
+    mx[full] = np.maximum.reduceat(per, tree.node_vert_ptr[:-1][full])
+    nj = np.diff(lb.joint_ptr)
+    npairs = np.where(nj <= PAIR_JOINT_LIMIT, nj * (nj - 1) // 2, 0)
+    pair_ptr = np.zeros(tree.n_nodes + 1, dtype=np.int64)
+    np.cumsum(npairs, out=pair_ptr[1:])
+    a = np.zeros(pair_ptr[-1], dtype=np.int32)
+    b = np.zeros(pair_ptr[-1], dtype=np.int32)
+    for n in range(2, PAIR_JOINT_LIMIT + 1):        # over joint counts, not nodes
+        sel = np.nonzero(nj == n)[0]
+        if sel.size:
+            ia, ib = np.triu_indices(n, 1)
+            idx = pair_ptr[sel][:, None] + np.arange(ia.size)[None, :]
+            a[idx], b[idx] = ia[None, :], ib[None, :]
+    return DqsBounds(**lb.arrays(), max_entries=mx, pair_ptr=pair_ptr, pair_a=a, pair_b=b)
+
+
+@dataclass
+class DqsFrame:
+    """A frame's bone transforms in the form the Preserve Volume refit uses.
+
+    Attributes:
+        matrices: (J + 1, 3, 4) float64 G_k: mesh-local rest position → the bone's own
+            armature-space image y_k (scale/shear about the vertex, then the bone's rigid
+            dual quaternion); row J is the static joint (mesh → armature).
+        sigma: (J + 1,) float64 largest singular value of each G_k's linear part.
+        quats: (J + 1, 4) float64 the bones' unit rotation quaternions (row J unused).
+        world: (3, 4) float64 armature → world; world_sigma its largest singular value.
+        margin: float, the float32 margin (FLOAT32_MARGIN × world size, as `refit`).
+    """
+
+    matrices: np.ndarray
+    sigma: np.ndarray
+    quats: np.ndarray
+    world: np.ndarray
+    world_sigma: float
+    margin: float
+
+
+def dqs_frame(pose: Pose, tree: SphereTree, bone_rest: np.ndarray) -> DqsFrame:
+    """The Preserve Volume frame transforms (O(J))."""
+    quat, trans, scale, _ = skinning.bone_dual_quats(bone_rest, pose.deform)
+    J = quat.shape[0]
+    # The rigid part x -> Rot(q) x + τ with τ = 2 vec(t q*).
+    rigid = np.zeros((J, 4, 4))
+    rigid[:, :3, :3] = skinning.quat_to_matrix(quat)
+    qc = quat * np.array([1.0, -1.0, -1.0, -1.0])
+    rigid[:, :3, 3] = 2.0 * skinning._quat_mul(trans, qc)[:, 1:]
+    rigid[:, 3, 3] = 1.0
+    G = np.concatenate([rigid @ scale, np.eye(4)[None]], axis=0) @ pose.mesh_to_armature()
+    G = G[:, :3, :]
+    sigma = np.linalg.svd(G[:, :, :3], compute_uv=False)[:, 0]
+    quats = np.concatenate([quat, np.array([[1.0, 0, 0, 0]])], axis=0)
+    world = pose.armature_world[:3, :]
+    ws = float(np.linalg.svd(world[:, :3], compute_uv=False)[0])
+    size = 2.0 * float(tree.radii[0]) * float(sigma.max()) * ws
+    return DqsFrame(G, sigma, quats, world, ws, FLOAT32_MARGIN * size)
+
+
+def refit_on_demand_dqs(tree: SphereTree, bounds: DqsBounds, frame: DqsFrame,
+                        nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Refitted world-space spheres of `nodes` under Blender's Preserve Volume.
+
+    Args:
+        tree: the rest-pose tree; bounds: its `DqsBounds`; frame: `dqs_frame` of the frame.
+        nodes: (n,) int64 node indices.
+    Returns:
+        centers (n, 3) float64 and radii (n,) float64, each enclosing every deformed vertex
+        of its node (docs/refit_dqs.md), float32 margin included.
+    """
+    if nodes.size == 0:
+        return np.zeros((0, 3)), np.zeros(0)
+    J = frame.quats.shape[0] - 1
+    pj, pj_seg, pj_ptr = _expand(bounds.joint_ptr, nodes)
+    starts = pj_ptr[:-1]
+    j = bounds.node_joint[pj]
+    G = frame.matrices[j]
+    c0 = tree.centers[nodes]
+    r0 = tree.radii[nodes]
+    moved = np.einsum("eij,ej->ei", G[:, :, :3], c0[pj_seg]) + G[:, :, 3]
+    w_hat = bounds.mean_weight[pj]
+    centers = np.add.reduceat(w_hat[:, None] * moved, starts, axis=0)
+    # e_k ≥ |y_k − c'| for every vertex of the node (rest sphere (c, r), |G_k (v − c)| ≤ σ_k r).
+    e = np.linalg.norm(moved - centers[pj_seg], axis=1) + frame.sigma[j] * r0[pj_seg]
+    # max over the node's weight polytope of Σ w_k e_k: hull, mean weight, corners.
+    num = np.maximum.reduceat(e, starts)
+    e_mean = np.add.reduceat(w_hat * e, starts)
+    num = np.minimum(num, e_mean + np.add.reduceat(
+        bounds.delta[pj] * np.abs(e - e_mean[pj_seg]), starts))
+    sub = np.nonzero(bounds.corner_ptr[nodes + 1] > bounds.corner_ptr[nodes])[0]
+    if sub.size:
+        rows, row_seg, row_ptr = _expand(bounds.corner_ptr, nodes[sub])
+        ents, ent_seg, ent_ptr = _expand(bounds.entry_ptr, rows)
+        k = starts[sub][row_seg[ent_seg]] + bounds.entry_slot[ents]
+        row_val = np.add.reduceat(bounds.entry_weight[ents] * e[k], ent_ptr[:-1])
+        num[sub] = np.minimum(num[sub], np.maximum.reduceat(row_val, row_ptr[:-1]))
+    # Lower bound of |Q|: greedy sign flips give |Q|² ≥ Σ w² ≥ 1/n ...
+    denom = 1.0 / np.sqrt(bounds.max_entries[nodes].astype(np.float64))
+    # ... and a cap around the (sign-aligned) mean quaternion gives |Q| ≥ min |q_k · m|.
+    q = frame.quats[j]
+    bone = j < J
+    heaviest = np.where(bone, w_hat, -1.0)
+    top = np.maximum.reduceat(heaviest, starts)
+    # First joint reaching the node's largest mean weight serves as the sign reference.
+    is_ref = np.flatnonzero(heaviest == top[pj_seg])
+    ref_idx = np.full(nodes.size, -1, dtype=np.int64)
+    ref_idx[pj_seg[is_ref[::-1]]] = is_ref[::-1]
+    ref_q = q[ref_idx]
+    sgn = np.where(np.einsum("ei,ei->e", q, ref_q[pj_seg]) < 0, -1.0, 1.0)
+    m = np.add.reduceat((np.where(bone, w_hat, 0.0) * sgn)[:, None] * q, starts, axis=0)
+    mn = np.linalg.norm(m, axis=1)
+    m = np.where(mn[:, None] > 1e-12, m / np.maximum(mn, 1e-300)[:, None], ref_q)
+    dots = np.where(bone, np.abs(np.einsum("ei,ei->e", q, m[pj_seg])), 1.0)
+    cap = np.minimum.reduceat(dots, starts)
+    capped = cap > CAP_COS_MIN
+    denom = np.maximum(denom, np.where(capped, cap, 0.0))
+    # Pairwise consistency on small nodes: min dot μ ≥ 0 gives |Q|² ≥ μ + (1 − μ)/n, and
+    # |Q| ≥ min_k s_k q_k · m when that is positive.
+    npair = bounds.pair_ptr[nodes + 1] - bounds.pair_ptr[nodes]
+    has_pairs = np.nonzero(npair > 0)[0]
+    if has_pairs.size:
+        pr, pr_seg, pr_ptr = _expand(bounds.pair_ptr, nodes[has_pairs])
+        base = starts[has_pairs][pr_seg]
+        ka, kb = base + bounds.pair_a[pr], base + bounds.pair_b[pr]
+        both = bone[ka] & bone[kb]
+        pd = np.where(both, sgn[ka] * sgn[kb] * np.einsum("ei,ei->e", q[ka], q[kb]), 1.0)
+        mu = np.minimum.reduceat(pd, pr_ptr[:-1])
+        good = mu > PAIR_DOT_MIN
+        gn = has_pairs[good]
+        n_e = bounds.max_entries[nodes[gn]].astype(np.float64)
+        aligned = np.where(bone, np.einsum("ei,ei->e", sgn[:, None] * q, m[pj_seg]), 1.0)
+        low = np.minimum.reduceat(aligned, starts)[gn]
+        denom[gn] = np.maximum(denom[gn], np.maximum(
+            np.sqrt(mu[good] + (1.0 - mu[good]) / n_e), low))
+        capped[gn] = True
+    radii = num / denom
+    # Where the cap holds the signs are consistent (s_k), and the blend is smooth in the
+    # weights: expand about the mean weights ŵ (docs/refit_dqs.md, "the perturbation bound").
+    static = np.logical_or.reduceat(~bone, starts)
+    ok = capped & ~static
+    if ok.any():
+        a = w_hat * sgn
+        z = moved - centers[pj_seg]
+        zq = skinning._quat_mul(skinning._pure(z), q)
+        N = np.add.reduceat(a[:, None] * zq, starts, axis=0)
+        Qh = np.add.reduceat(a[:, None] * q, starts, axis=0)
+        qh_n = np.linalg.norm(Qh, axis=1)
+        mh = Qh / np.maximum(qh_n, 1e-300)[:, None]
+        delta = bounds.delta[pj]
+        dQ = np.add.reduceat(delta * np.linalg.norm(sgn[:, None] * q - mh[pj_seg], axis=1), starts)
+        dN = np.add.reduceat(delta * np.linalg.norm(z, axis=1), starts)
+        sig = frame.sigma[j]
+        s_mean = np.add.reduceat(w_hat * sig, starts)
+        s_term = np.minimum(np.maximum.reduceat(sig, starts),
+                            s_mean + np.add.reduceat(delta * np.abs(sig - s_mean[pj_seg]), starts))
+        D = np.maximum(denom, qh_n - dQ)
+        n_n = np.linalg.norm(N, axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tight = n_n / qh_n + (dN + n_n * dQ / qh_n + r0 * s_term) / D
+        tight = np.where(qh_n > 0, tight, np.inf)
+        radii = np.where(ok, np.minimum(radii, tight), radii)
+    radii = frame.world_sigma * radii
+    world_centers = centers @ frame.world[:, :3].T + frame.world[:, 3]
+    return world_centers, radii + frame.margin
+
+
+# -- spherical blend skinning (the paper's Algorithm 1) --------------------------------------
+
+
+@dataclass
+class SbsBounds:
+    """Per-node corner data for the paper's SBS refit (all corners, no limit).
+
+    Attributes:
+        row_ptr: (N + 1,) int64 corner rows of each node; group_ptr (G + 1,) int64 rows of
+            each (node, joint-set) group; group_node (G,) int64; node_group_ptr (N + 1,)
+            int64 groups of each node.
+        joints, weights: (R, K) the corner rows (joint-set ascending, -1 padding).
+        sets: (U, K) int32 distinct joint-sets; group_set (G,) int64 index into `sets`.
+    """
+
+    row_ptr: np.ndarray
+    group_ptr: np.ndarray
+    group_node: np.ndarray
+    node_group_ptr: np.ndarray
+    joints: np.ndarray
+    weights: np.ndarray
+    sets: np.ndarray
+    group_set: np.ndarray
+
+
+def sbs_bounds(tree: SphereTree, joints: np.ndarray, weights: np.ndarray) -> SbsBounds:
+    """Corners of every (node, joint-set) from padded influences (V, K)."""
+    nc = weight_bounds.node_corners(joints, weights, tree.node_vert_ptr, tree.node_verts)
+    first = nc.joints[nc.set_ptr[:-1]]
+    sets, group_set = np.unique(first, axis=0, return_inverse=True)
+    node_group_ptr = np.zeros(tree.n_nodes + 1, dtype=np.int64)
+    np.cumsum(np.bincount(nc.group_node, minlength=tree.n_nodes), out=node_group_ptr[1:])
+    return SbsBounds(nc.ptr, nc.set_ptr, nc.group_node, node_group_ptr, nc.joints,
+                     nc.weights, sets.astype(np.int32), group_set.reshape(-1))
+
+
+def refit_sbs(tree: SphereTree, bounds: SbsBounds, matrices: np.ndarray,
+              nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Algorithm 1 of Kavan, O'Sullivan & Žára 2006: spheres enclosing `core.skinning.sbs`.
+
+    Args:
+        matrices: (J + 1, 4, 4) float64 skinning matrices (`Pose.skinning_matrices`).
+        nodes: (n,) int64 nodes (each must have vertices).
+    Returns:
+        centers (n, 3), radii (n,) float64 (no float32 margin: SBS is not Blender's).
+    """
+    rc_all = skinning.rotation_centres(bounds.sets, matrices)
+    u, _, vt = np.linalg.svd(matrices[:, :3, :3])
+    quats = skinning.matrix_to_quat(u @ vt)
+    groups, g_seg, g_ptr = _expand(bounds.node_group_ptr, nodes)
+    rows, r_grp, _ = _expand(bounds.group_ptr, groups)
+    jr = bounds.joints[rows]
+    wr = bounds.weights[rows]
+    safe = np.maximum(jr, 0)
+    # Linear part through the corners: r_k = Σ c_ki C_ji r_c.
+    rc = rc_all[bounds.group_set[groups]]                       # (g, 3)
+    C = matrices[safe]
+    lin = np.einsum("rk,rkij,rj->ri", wr, C[:, :, :3, :3], rc[r_grp]) \
+        + np.einsum("rk,rki->ri", wr, C[:, :, :3, 3])
+    # Spherical part: corner quaternions aligned like `sbs` (to the set's first joint:
+    # antipodal quaternions are the same rotation), normalized.
+    q = quats[safe]
+    sign = np.where(np.sum(q * q[:, :1], axis=-1) < 0, -1.0, 1.0)
+    qk = np.sum((wr * sign)[..., None] * q, axis=1)
+    qn = np.linalg.norm(qk, axis=1)
+    degenerate = qn < 1e-12
+    qk = qk / np.where(degenerate, 1.0, qn)[:, None]
+    # Approximate enclosing sphere E of the corner quaternions of each group (mean, max).
+    gstart = np.zeros(groups.size + 1, dtype=np.int64)
+    np.cumsum(np.bincount(r_grp, minlength=groups.size), out=gstart[1:])
+    cnt = np.diff(gstart)
+    cE = np.add.reduceat(qk, gstart[:-1], axis=0) / cnt[:, None]
+    rE = np.maximum.reduceat(np.linalg.norm(qk - cE[r_grp], axis=1), gstart[:-1])
+    nE = np.linalg.norm(cE, axis=1)
+    bad = np.logical_or.reduceat(degenerate, gstart[:-1]) | (nE < 1e-12)
+    # E ∩ S³ lies in the half-space q·ĉ ≥ d_H; d_H ≤ 0 (possible once r_E ≥ 1) means the
+    # cap may be the whole S³ and every rotation is allowed.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dH = (1.0 + nE * nE - rE * rE) / (2.0 * nE)
+    dH = np.where(bad, -1.0, np.minimum(dH, 1.0))
+    alpha = np.where(dH > 0, 2.0 * np.arccos(np.clip(dH, 0.0, 1.0)), np.pi)
+    Qc = skinning.quat_to_matrix(np.where(bad[:, None], [1.0, 0, 0, 0],
+                                          cE / np.maximum(nE, 1e-300)[:, None]))
+    x = tree.centers[nodes][g_seg] - rc                          # p − r_c
+    ax = np.einsum("gij,gj->gi", Qc, x)
+    xn = np.linalg.norm(x, axis=1)
+    # The rotated vectors form a cap of angle α around Qc x; its minimal ball (Lemma 5)
+    # is (cos α Qc x, sin α |x|) for α ≤ π/2, else the ball (0, |x|).
+    narrow = alpha <= 0.5 * np.pi
+    f_c = np.where(narrow[:, None], np.cos(alpha)[:, None] * ax, 0.0)
+    f_r = np.where(narrow, np.sin(alpha) * xn, xn)
+    row_c = lin + f_c[r_grp]
+    row_r = f_r[r_grp]
+    row_node = g_seg[r_grp]
+    nptr = np.zeros(nodes.size + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row_node, minlength=nodes.size), out=nptr[1:])
+    centers, radii = approx_balls_of_spheres(row_c, row_r, nptr)
+    return centers, radii + tree.radii[nodes]
