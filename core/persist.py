@@ -70,6 +70,6 @@ def from_bytes(data: bytes) -> CollisionObject:
               **{n: d[f"rig.{n}"] for n in _RIG_ARRAYS})
     tree = SphereTree(**{k[5:]: v for k, v in d.items() if k.startswith("tree.")})
     b = {k[7:]: v for k, v in d.items() if k.startswith("bounds.")}
-    bounds = (DqsBounds(**b) if "max_entries" in b else LbsBounds(**b)) if b else None
+    bounds = (DqsBounds(**b) if "q_low" in b else LbsBounds(**b)) if b else None
     return CollisionObject(rig.name, rig, tree, bounds, str(d["refit_method"]),
                            str(d["refit_reason"]), d["keys"], float(d["build_seconds"]))

@@ -11,7 +11,7 @@ paper's spherical blend skinning (Kavan, O'Sullivan & Žára 2006).
 
   the numerator is the LBS-style term maximised over the node's weight polytope (corners,
   mean weight or hull, the same precomputed data as `refit.lbs_bounds`), and |Q| is bounded
-  below by ``1/√n`` (Blender's greedy sign flips make |Q|² ≥ Σ w_k²) or, when the node's
+  below by ``sqrt(Σ w_k²)`` (Blender's greedy sign flips guarantee it) or, when the node's
   joint quaternions fit ±-wise in a cap of half-angle θ < 45° on S³, by cos θ.
 * `refit_sbs`: the paper's Algorithm 1 for `core.skinning.sbs` (QLERP about a rotation
   centre): linear part through the corners, spherical part as a cap on S³ from the
@@ -51,13 +51,13 @@ class DqsBounds(LbsBounds):
     deviations, corners) plus
 
     Attributes:
-        max_entries: (N,) int32 the largest number of vertex-group entries of a vertex of
-            the node (the n in |Q| ≥ 1/√n).
+        q_low: (N,) float64 min over the node's vertices of sqrt(Σ ω_e²)/Σ ω_e (raw group
+            entries): Blender's sign flips keep |Q| at least this.
         pair_ptr: (N + 1,) int64 CSR of joint pairs (positions in the node's joint list,
             pair_a < pair_b, int32) of nodes with at most PAIR_JOINT_LIMIT joints.
     """
 
-    max_entries: np.ndarray = None
+    q_low: np.ndarray = None
     pair_ptr: np.ndarray = None
     pair_a: np.ndarray = None
     pair_b: np.ndarray = None
@@ -68,12 +68,19 @@ def dqs_bounds(tree: SphereTree, rig: Rig,
     """Precompute the Preserve Volume bounds of every node of `tree` (at build time)."""
     lb = lbs_bounds(tree, rig) if corner_entry_limit is None else \
         lbs_bounds(tree, rig, corner_entry_limit=corner_entry_limit)
-    counts = np.maximum(np.diff(rig.weight_ptr), 1)
+    # Per vertex sqrt(Σ_e ω_e²) / Σ_e ω_e over its group entries (a lower bound of |Q|, §4);
+    # static vertices do not use it (1).
+    V = rig.n_vertices
+    vert = np.repeat(np.arange(V), np.diff(rig.weight_ptr))
+    sums = np.bincount(vert, weights=rig.weight_value, minlength=V)
+    sq = np.bincount(vert, weights=rig.weight_value ** 2, minlength=V)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        low = np.where(sums > 0, np.sqrt(sq) / sums, 1.0)
+    low = np.where(rig.static_vertices(), 1.0, low)
     nv = np.diff(tree.node_vert_ptr)
-    per = counts[tree.node_verts]
-    mx = np.ones(tree.n_nodes, dtype=np.int32)
+    q_low = np.ones(tree.n_nodes)
     full = nv > 0
-    mx[full] = np.maximum.reduceat(per, tree.node_vert_ptr[:-1][full])
+    q_low[full] = np.minimum.reduceat(low[tree.node_verts], tree.node_vert_ptr[:-1][full])
     nj = np.diff(lb.joint_ptr)
     npairs = np.where(nj <= PAIR_JOINT_LIMIT, nj * (nj - 1) // 2, 0)
     pair_ptr = np.zeros(tree.n_nodes + 1, dtype=np.int64)
@@ -86,7 +93,7 @@ def dqs_bounds(tree: SphereTree, rig: Rig,
             ia, ib = np.triu_indices(n, 1)
             idx = pair_ptr[sel][:, None] + np.arange(ia.size)[None, :]
             a[idx], b[idx] = ia[None, :], ib[None, :]
-    return DqsBounds(**lb.arrays(), max_entries=mx, pair_ptr=pair_ptr, pair_a=a, pair_b=b)
+    return DqsBounds(**lb.arrays(), q_low=q_low, pair_ptr=pair_ptr, pair_a=a, pair_b=b)
 
 
 @dataclass
@@ -168,8 +175,8 @@ def refit_on_demand_dqs(tree: SphereTree, bounds: DqsBounds, frame: DqsFrame,
         k = starts[sub][row_seg[ent_seg]] + bounds.entry_slot[ents]
         row_val = np.add.reduceat(bounds.entry_weight[ents] * e[k], ent_ptr[:-1])
         num[sub] = np.minimum(num[sub], np.maximum.reduceat(row_val, row_ptr[:-1]))
-    # Lower bound of |Q|: greedy sign flips give |Q|² ≥ Σ w² ≥ 1/n ...
-    denom = 1.0 / np.sqrt(bounds.max_entries[nodes].astype(np.float64))
+    # Lower bound of |Q|: greedy sign flips give |Q|² ≥ Σ w² (per vertex, precomputed) ...
+    denom = bounds.q_low[nodes].copy()
     # ... and a cap around the (sign-aligned) mean quaternion gives |Q| ≥ min |q_k · m|.
     q = frame.quats[j]
     bone = j < J
@@ -188,7 +195,7 @@ def refit_on_demand_dqs(tree: SphereTree, bounds: DqsBounds, frame: DqsFrame,
     cap = np.minimum.reduceat(dots, starts)
     capped = cap > CAP_COS_MIN
     denom = np.maximum(denom, np.where(capped, cap, 0.0))
-    # Pairwise consistency on small nodes: min dot μ ≥ 0 gives |Q|² ≥ μ + (1 − μ)/n, and
+    # Pairwise consistency on small nodes: min dot μ ≥ 0 gives |Q|² ≥ μ + (1 − μ) Σ w², and
     # |Q| ≥ min_k s_k q_k · m when that is positive.
     npair = bounds.pair_ptr[nodes + 1] - bounds.pair_ptr[nodes]
     has_pairs = np.nonzero(npair > 0)[0]
@@ -201,11 +208,11 @@ def refit_on_demand_dqs(tree: SphereTree, bounds: DqsBounds, frame: DqsFrame,
         mu = np.minimum.reduceat(pd, pr_ptr[:-1])
         good = mu > PAIR_DOT_MIN
         gn = has_pairs[good]
-        n_e = bounds.max_entries[nodes[gn]].astype(np.float64)
+        ql2 = bounds.q_low[nodes[gn]] ** 2
         aligned = np.where(bone, np.einsum("ei,ei->e", sgn[:, None] * q, m[pj_seg]), 1.0)
         low = np.minimum.reduceat(aligned, starts)[gn]
         denom[gn] = np.maximum(denom[gn], np.maximum(
-            np.sqrt(mu[good] + (1.0 - mu[good]) / n_e), low))
+            np.sqrt(mu[good] + (1.0 - mu[good]) * ql2), low))
         capped[gn] = True
     radii = num / denom
     # Where the cap holds the signs are consistent (s_k), and the blend is smooth in the
