@@ -39,6 +39,11 @@ CAP_COS_MIN = np.sqrt(0.5) + 1e-6
 # positive dot product; that is checked pairwise on nodes with at most this many joints
 # (the lower levels, where tightness matters), with a slack for float32.
 PAIR_JOINT_LIMIT = 8
+# The top nodes of a big rig have many joints and twisted quaternions, where only the
+# loose |Q| bounds hold. Nodes shallower than this depth also take the ball of their
+# descendants at this depth (the "frontier": it covers the same vertices), whichever is
+# smaller; they are refitted on every query, and the frontier is a few dozen nodes.
+PROXY_DEPTH = 3
 PAIR_DOT_MIN = 1e-5
 
 
@@ -53,11 +58,20 @@ class DqsBounds(LbsBounds):
     Attributes:
         q_low: (N,) float64 min over the node's vertices of sqrt(Σ ω_e²)/Σ ω_e (raw group
             entries): Blender's sign flips keep |Q| at least this.
+        ref_pos: (N,) int64 position (in `node_joint`) of the node's heaviest bone, the
+            sign reference for its quaternions; has_static (N,) bool node holds a vertex
+            Blender leaves in place (virtual joint J).
+        proxy_ptr: (N + 1,) int64 CSR of proxy_node (int64): for nodes shallower than
+            PROXY_DEPTH, their descendants at that depth and their shallower leaves.
         pair_ptr: (N + 1,) int64 CSR of joint pairs (positions in the node's joint list,
             pair_a < pair_b, int32) of nodes with at most PAIR_JOINT_LIMIT joints.
     """
 
     q_low: np.ndarray = None
+    ref_pos: np.ndarray = None
+    has_static: np.ndarray = None
+    proxy_ptr: np.ndarray = None
+    proxy_node: np.ndarray = None
     pair_ptr: np.ndarray = None
     pair_a: np.ndarray = None
     pair_b: np.ndarray = None
@@ -93,7 +107,43 @@ def dqs_bounds(tree: SphereTree, rig: Rig,
             ia, ib = np.triu_indices(n, 1)
             idx = pair_ptr[sel][:, None] + np.arange(ia.size)[None, :]
             a[idx], b[idx] = ia[None, :], ib[None, :]
-    return DqsBounds(**lb.arrays(), q_low=q_low, pair_ptr=pair_ptr, pair_a=a, pair_b=b)
+    J = rig.n_bones
+    seg = np.repeat(np.arange(tree.n_nodes), nj)
+    bone_w = np.where(lb.node_joint < J, lb.mean_weight, -1.0)
+    top = np.full(tree.n_nodes, -np.inf)
+    np.maximum.at(top, seg, bone_w)
+    cand = np.flatnonzero(bone_w == top[seg])
+    ref_pos = lb.joint_ptr[:-1].copy()
+    ref_pos[seg[cand[::-1]]] = cand[::-1]          # the first heaviest bone wins
+    has_static = np.zeros(tree.n_nodes, dtype=bool)
+    has_static[seg[lb.node_joint == J]] = True
+    proxy_ptr, proxy_node = _frontiers(tree, PROXY_DEPTH)
+    return DqsBounds(**lb.arrays(), q_low=q_low, ref_pos=ref_pos, has_static=has_static,
+                     proxy_ptr=proxy_ptr, proxy_node=proxy_node, pair_ptr=pair_ptr, pair_a=a, pair_b=b)
+
+
+def _frontiers(tree: SphereTree, depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """For every node shallower than `depth`, its descendants at `depth` plus its leaves
+    above it (together they hold exactly the node's triangles). Build time; the loop runs
+    over the few top nodes only."""
+    N = tree.n_nodes
+    top = int(tree.level_ptr[min(depth, tree.level_ptr.size - 1)])
+    lists = []
+    for n in range(top):
+        front, out = [n], []
+        while front:
+            k = front.pop()
+            if tree.depth[k] >= depth or tree.first_child[k] < 0:
+                out.append(k)
+            else:
+                front.extend(range(tree.first_child[k], tree.first_child[k] + tree.child_count[k]))
+        lists.append(sorted(out) if len(out) > 1 else [])
+    counts = np.zeros(N, dtype=np.int64)
+    counts[:top] = [len(x) for x in lists]
+    ptr = np.zeros(N + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    flat = np.array([k for x in lists for k in x], dtype=np.int64)
+    return ptr, flat
 
 
 @dataclass
@@ -160,14 +210,17 @@ def refit_on_demand_dqs(tree: SphereTree, bounds: DqsBounds, frame: DqsFrame,
     r0 = tree.radii[nodes]
     moved = np.einsum("eij,ej->ei", G[:, :, :3], c0[pj_seg]) + G[:, :, 3]
     w_hat = bounds.mean_weight[pj]
+    delta = bounds.delta[pj]
+    sig = frame.sigma[j]
     centers = np.add.reduceat(w_hat[:, None] * moved, starts, axis=0)
+    z = moved - centers[pj_seg]
+    z_len = np.sqrt(np.einsum("ei,ei->e", z, z))
     # e_k ≥ |y_k − c'| for every vertex of the node (rest sphere (c, r), |G_k (v − c)| ≤ σ_k r).
-    e = np.linalg.norm(moved - centers[pj_seg], axis=1) + frame.sigma[j] * r0[pj_seg]
+    e = z_len + sig * r0[pj_seg]
     # max over the node's weight polytope of Σ w_k e_k: hull, mean weight, corners.
     num = np.maximum.reduceat(e, starts)
     e_mean = np.add.reduceat(w_hat * e, starts)
-    num = np.minimum(num, e_mean + np.add.reduceat(
-        bounds.delta[pj] * np.abs(e - e_mean[pj_seg]), starts))
+    num = np.minimum(num, e_mean + np.add.reduceat(delta * np.abs(e - e_mean[pj_seg]), starts))
     sub = np.nonzero(bounds.corner_ptr[nodes + 1] > bounds.corner_ptr[nodes])[0]
     if sub.size:
         rows, row_seg, row_ptr = _expand(bounds.corner_ptr, nodes[sub])
@@ -175,74 +228,71 @@ def refit_on_demand_dqs(tree: SphereTree, bounds: DqsBounds, frame: DqsFrame,
         k = starts[sub][row_seg[ent_seg]] + bounds.entry_slot[ents]
         row_val = np.add.reduceat(bounds.entry_weight[ents] * e[k], ent_ptr[:-1])
         num[sub] = np.minimum(num[sub], np.maximum.reduceat(row_val, row_ptr[:-1]))
-    # Lower bound of |Q|: greedy sign flips give |Q|² ≥ Σ w² (per vertex, precomputed) ...
-    denom = bounds.q_low[nodes].copy()
-    # ... and a cap around the (sign-aligned) mean quaternion gives |Q| ≥ min |q_k · m|.
+    # Lower bounds of |Q| (docs/refit_dqs.md §4). Quaternions aligned to the node's heaviest
+    # bone (q and −q are the same rotation); m the normalized ŵ-weighted mean of the bones.
     q = frame.quats[j]
     bone = j < J
-    heaviest = np.where(bone, w_hat, -1.0)
-    top = np.maximum.reduceat(heaviest, starts)
-    # First joint reaching the node's largest mean weight serves as the sign reference.
-    is_ref = np.flatnonzero(heaviest == top[pj_seg])
-    ref_idx = np.full(nodes.size, -1, dtype=np.int64)
-    ref_idx[pj_seg[is_ref[::-1]]] = is_ref[::-1]
-    ref_q = q[ref_idx]
-    sgn = np.where(np.einsum("ei,ei->e", q, ref_q[pj_seg]) < 0, -1.0, 1.0)
-    m = np.add.reduceat((np.where(bone, w_hat, 0.0) * sgn)[:, None] * q, starts, axis=0)
-    mn = np.linalg.norm(m, axis=1)
-    m = np.where(mn[:, None] > 1e-12, m / np.maximum(mn, 1e-300)[:, None], ref_q)
-    dots = np.where(bone, np.abs(np.einsum("ei,ei->e", q, m[pj_seg])), 1.0)
-    cap = np.minimum.reduceat(dots, starts)
-    capped = cap > CAP_COS_MIN
-    denom = np.maximum(denom, np.where(capped, cap, 0.0))
-    # Pairwise consistency on small nodes: min dot μ ≥ 0 gives |Q|² ≥ μ + (1 − μ) Σ w², and
-    # |Q| ≥ min_k s_k q_k · m when that is positive.
+    q_ref = frame.quats[bounds.node_joint[bounds.ref_pos[nodes]]]
+    sgn = np.where(np.einsum("ei,ei->e", q, q_ref[pj_seg]) < 0, -1.0, 1.0)
+    sq = sgn[:, None] * q
+    a = np.where(bone, w_hat, 0.0) * sgn
+    Qh = np.add.reduceat(a[:, None] * q, starts, axis=0)
+    qh_n = np.sqrt(np.einsum("ni,ni->n", Qh, Qh))
+    m = np.where(qh_n[:, None] > 1e-12, Qh / np.maximum(qh_n, 1e-300)[:, None], q_ref)
+    dm = np.einsum("ei,ei->e", sq, m[pj_seg])
+    # Always: |Q|² ≥ Σ w² (greedy signs), precomputed per node.
+    denom = bounds.q_low[nodes].copy()
+    # A cap of half-angle < 45° around m holding every ±q_k: consistent signs, |Q| ≥ cos θ.
+    cap = np.minimum.reduceat(np.where(bone, np.abs(dm), 1.0), starts)
+    consistent = cap > CAP_COS_MIN
+    denom = np.where(consistent, np.maximum(denom, cap), denom)
+    # Small nodes: every aligned pair with dot ≥ μ > 0 also gives consistent signs, and
+    # |Q|² ≥ μ + (1 − μ) Σ w², |Q| ≥ min_k s_k q_k · m.
     npair = bounds.pair_ptr[nodes + 1] - bounds.pair_ptr[nodes]
     has_pairs = np.nonzero(npair > 0)[0]
     if has_pairs.size:
         pr, pr_seg, pr_ptr = _expand(bounds.pair_ptr, nodes[has_pairs])
         base = starts[has_pairs][pr_seg]
         ka, kb = base + bounds.pair_a[pr], base + bounds.pair_b[pr]
-        both = bone[ka] & bone[kb]
-        pd = np.where(both, sgn[ka] * sgn[kb] * np.einsum("ei,ei->e", q[ka], q[kb]), 1.0)
+        pd = np.where(bone[ka] & bone[kb], np.einsum("ei,ei->e", sq[ka], sq[kb]), 1.0)
         mu = np.minimum.reduceat(pd, pr_ptr[:-1])
         good = mu > PAIR_DOT_MIN
         gn = has_pairs[good]
-        ql2 = bounds.q_low[nodes[gn]] ** 2
-        aligned = np.where(bone, np.einsum("ei,ei->e", sgn[:, None] * q, m[pj_seg]), 1.0)
-        low = np.minimum.reduceat(aligned, starts)[gn]
+        low = np.minimum.reduceat(np.where(bone, dm, 1.0), starts)[gn]
         denom[gn] = np.maximum(denom[gn], np.maximum(
-            np.sqrt(mu[good] + (1.0 - mu[good]) * ql2), low))
-        capped[gn] = True
+            np.sqrt(mu[good] + (1.0 - mu[good]) * bounds.q_low[nodes[gn]] ** 2), low))
+        consistent[gn] = True
     radii = num / denom
-    # Where the cap holds the signs are consistent (s_k), and the blend is smooth in the
-    # weights: expand about the mean weights ŵ (docs/refit_dqs.md, "the perturbation bound").
-    static = np.logical_or.reduceat(~bone, starts)
-    ok = capped & ~static
+    # With consistent signs the blend is smooth in the weights: expand about ŵ (§3.1).
+    ok = consistent & ~bounds.has_static[nodes]
     if ok.any():
-        a = w_hat * sgn
-        z = moved - centers[pj_seg]
-        zq = skinning._quat_mul(skinning._pure(z), q)
+        # N = Σ a_k z_k q_k (pure z times q, written out).
+        zq = np.empty((z.shape[0], 4))
+        zq[:, 0] = -np.einsum("ei,ei->e", z, q[:, 1:])
+        zq[:, 1:] = q[:, :1] * z + np.cross(z, q[:, 1:])
         N = np.add.reduceat(a[:, None] * zq, starts, axis=0)
-        Qh = np.add.reduceat(a[:, None] * q, starts, axis=0)
-        qh_n = np.linalg.norm(Qh, axis=1)
-        mh = Qh / np.maximum(qh_n, 1e-300)[:, None]
-        delta = bounds.delta[pj]
-        dQ = np.add.reduceat(delta * np.linalg.norm(sgn[:, None] * q - mh[pj_seg], axis=1), starts)
-        dN = np.add.reduceat(delta * np.linalg.norm(z, axis=1), starts)
-        sig = frame.sigma[j]
+        n_n = np.sqrt(np.einsum("ni,ni->n", N, N))
+        dQ = np.add.reduceat(delta * np.sqrt(np.maximum(2.0 - 2.0 * dm, 0.0)), starts)
+        dN = np.add.reduceat(delta * z_len, starts)
         s_mean = np.add.reduceat(w_hat * sig, starts)
         s_term = np.minimum(np.maximum.reduceat(sig, starts),
                             s_mean + np.add.reduceat(delta * np.abs(sig - s_mean[pj_seg]), starts))
         D = np.maximum(denom, qh_n - dQ)
-        n_n = np.linalg.norm(N, axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
             tight = n_n / qh_n + (dN + n_n * dQ / qh_n + r0 * s_term) / D
-        tight = np.where(qh_n > 0, tight, np.inf)
-        radii = np.where(ok, np.minimum(radii, tight), radii)
-    radii = frame.world_sigma * radii
+        radii = np.where(ok & (qh_n > 0), np.minimum(radii, tight), radii)
     world_centers = centers @ frame.world[:, :3].T + frame.world[:, 3]
-    return world_centers, radii + frame.margin
+    radii = frame.world_sigma * radii + frame.margin
+    top = np.nonzero(bounds.proxy_ptr[nodes + 1] > bounds.proxy_ptr[nodes])[0]
+    if top.size:
+        px, _, px_ptr = _expand(bounds.proxy_ptr, nodes[top])
+        # Proxies are at the proxy depth or leaves, so they have no proxies themselves.
+        pc, pr = refit_on_demand_dqs(tree, bounds, frame, bounds.proxy_node[px])
+        bc, br = approx_balls_of_spheres(pc, pr, px_ptr)
+        better = br < radii[top]
+        world_centers[top[better]] = bc[better]
+        radii[top[better]] = br[better]
+    return world_centers, radii
 
 
 # -- spherical blend skinning (the paper's Algorithm 1) --------------------------------------
