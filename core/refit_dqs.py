@@ -38,7 +38,7 @@ CAP_COS_MIN = np.sqrt(0.5) + 1e-6
 # The same consistency holds whenever every two sign-aligned quaternions of a node have a
 # positive dot product; that is checked pairwise on nodes with at most this many joints
 # (the lower levels, where tightness matters), with a slack for float32.
-PAIR_JOINT_LIMIT = 8
+PAIR_JOINT_LIMIT = 16
 # The top nodes of a big rig have many joints and twisted quaternions, where only the
 # loose |Q| bounds hold. Nodes shallower than this depth also take the ball of their
 # descendants at this depth (the "frontier": it covers the same vertices), whichever is
@@ -269,7 +269,8 @@ def refit_on_demand_dqs(tree: SphereTree, bounds: DqsBounds, frame: DqsFrame,
         # N = Σ a_k z_k q_k (pure z times q, written out).
         zq = np.empty((z.shape[0], 4))
         zq[:, 0] = -np.einsum("ei,ei->e", z, q[:, 1:])
-        zq[:, 1:] = q[:, :1] * z + np.cross(z, q[:, 1:])
+        qv = q[:, 1:]
+        zq[:, 1:] = q[:, :1] * z + z[:, [1, 2, 0]] * qv[:, [2, 0, 1]] - z[:, [2, 0, 1]] * qv[:, [1, 2, 0]]
         N = np.add.reduceat(a[:, None] * zq, starts, axis=0)
         n_n = np.sqrt(np.einsum("ni,ni->n", N, N))
         dQ = np.add.reduceat(delta * np.sqrt(np.maximum(2.0 - 2.0 * dm, 0.0)), starts)
@@ -278,9 +279,10 @@ def refit_on_demand_dqs(tree: SphereTree, bounds: DqsBounds, frame: DqsFrame,
         s_term = np.minimum(np.maximum.reduceat(sig, starts),
                             s_mean + np.add.reduceat(delta * np.abs(sig - s_mean[pj_seg]), starts))
         D = np.maximum(denom, qh_n - dQ)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            tight = n_n / qh_n + (dN + n_n * dQ / qh_n + r0 * s_term) / D
-        radii = np.where(ok & (qh_n > 0), np.minimum(radii, tight), radii)
+        use = ok & (qh_n > 1e-12)
+        inv = 1.0 / np.where(use, qh_n, 1.0)
+        tight = n_n * inv + (dN + n_n * dQ * inv + r0 * s_term) / D
+        radii = np.where(use, np.minimum(radii, tight), radii)
     world_centers = centers @ frame.world[:, :3].T + frame.world[:, 3]
     radii = frame.world_sigma * radii + frame.margin
     top = np.nonzero(bounds.proxy_ptr[nodes + 1] > bounds.proxy_ptr[nodes])[0]
