@@ -36,15 +36,13 @@ from .sphere_tree import SphereTree
 # slack keeps that true for Blender's float32 quaternions (error ~1e-7).
 CAP_COS_MIN = np.sqrt(0.5) + 1e-6
 # The same consistency holds whenever every two sign-aligned quaternions of a node have a
-# positive dot product; that is checked pairwise on nodes with at most this many joints
-# (the lower levels, where tightness matters), with a slack for float32.
-PAIR_JOINT_LIMIT = 16
+# dot product above this (slack for float32).
+PAIR_DOT_MIN = 1e-5
 # The top nodes of a big rig have many joints and twisted quaternions, where only the
 # loose |Q| bounds hold. Nodes shallower than this depth also take the ball of their
 # descendants at this depth (the "frontier": it covers the same vertices), whichever is
 # smaller; they are refitted on every query, and the frontier is a few dozen nodes.
 PROXY_DEPTH = 3
-PAIR_DOT_MIN = 1e-5
 
 
 # -- Preserve Volume (Blender's dual quaternion skinning) ------------------------------------
@@ -63,8 +61,6 @@ class DqsBounds(LbsBounds):
             Blender leaves in place (virtual joint J).
         proxy_ptr: (N + 1,) int64 CSR of proxy_node (int64): for nodes shallower than
             PROXY_DEPTH, their descendants at that depth and their shallower leaves.
-        pair_ptr: (N + 1,) int64 CSR of joint pairs (positions in the node's joint list,
-            pair_a < pair_b, int32) of nodes with at most PAIR_JOINT_LIMIT joints.
     """
 
     q_low: np.ndarray = None
@@ -72,9 +68,6 @@ class DqsBounds(LbsBounds):
     has_static: np.ndarray = None
     proxy_ptr: np.ndarray = None
     proxy_node: np.ndarray = None
-    pair_ptr: np.ndarray = None
-    pair_a: np.ndarray = None
-    pair_b: np.ndarray = None
 
 
 def dqs_bounds(tree: SphereTree, rig: Rig,
@@ -96,17 +89,6 @@ def dqs_bounds(tree: SphereTree, rig: Rig,
     full = nv > 0
     q_low[full] = np.minimum.reduceat(low[tree.node_verts], tree.node_vert_ptr[:-1][full])
     nj = np.diff(lb.joint_ptr)
-    npairs = np.where(nj <= PAIR_JOINT_LIMIT, nj * (nj - 1) // 2, 0)
-    pair_ptr = np.zeros(tree.n_nodes + 1, dtype=np.int64)
-    np.cumsum(npairs, out=pair_ptr[1:])
-    a = np.zeros(pair_ptr[-1], dtype=np.int32)
-    b = np.zeros(pair_ptr[-1], dtype=np.int32)
-    for n in range(2, PAIR_JOINT_LIMIT + 1):        # over joint counts, not nodes
-        sel = np.nonzero(nj == n)[0]
-        if sel.size:
-            ia, ib = np.triu_indices(n, 1)
-            idx = pair_ptr[sel][:, None] + np.arange(ia.size)[None, :]
-            a[idx], b[idx] = ia[None, :], ib[None, :]
     J = rig.n_bones
     seg = np.repeat(np.arange(tree.n_nodes), nj)
     bone_w = np.where(lb.node_joint < J, lb.mean_weight, -1.0)
@@ -119,7 +101,7 @@ def dqs_bounds(tree: SphereTree, rig: Rig,
     has_static[seg[lb.node_joint == J]] = True
     proxy_ptr, proxy_node = _frontiers(tree, PROXY_DEPTH)
     return DqsBounds(**lb.arrays(), q_low=q_low, ref_pos=ref_pos, has_static=has_static,
-                     proxy_ptr=proxy_ptr, proxy_node=proxy_node, pair_ptr=pair_ptr, pair_a=a, pair_b=b)
+                     proxy_ptr=proxy_ptr, proxy_node=proxy_node,)
 
 
 def _frontiers(tree: SphereTree, depth: int) -> tuple[np.ndarray, np.ndarray]:
@@ -246,22 +228,20 @@ def refit_on_demand_dqs(tree: SphereTree, bounds: DqsBounds, frame: DqsFrame,
     cap = np.minimum.reduceat(np.where(bone, np.abs(dm), 1.0), starts)
     consistent = cap > CAP_COS_MIN
     denom = np.where(consistent, np.maximum(denom, cap), denom)
-    # Small nodes: every aligned pair with dot ≥ μ > 0 also gives consistent signs, and
-    # |Q|² ≥ μ + (1 − μ) Σ w², |Q| ≥ min_k s_k q_k · m.
-    npair = bounds.pair_ptr[nodes + 1] - bounds.pair_ptr[nodes]
-    has_pairs = np.nonzero(npair > 0)[0]
-    if has_pairs.size:
-        pr, pr_seg, pr_ptr = _expand(bounds.pair_ptr, nodes[has_pairs])
-        base = starts[has_pairs][pr_seg]
-        ka, kb = base + bounds.pair_a[pr], base + bounds.pair_b[pr]
-        pd = np.where(bone[ka] & bone[kb], np.einsum("ei,ei->e", sq[ka], sq[kb]), 1.0)
-        mu = np.minimum.reduceat(pd, pr_ptr[:-1])
-        good = mu > PAIR_DOT_MIN
-        gn = has_pairs[good]
-        low = np.minimum.reduceat(np.where(bone, dm, 1.0), starts)[gn]
-        denom[gn] = np.maximum(denom[gn], np.maximum(
-            np.sqrt(mu[good] + (1.0 - mu[good]) * bounds.q_low[nodes[gn]] ** 2), low))
-        consistent[gn] = True
+    # Weaker than the cap: with ψ_k the angle between ±q_k and m, two aligned quaternions
+    # are at most ψ_a + ψ_b apart, so if the two largest ψ sum to less than 90° every
+    # pair has a dot ≥ μ = cos(ψ_1 + ψ_2) > 0: consistent signs, |Q|² ≥ μ + (1 − μ) Σ w²,
+    # and |Q| ≥ min_k |q_k · m|.
+    psi = np.where(bone, np.arccos(np.minimum(np.abs(dm), 1.0)), 0.0)
+    psi1 = np.maximum.reduceat(psi, starts)
+    at_max = psi == psi1[pj_seg]
+    n_max = np.add.reduceat(at_max.astype(np.int64), starts)
+    psi2 = np.where(n_max > 1, psi1, np.maximum.reduceat(np.where(at_max, 0.0, psi), starts))
+    mu = np.cos(np.minimum(psi1 + psi2, 0.5 * np.pi))
+    good = mu > PAIR_DOT_MIN
+    denom = np.where(good, np.maximum(denom, np.maximum(
+        np.sqrt(mu + (1.0 - mu) * bounds.q_low[nodes] ** 2), cap)), denom)
+    consistent |= good
     radii = num / denom
     # With consistent signs the blend is smooth in the weights: expand about ŵ (§3.1).
     ok = consistent & ~bounds.has_static[nodes]

@@ -44,10 +44,13 @@ def test_dqs_bound_encloses_every_deformed_vertex(setup):
         assert excess(tree, P, c, r) <= -0.5 * fr.margin
 
 
-def test_dqs_bound_without_corners_or_pairs_is_sound(setup):
+@pytest.mark.parametrize("only", ["cap", "sum_of_squares"])
+def test_dqs_bound_without_corners_or_angle_test_is_sound(setup, monkeypatch, only):
     rig, tree, _ = setup
     cheap = refit_dqs.dqs_bounds(tree, rig, corner_entry_limit=0)
-    cheap.pair_ptr = np.zeros_like(cheap.pair_ptr)     # only the cap and 1/√n remain
+    monkeypatch.setattr(refit_dqs, "PAIR_DOT_MIN", 2.0)          # no two-angle test
+    if only == "sum_of_squares":
+        monkeypatch.setattr(refit_dqs, "CAP_COS_MIN", 2.0)       # no cap: |Q| ≥ sqrt(Σw²)
     for pose in poses(rig, 15, 12):
         P = skinning.dqs_rig(rig, pose)
         fr = refit_dqs.dqs_frame(pose, tree, rig.bone_rest)
