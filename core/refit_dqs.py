@@ -38,6 +38,8 @@ CAP_COS_MIN = np.sqrt(0.5) + 1e-6
 # The same consistency holds whenever every two sign-aligned quaternions of a node have a
 # dot product above this (slack for float32).
 PAIR_DOT_MIN = 1e-5
+# Where that angle test fails, nodes with at most this many joints test every pair.
+PAIR_JOINT_LIMIT = 16
 # The top nodes of a big rig have many joints and twisted quaternions, where only the
 # loose |Q| bounds hold. Nodes shallower than this depth also take the ball of their
 # descendants at this depth (the "frontier": it covers the same vertices), whichever is
@@ -61,6 +63,8 @@ class DqsBounds(LbsBounds):
             Blender leaves in place (virtual joint J).
         proxy_ptr: (N + 1,) int64 CSR of proxy_node (int64): for nodes shallower than
             PROXY_DEPTH, their descendants at that depth and their shallower leaves.
+        pair_ptr: (N + 1,) int64 CSR of joint pairs (positions in the node's joint list,
+            pair_a < pair_b, int32) of nodes with at most PAIR_JOINT_LIMIT joints.
     """
 
     q_low: np.ndarray = None
@@ -68,6 +72,9 @@ class DqsBounds(LbsBounds):
     has_static: np.ndarray = None
     proxy_ptr: np.ndarray = None
     proxy_node: np.ndarray = None
+    pair_ptr: np.ndarray = None
+    pair_a: np.ndarray = None
+    pair_b: np.ndarray = None
 
 
 def dqs_bounds(tree: SphereTree, rig: Rig,
@@ -89,6 +96,17 @@ def dqs_bounds(tree: SphereTree, rig: Rig,
     full = nv > 0
     q_low[full] = np.minimum.reduceat(low[tree.node_verts], tree.node_vert_ptr[:-1][full])
     nj = np.diff(lb.joint_ptr)
+    npairs = np.where(nj <= PAIR_JOINT_LIMIT, nj * (nj - 1) // 2, 0)
+    pair_ptr = np.zeros(tree.n_nodes + 1, dtype=np.int64)
+    np.cumsum(npairs, out=pair_ptr[1:])
+    a = np.zeros(pair_ptr[-1], dtype=np.int32)
+    b = np.zeros(pair_ptr[-1], dtype=np.int32)
+    for n in range(2, PAIR_JOINT_LIMIT + 1):        # over joint counts, not nodes
+        sel = np.nonzero(nj == n)[0]
+        if sel.size:
+            ia, ib = np.triu_indices(n, 1)
+            idx = pair_ptr[sel][:, None] + np.arange(ia.size)[None, :]
+            a[idx], b[idx] = ia[None, :], ib[None, :]
     J = rig.n_bones
     seg = np.repeat(np.arange(tree.n_nodes), nj)
     bone_w = np.where(lb.node_joint < J, lb.mean_weight, -1.0)
@@ -101,7 +119,8 @@ def dqs_bounds(tree: SphereTree, rig: Rig,
     has_static[seg[lb.node_joint == J]] = True
     proxy_ptr, proxy_node = _frontiers(tree, PROXY_DEPTH)
     return DqsBounds(**lb.arrays(), q_low=q_low, ref_pos=ref_pos, has_static=has_static,
-                     proxy_ptr=proxy_ptr, proxy_node=proxy_node,)
+                     proxy_ptr=proxy_ptr, proxy_node=proxy_node,
+                     pair_ptr=pair_ptr, pair_a=a, pair_b=b)
 
 
 def _frontiers(tree: SphereTree, depth: int) -> tuple[np.ndarray, np.ndarray]:
@@ -242,6 +261,21 @@ def refit_on_demand_dqs(tree: SphereTree, bounds: DqsBounds, frame: DqsFrame,
     denom = np.where(good, np.maximum(denom, np.maximum(
         np.sqrt(mu + (1.0 - mu) * bounds.q_low[nodes] ** 2), cap)), denom)
     consistent |= good
+    # The exact pairwise test, on the small nodes the angle test could not settle.
+    npair = bounds.pair_ptr[nodes + 1] - bounds.pair_ptr[nodes]
+    test = np.nonzero((npair > 0) & ~consistent)[0]
+    if test.size:
+        pr, pr_seg, pr_ptr = _expand(bounds.pair_ptr, nodes[test])
+        base = starts[test][pr_seg]
+        ka, kb = base + bounds.pair_a[pr], base + bounds.pair_b[pr]
+        pd = np.where(bone[ka] & bone[kb], np.einsum("ei,ei->e", sq[ka], sq[kb]), 1.0)
+        mu_p = np.minimum.reduceat(pd, pr_ptr[:-1])
+        ok_p = mu_p > PAIR_DOT_MIN
+        gn, mu_p = test[ok_p], mu_p[ok_p]
+        low = np.minimum.reduceat(np.where(bone, dm, 1.0), starts)[gn]
+        denom[gn] = np.maximum(denom[gn], np.maximum(
+            np.sqrt(mu_p + (1.0 - mu_p) * bounds.q_low[nodes[gn]] ** 2), low))
+        consistent[gn] = True
     radii = num / denom
     # With consistent signs the blend is smooth in the weights: expand about ŵ (§3.1).
     ok = consistent & ~bounds.has_static[nodes]
