@@ -195,3 +195,26 @@ def test_blender_preserve_volume_assets(bpy_module, assets_dir, asset):
         bpy.context.view_layer.update()
         # The segmented mannequin has thousands of designed-in contacts: enclosure only.
         _enclosure_and_scan(bpy, sc, judge_pairs=asset != "mannequiny.glb")
+
+
+def test_registry_passes_preserve_volume_rigs_to_the_pv_method(setup):
+    from skin_collide.core.methods import registry
+    from skin_collide.core.methods.base import Frame
+
+    rig, tree, _ = setup
+    m, why = registry.resolve("sphere-tree", rig)
+    assert m.id == "sphere-tree-pv" and any("Preserve Volume" in w for w in why)
+    rig.preserve_volume = False
+    try:
+        assert registry.resolve("sphere-tree", rig)[0].id == "sphere-tree"
+    finally:
+        rig.preserve_volume = True
+    prepared = m.load(m.prepare(rig).arrays())          # through the stored form
+    assert isinstance(prepared.bounds, refit_dqs.DqsBounds)
+    for pose in poses(rig, 3, 17):
+        P = skinning.dqs_rig(rig, pose)
+        vol = m.volumes(rig, prepared, Frame(P, rig.triangles, pose))
+        nodes = np.arange(prepared.tree.n_nodes)
+        vol.ensure(nodes)
+        c, r = vol.spheres(nodes)
+        assert excess(prepared.tree, P, c, r) <= 0
