@@ -8,6 +8,7 @@ import io
 import numpy as np
 
 from .refit import LbsBounds
+from .refit_dqs import DqsBounds
 from .rig import Rig
 from .scan import CollisionObject
 from .sphere_tree import SphereTree
@@ -76,7 +77,7 @@ def from_bytes(data: bytes) -> CollisionObject:
               **{n: d[f"rig.{n}"] for n in _RIG_ARRAYS})
     tree = SphereTree(**{k[5:]: v for k, v in d.items() if k.startswith("tree.")})
     b = {k[7:]: v for k, v in d.items() if k.startswith("bounds.")}
-    bounds = LbsBounds(**b) if b else None
+    bounds = (DqsBounds(**b) if "q_low" in b else LbsBounds(**b)) if b else None
     return CollisionObject(rig.name, rig, tree, bounds, str(d["refit_method"]),
                            str(d["refit_reason"]), d["vertex_keys"].astype(np.int64),
                            float(d["build_seconds"]))

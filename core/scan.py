@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import refit, sphere_tree, traversal, welds
+from . import refit, refit_dqs, sphere_tree, traversal, welds
 from . import triangles as tri_test
 from .geometry import triangulation
-from .refit_policy import ON_DEMAND_LBS, choose_refit
+from .refit_policy import ON_DEMAND_LBS, ON_DEMAND_PV, choose_refit
 from .rig import Pose, Rig
 from .self_collision import object_self_pairs
 
@@ -31,8 +31,9 @@ class CollisionObject:
 
     Attributes:
         name: object name. rig: the `Rig`. tree: its `SphereTree` over the rest pose.
-        bounds: `LbsBounds` for the on-demand refit, or None when the rig needs the
-            bottom-up fallback. refit_method, refit_reason: as `choose_refit` says.
+        bounds: `LbsBounds` for the on-demand refit (`refit_dqs.DqsBounds` with Preserve
+            Volume), or None when the rig needs the bottom-up fallback.
+            refit_method, refit_reason: as `choose_refit` says.
         vertex_keys: (V,) int64 weld ids (`welds.vertex_weld_ids`: equal ids ⇔ same
             vertex, or same armature-space rest position and same weights); adjacency keys
             of a frame's triangles are ``vertex_keys[frame_triangles]``.
@@ -52,13 +53,14 @@ class CollisionObject:
 
 
 def prepare(rig: Rig, collapse_c: float = sphere_tree.COLLAPSE_C) -> CollisionObject:
-    """Build the sphere tree (and the LBS bounds when they are valid) for `rig`."""
+    """Build the sphere tree (and the LBS or Preserve Volume bounds when valid) for `rig`."""
     t0 = time.perf_counter()
     tree = sphere_tree.build(rig.rest_positions, rig.triangles, collapse_c=collapse_c,
                              tri_polygon=rig.tri_polygon, poly_ptr=rig.poly_ptr,
                              poly_verts=rig.poly_verts)
     method, reason = choose_refit(rig)
-    bounds = refit.lbs_bounds(tree, rig) if method == ON_DEMAND_LBS else None
+    bounds = (refit.lbs_bounds(tree, rig) if method == ON_DEMAND_LBS
+              else refit_dqs.dqs_bounds(tree, rig) if method == ON_DEMAND_PV else None)
     keys = welds.vertex_weld_ids(rig)
     return CollisionObject(rig.name, rig, tree, bounds, method, reason, keys,
                            time.perf_counter() - t0)
@@ -139,8 +141,14 @@ class FrameResult:
 def _spheres(obj: CollisionObject, positions: np.ndarray, pose: Pose | None,
              mode: str, tris: np.ndarray) -> tuple[traversal.LazySpheres, str]:
     if mode == "on-demand" and obj.bounds is not None and pose is not None:
-        frame = refit.frame_transforms(pose, obj.tree)
         tree, bounds = obj.tree, obj.bounds
+        if isinstance(bounds, refit_dqs.DqsBounds):     # Preserve Volume
+            frame = refit_dqs.with_float32(
+                refit_dqs.dqs_frame(pose, tree, obj.rig.bone_rest), pose, bounds)
+            inner_refit = refit_dqs.refit_on_demand_dqs
+        else:
+            frame = refit.frame_transforms(pose, tree)
+            inner_refit = refit.refit_on_demand
 
         def refit_nodes(nodes):
             # Leaves take their triangle's evaluated vertices (exact); inner nodes the bound.
@@ -150,7 +158,7 @@ def _spheres(obj: CollisionObject, positions: np.ndarray, pose: Pose | None,
             c = np.empty((nodes.size, 3))
             r = np.empty(nodes.size)
             c[leaf], r[leaf] = refit.leaf_spheres(tree, tris, positions, nodes[leaf])
-            c[~leaf], r[~leaf] = refit.refit_on_demand(tree, bounds, frame, nodes[~leaf])
+            c[~leaf], r[~leaf] = inner_refit(tree, bounds, frame, nodes[~leaf])
             return c, r
 
         return traversal.LazySpheres(tree, refit=refit_nodes), "on-demand"

@@ -94,7 +94,7 @@ class LbsSphereTree(Method):
     label = "Sphere tree, on-demand LBS refit"
     description = ("Refit only the spheres a query reaches, from the bone matrices "
                    "(Kavan & Žára 2005)")
-    fallback = "bottom-up"
+    fallback = "sphere-tree-pv"     # Preserve Volume rigs; it passes the rest to bottom-up
 
     def supports(self, rig: Rig) -> str | None:
         if rig.unsupported:

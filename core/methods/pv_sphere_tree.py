@@ -1,0 +1,71 @@
+"""Sphere tree with the on-demand Preserve Volume refit (core.refit_dqs) as a method.
+
+`sphere-tree` (LBS) passes Preserve Volume rigs on to this one; rigs whose evaluated mesh
+is not determined by the bone matrices go on to `bottom-up`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import refit, refit_dqs, sphere_tree
+from ..rig import Rig
+from .base import Frame, Method
+from .registry import register
+from .sphere_tree import SphereVolumes, TreeData, rig_limits
+
+
+@dataclass
+class PvTreeData(TreeData):
+    """The tree and its `refit_dqs.DqsBounds`."""
+
+    @classmethod
+    def from_arrays(cls, d: dict[str, np.ndarray]) -> "PvTreeData":
+        tree = sphere_tree.SphereTree(**{k[5:]: v for k, v in d.items() if k.startswith("tree.")})
+        b = {k[7:]: v for k, v in d.items() if k.startswith("bounds.")}
+        return cls(tree, refit_dqs.DqsBounds(**b) if b else None)
+
+
+class PvSphereTree(Method):
+    id = "sphere-tree-pv"
+    label = "Sphere tree, on-demand Preserve Volume refit"
+    description = ("Refit only the spheres a query reaches, from the bone dual quaternions "
+                   "(a bound of Blender's Preserve Volume, after Kavan, O'Sullivan & Žára 2006)")
+    fallback = "bottom-up"
+
+    def supports(self, rig: Rig) -> str | None:
+        if rig.unsupported:
+            return rig_limits(rig)
+        if not rig.preserve_volume:
+            return "Preserve Volume is off (the LBS refit applies)"
+        return None
+
+    def prepare(self, rig: Rig) -> PvTreeData:
+        tree = sphere_tree.build(rig.rest_positions, rig.triangles)
+        return PvTreeData(tree, refit_dqs.dqs_bounds(tree, rig))
+
+    def load(self, arrays: dict[str, np.ndarray]) -> PvTreeData:
+        return PvTreeData.from_arrays(arrays)
+
+    def volumes(self, rig: Rig, prepared: PvTreeData, frame: Frame) -> SphereVolumes:
+        tree, bounds = prepared.tree, prepared.bounds
+        if frame.pose is None or bounds is None:
+            eager = refit.refit_bottom_up(tree, frame.triangles, frame.positions)
+            return SphereVolumes(tree, eager=eager)
+        dq_frame = refit_dqs.dqs_frame(frame.pose, tree, rig.bone_rest)
+        positions, tris = frame.positions, frame.triangles
+
+        def refit_nodes(nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            # Leaves: their evaluated triangle's exact ball; inner nodes: the PV bound.
+            leaf = tree.leaf_tri[nodes] >= 0
+            c = np.empty((nodes.size, 3))
+            r = np.empty(nodes.size)
+            c[leaf], r[leaf] = refit.leaf_spheres(tree, tris, positions, nodes[leaf])
+            c[~leaf], r[~leaf] = refit_dqs.refit_on_demand_dqs(tree, bounds, dq_frame, nodes[~leaf])
+            return c, r
+
+        return SphereVolumes(tree, refit_fn=refit_nodes)
+
+
+register(PvSphereTree())
