@@ -16,6 +16,12 @@ class SessionError(ValueError):
     """A user-facing problem; the message says what to do."""
 
 
+class DegeneratePose(SessionError):
+    """Bones of the pose collapse space (zero scale): the frame is not checked, because
+    every squashed triangle touches every other one (millions of pairs; Blender's own
+    BVHTree needs about a minute per frame on MakeHuman)."""
+
+
 @dataclass
 class LiveResult:
     """The last query of a scene: per object, the colliding triangles and the positions
@@ -32,6 +38,7 @@ class LiveResult:
     error: str = ""
     total_pairs: int = -1
     warning: str = ""
+    not_checked: bool = False
 
     @property
     def n_pairs(self) -> int:
@@ -95,10 +102,15 @@ bake and reports); the count is always exact. More pairs than this means a broke
 
 
 def _normalized(p: np.ndarray, same: bool) -> np.ndarray:
-    """(K, 2) int64 pairs, unique rows, each self pair (`same`) as (min, max)."""
-    if same and p.size:
+    """(K, 2) int64 pairs, unique rows in sorted order, each self pair (`same`) as
+    (min, max). Rows are packed into one int64 key (much faster than unique on rows)."""
+    if not p.size:
+        return p.reshape(0, 2)
+    if same:
         p = np.sort(p, axis=1)
-    return np.unique(p, axis=0) if p.size else p.reshape(0, 2)
+    base = int(p.max()) + 1
+    k = np.unique(p[:, 0] * base + p[:, 1])
+    return np.stack([k // base, k % base], axis=1)
 
 
 def _rows_in(p: np.ndarray, known: np.ndarray) -> np.ndarray:
@@ -112,6 +124,8 @@ def _rest_by_pair(scene) -> dict:
     grouped: dict = {}
     for a_id, a, b_id, b in _read_contacts(scene):
         grouped.setdefault((a_id, b_id), []).append((a, b))
+        if a_id != b_id:        # the objects may come in the other order in a query
+            grouped.setdefault((b_id, a_id), []).append((b, a))
     return {k: np.array(v, dtype=np.int64).reshape(-1, 2) for k, v in grouped.items()}
 
 
@@ -235,7 +249,8 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None) -> LiveRe
     Raises SessionError (never another exception type for a user-caused problem): missing
     or changed armature, vertex count changed by modifiers, unreadable data. At most
     `MAX_PAIRS` polygon pairs are kept; `LiveResult.total_pairs` is the exact count and
-    `LiveResult.warning` says why there are so many when bones collapse.
+    `LiveResult.warning` says when the list is capped. A pose whose bones collapse space
+    raises `DegeneratePose` before any work (the frame is not checked).
     """
     s = scene.skin_collide
     try:
@@ -259,6 +274,11 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None) -> LiveRe
             raise SessionError(str(exc)) from None
         poses.append(pose)
         degenerate += [f"{ob.name}: {b}" for b in degenerate_bones(ob, obj, pose)]
+    if degenerate:
+        raise DegeneratePose(
+            "bones scaled to (almost) zero squash the skin (" + ", ".join(degenerate[:4])
+            + (" ..." if len(degenerate) > 4 else "") + f"): frame {scene.frame_current} is "
+            "not checked, since every squashed triangle touches every other; fix the pose")
     mode = "on-demand" if s.refit_mode == "ON_DEMAND" else "bottom-up"
     res = core_scan.query_frame(objects, positions, poses, mode=mode,
                                 self_collision=s.self_collision)
@@ -296,10 +316,6 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None) -> LiveRe
     warning = ""
     if n_polys > MAX_PAIRS:
         warning = f"{n_polys} colliding pairs: only the first {MAX_PAIRS} are kept"
-    if degenerate:
-        warning = ((warning + "; ") if warning else "") + (
-            "bones scaled to (almost) zero squash the skin: " + ", ".join(degenerate[:4])
-            + (" ..." if len(degenerate) > 4 else ""))
     hit_tris = [np.unique(np.concatenate(h)) if h else np.zeros(0, dtype=np.int64)
                 for h in hits]
     result = LiveResult(scene.frame_current, (time.perf_counter() - t0) * 1000.0, names,
@@ -307,6 +323,14 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None) -> LiveRe
                         total_pairs=n_polys, warning=warning)
     _live[scene.name_full] = result
     return result
+
+
+def not_checked(scene, message: str) -> LiveResult:
+    """The result of a frame that was not checked (see `DegeneratePose`): no pairs, the
+    reason in `error`, `not_checked` set."""
+    res = LiveResult(scene.frame_current, 0.0, [], [], [], [], error=message, not_checked=True)
+    _live[scene.name_full] = res
+    return res
 
 
 def record_error(scene, message: str) -> None:

@@ -186,6 +186,11 @@ def stale_reason(ob) -> str:
         return ""
     if ob.mode == "EDIT":
         return f"'{ob.name}' is in Edit Mode: switch to Object Mode"
+    arm = next((m.object for m in ob.modifiers if m.type == "ARMATURE" and m.show_viewport),
+               None)
+    if arm is None:
+        return (f"'{ob.name}' has no armature any more (deleted, or the Armature modifier's "
+                "object is empty): restore it, or rebuild")
     stored = ob.skin_collide.shape
     if stored != state_signature(ob):
         if stored.count(":") == 2 and stored == shape_signature(ob):

@@ -35,14 +35,16 @@ def _record(scene, records) -> int:
     s.frame_counts.clear()
     for frame, res in records:
         item = s.frame_counts.add()
-        item.frame, item.pairs = frame, res.n_pairs
+        item.frame, item.pairs = frame, (-1 if res.not_checked else res.n_pairs)
     names = records[0][1].names if records else []
     frames, room = [], REPORT_MAX_PAIRS
     for f, r in records:
         pairs = r.polygon_pairs[:max(room, 0)]
         room -= len(pairs)
         entry = {"frame": f, "pairs": [list(p) for p in pairs], "ms": round(r.ms, 4)}
-        if len(pairs) < r.n_pairs:
+        if r.not_checked:
+            entry["not_checked"] = r.error
+        elif len(pairs) < r.n_pairs:
             entry["pairs_total"] = r.n_pairs
             entry["truncated"] = True
         frames.append(entry)
@@ -59,10 +61,10 @@ def _record(scene, records) -> int:
     if s.add_markers:
         before = 0
         for frame, res in records:
-            if res.n_pairs and not before:
+            if res.n_pairs > 0 and not before:
                 scene.timeline_markers.new(f"{MARKER_PREFIX}{frame}", frame=frame)
                 episodes += 1
-            before = res.n_pairs
+            before = res.n_pairs > 0
     return episodes
 
 
@@ -104,7 +106,11 @@ class SKINCOLLIDE_OT_scan(TimerSteps, bpy.types.Operator):
         scene = context.scene
         f = self._frames[len(self._records)]
         scene.frame_set(f)
-        res = session.query(scene, context.evaluated_depsgraph_get(), self._meshes, self._objects)
+        try:
+            res = session.query(scene, context.evaluated_depsgraph_get(), self._meshes,
+                                self._objects)
+        except session.DegeneratePose as exc:
+            res = session.not_checked(scene, str(exc))
         self._records.append((f, res))
         return len(self._records) == len(self._frames)
 
@@ -119,9 +125,13 @@ class SKINCOLLIDE_OT_scan(TimerSteps, bpy.types.Operator):
         scene = context.scene
         scene.frame_set(self._start_frame)
         episodes = _record(scene, self._records)
-        n = sum(1 for _, r in self._records if r.n_pairs)
-        self.report({"INFO"}, f"{n} of {len(self._records)} frames collide"
-                              + (f"; {episodes} marker(s) placed" if episodes else ""))
+        n = sum(1 for _, r in self._records if r.n_pairs > 0)
+        skipped = [r for _, r in self._records if r.not_checked]
+        self.report({"WARNING" if skipped else "INFO"},
+                    f"{n} of {len(self._records)} frames collide"
+                    + (f"; {episodes} marker(s) placed" if episodes else "")
+                    + (f"; {len(skipped)} frame(s) not checked: {skipped[0].error}"
+                       if skipped else ""))
 
     def execute(self, context):
         try:

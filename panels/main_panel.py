@@ -69,8 +69,12 @@ class SKINCOLLIDE_PT_main(bpy.types.Panel):
         row.prop(s, "add_markers", text="", icon="MARKER_HLT")
         layout.operator("skin_collide.export_report", icon="EXPORT")
         if len(s.frame_counts):
-            hits = sum(1 for item in s.frame_counts if item.pairs)
+            hits = sum(1 for item in s.frame_counts if item.pairs > 0)
+            skipped = sum(1 for item in s.frame_counts if item.pairs < 0)
             layout.label(text=f"Last scan: {hits} of {len(s.frame_counts)} frames collide")
+            if skipped:
+                layout.label(text=f"{skipped} frame(s) not checked (bones scaled to zero)",
+                             icon="ERROR")
         layout.separator()
         layout.operator("skin_collide.doctor", icon="CHECKMARK")
         if s.last_report:

@@ -10,7 +10,6 @@ import sys
 import bpy
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 import skin_collide  # noqa: E402
 from skin_collide.addon import demo_rig, extract, files, session  # noqa: E402
 
@@ -87,10 +86,41 @@ def check(case, meshes):
         print(f"OK {case} {mode} {len(got)} {len(want)} {got == want}", flush=True)
 
 
+def hostile():
+    """Select Colliding Faces in states where it must report, not crash or raise."""
+    for state in ("nothing_active", "armature_active", "pose_mode", "sculpt_mode",
+                  "armature_deleted", "empty_mesh"):
+        a, b = tubes()
+        arm = extract.modifier_report(a).armature
+        view = bpy.context.view_layer
+        if state == "nothing_active":
+            view.objects.active = None
+        elif state == "armature_active":
+            view.objects.active = arm
+        elif state == "pose_mode":
+            view.objects.active = arm
+            bpy.ops.object.mode_set(mode="POSE")
+        elif state == "sculpt_mode":
+            view.objects.active = a
+            bpy.ops.object.mode_set(mode="SCULPT")
+        elif state == "armature_deleted":
+            view.objects.active = a
+            bpy.data.objects.remove(arm)
+        else:
+            view.objects.active = a
+            a.data.clear_geometry()
+        try:
+            out = bpy.ops.skin_collide.select_colliding()
+        except RuntimeError as exc:
+            out = "Python:" not in str(exc) and "Traceback" not in str(exc)
+        print(f"OK hostile {state} {out} - True", flush=True)
+
+
 def main():
     skin_collide.register()
     check("one_triangle", one_triangle())
     check("tubes", tubes())
+    hostile()
     for path in sys.argv[1:]:
         check(os.path.basename(path), asset(path))
 

@@ -74,6 +74,10 @@ def fresh_pairs(meshes, self_collision=False):
     return out
 
 
+HOSTILE_SELECT = ["nothing_active", "armature_active", "pose_mode", "sculpt_mode",
+                  "armature_deleted", "empty_mesh"]
+
+
 # 1. Crash: selection flags, in a subprocess so that a segfault fails one test only.
 
 @pytest.mark.skipif(inside_blender_binary(), reason="needs the pip bpy in a subprocess")
@@ -82,13 +86,16 @@ def test_select_colliding_faces_never_crashes():
                                        "platformer_enemy.glb")] if ASSETS else []
     proc = subprocess.run([sys.executable, str(REPO / "tests" / "select_faces_script.py"),
                            *assets], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHONPATH": str(REPO.parent)})
+                          env=dict(os.environ))
     lines = [ln.split() for ln in proc.stdout.splitlines() if ln.startswith("OK ")]
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     cases = {ln[1] for ln in lines}
     assert {"one_triangle", "tubes"} <= cases
-    assert len(lines) == 3 * (2 + len(assets))
-    assert all(ln[5] == "True" for ln in lines), lines
+    assert len(lines) == 3 * (2 + len(assets)) + len(HOSTILE_SELECT)
+    assert all(ln[5] == "True" for ln in lines if ln[1] != "hostile"), lines
+    hostile = {ln[2]: ln[3] for ln in lines if ln[1] == "hostile"}
+    assert sorted(hostile) == sorted(HOSTILE_SELECT)
+    assert "traceback" not in proc.stdout.lower() + proc.stderr.lower()
     assert any(int(ln[3]) > 0 for ln in lines if ln[1] == "tubes")
 
 
@@ -309,34 +316,62 @@ def test_rest_contacts_survive_renames_and_another_characters_rebuild(demo):
 
 # 4. Runaway work.
 
-def test_zero_scale_bone_is_capped_and_explained(demo, monkeypatch):
-    from skin_collide.addon import session
-    from skin_collide.operators import scan
+def test_zero_scale_bone_is_explained_not_run_away(demo):
+    """A bone scaled to zero squashes skin to a point: millions of pairs on MakeHuman,
+    about a minute per frame for Blender's own BVHTree (bench/bench_degenerate.py). The
+    frame is not checked, and the message says why, instead of running away."""
+    from skin_collide.addon import overlay, session
 
     a, b = demo
     scene = bpy.context.scene
     scene.skin_collide.self_collision = True
     arm = next(m.object for m in a.modifiers if m.type == "ARMATURE")
+    arm.animation_data_clear()                   # keep the pose on every frame
     bone = arm.pose.bones[2]
     bone.scale = (0.0, 0.0, 0.0)
     bpy.context.view_layer.update()
-    monkeypatch.setattr(session, "MAX_PAIRS", 5)
-    monkeypatch.setattr(scan, "REPORT_MAX_PAIRS", 7)
     res, msg = run_op(bpy.ops.skin_collide.refresh)
-    assert res == {"FINISHED"}
+    assert res == {"CANCELLED"} and bone.name in msg and "not checked" in msg
+    s = scene.skin_collide
+    s.live = True
+    scene.frame_set(2)
     live = session.live_result(scene)
-    assert live.n_pairs > 5 and len(live.polygon_pairs) == 5
-    assert bone.name in live.warning and "only the first 5" in live.warning
-    assert bpy.ops.skin_collide.scan(use_scene_range=False, frame_start=1, frame_end=3) \
+    assert bone.name in live.error and overlay.live_batches(scene)[0].shape[0] == 0
+    s.live = False
+    assert bpy.ops.skin_collide.scan(use_scene_range=False, frame_start=1, frame_end=2) \
         == {"FINISHED"}
     import json
+    report = json.loads(s.report.as_string())
+    assert all(bone.name in f["not_checked"] and not f["pairs"] for f in report["frames"])
+    assert [i.pairs for i in s.frame_counts] == [-1, -1]
+    bone.scale = (1e-8, 1.0, 1.0)                # squashed flat is degenerate too
+    bpy.context.view_layer.update()
+    assert run_op(bpy.ops.skin_collide.refresh)[0] == {"CANCELLED"}
+
+
+def test_pairs_are_capped_with_the_exact_count_kept(demo, monkeypatch):
+    import json
+
+    from skin_collide.addon import session
+    from skin_collide.operators import scan
+
+    a, b = demo
+    scene = bpy.context.scene
+    f = colliding_frame(scene)
+    full = set(session.live_result(scene).polygon_pairs)
+    assert len(full) > 3
+    monkeypatch.setattr(session, "MAX_PAIRS", 2)
+    monkeypatch.setattr(scan, "REPORT_MAX_PAIRS", 3)
+    assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
+    live = session.live_result(scene)
+    assert live.n_pairs == len(full) and len(live.polygon_pairs) == 2
+    assert set(live.polygon_pairs) <= full and "only the first 2" in live.warning
+    assert bpy.ops.skin_collide.scan(use_scene_range=False, frame_start=f, frame_end=f + 2) \
+        == {"FINISHED"}
     report = json.loads(scene.skin_collide.report.as_string())
-    assert sum(len(f["pairs"]) for f in report["frames"]) <= 7
-    assert all(f["pairs_total"] > len(f["pairs"]) for f in report["frames"]
-               if f.get("truncated"))
-    assert "limit" in report
-    counts = [i.pairs for i in scene.skin_collide.frame_counts]
-    assert max(counts) > 5                       # the strip keeps the exact counts
+    assert sum(len(fr["pairs"]) for fr in report["frames"]) <= 3 and "limit" in report
+    assert report["frames"][0]["pairs_total"] == len(full)
+    assert scene.skin_collide.frame_counts[0].pairs == len(full)
 
 
 # 6. State left behind.
@@ -367,8 +402,10 @@ def test_orphaned_data_is_not_saved(demo, tmp_path):
 
 HOSTILE = ["empty scene", "nothing selected", "non-mesh active", "edit mode", "pose mode",
            "weight paint", "armature deleted", "empty mesh", "deleted built mesh"]
-OPS = ["build", "clear", "refresh", "toggle_overlay", "select_colliding", "bake_highlight",
-       "scan", "export_report", "doctor"]
+# select_colliding writes selection flags (crash-prone in bpy 5.0.1): its hostile states
+# run in the subprocess of test_select_colliding_faces_never_crashes.
+OPS = ["build", "clear", "refresh", "toggle_overlay", "bake_highlight", "scan",
+       "export_report", "doctor"]
 
 
 @pytest.mark.parametrize("state", HOSTILE)
@@ -398,6 +435,7 @@ def test_every_operator_under_hostile_states(demo, state, tmp_path):
         a.data.clear_geometry()
     else:
         bpy.data.objects.remove(a)
+    bpy.context.scene.skin_collide.live = True
     for name in OPS:
         op = getattr(bpy.ops.skin_collide, name)
         kw = {"filepath": str(tmp_path / "r.json")} if name == "export_report" else {}
@@ -405,5 +443,6 @@ def test_every_operator_under_hostile_states(demo, state, tmp_path):
             kw = {"use_scene_range": False, "frame_start": 1, "frame_end": 2}
         if op.poll():
             run_op(op, **kw)
-        for f in (0, -10, 10000):
-            scene.frame_set(f) if bpy.context.scene else None
+    scene = bpy.context.scene
+    for f in (0, -10, 10000):          # the frame handler copes with every state
+        scene.frame_set(f)
