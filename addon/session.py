@@ -72,7 +72,8 @@ def participants(scene, context=None) -> list:
 def built(scene, meshes: list, full_check: bool = False) -> list:
     """Meshes with usable built data (raises SessionError when none, or when one is stale).
 
-    The quick check (every frame) compares vertex/face counts and vertex group names;
+    The quick check (every frame) compares `storage.state_signature` (counts, vertex group
+    names, modifiers, shape keys, bones);
     `full_check` also re-reads weights, rest positions and bones (once per scan), which
     catches weight painting since the build.
     """
@@ -82,6 +83,7 @@ def built(scene, meshes: list, full_check: bool = False) -> list:
     if not ready:
         raise SessionError("no collision data yet: press Build first")
     for ob in ready:
+        storage.adopt(ob)
         reason = storage.stale_reason(ob)
         if not reason and full_check:
             try:

@@ -130,6 +130,14 @@ def has_data(ob) -> bool:
     return text is not None and owns(ob, text)
 
 
+def adopt(ob) -> None:
+    """Record `ob`'s current name in the Text it owns (after a rename), so that ownership
+    is decided by one name lookup again instead of a scan of all objects."""
+    text = _text_of(ob)
+    if text is not None and text.get(OWNER_KEY) != ob.name and owns(ob, text):
+        text[OWNER_KEY] = ob.name
+
+
 def uid(ob) -> str:
     """The stable identity of a built object (survives renames, saving and reloading)."""
     text = _text_of(ob)
