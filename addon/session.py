@@ -229,19 +229,21 @@ def _check_rig_matches(ob, obj) -> None:
                            f"is not the one it was built with ({len(names)} bones): rebuild")
 
 
-def degenerate_bones(ob, obj, pose, tol: float = 1e-6) -> list[str]:
-    """Deform bones weighting `ob` whose pose matrix (nearly) collapses space: a zero or
-    near-zero singular value. They squash skin to a point, a line or a plane, which makes
-    almost every triangle touch every other one."""
+def degenerate_bones(ob, obj, pose, tol: float = 1e-3) -> list[str]:
+    """Deform bones weighting `ob` whose pose matrix (nearly) collapses space: a singular
+    value at most `tol` (relative to the rest pose, which is 1). They squash skin to a
+    point, a line, a plane or a millimetre-sized blob, which makes almost every triangle
+    touch every other one."""
     rig = obj.rig
     used = np.zeros(rig.n_bones, dtype=bool)
     if rig.weight_bone.size:
         used[np.unique(rig.weight_bone)] = True
-    if not used.any():
+    if not used.any() or pose.deform.shape[0] != rig.n_bones:
         return []
     lin = pose.deform[used, :3, :3]
     sv = np.linalg.svd(lin, compute_uv=False)                     # (U, 3), descending
-    bad = sv[:, 2] <= tol * np.maximum(sv[:, 0], 1.0)
+    # Blender hands the matrices over in float32: allow its rounding at the threshold.
+    bad = ~np.isfinite(sv).all(axis=1) | (sv[:, 2] <= tol * (1 + 1e-6))
     names = np.array(rig.bone_names, dtype=object)[used]
     return [str(n) for n in names[bad]]
 

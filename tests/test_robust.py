@@ -344,9 +344,13 @@ def test_zero_scale_bone_is_explained_not_run_away(demo):
     report = json.loads(s.report.as_string())
     assert all(bone.name in f["not_checked"] and not f["pairs"] for f in report["frames"])
     assert [i.pairs for i in s.frame_counts] == [-1, -1]
-    bone.scale = (1e-8, 1.0, 1.0)                # squashed flat is degenerate too
+    for scale in ((1e-8, 1.0, 1.0), (1e-3, 1e-3, 1e-3)):   # flat, or a tiny blob
+        bone.scale = scale
+        bpy.context.view_layer.update()
+        assert run_op(bpy.ops.skin_collide.refresh)[0] == {"CANCELLED"}
+    bone.scale = (0.5, 2.0, 1.0)                 # an ordinary scale is checked
     bpy.context.view_layer.update()
-    assert run_op(bpy.ops.skin_collide.refresh)[0] == {"CANCELLED"}
+    assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
 
 
 def test_pairs_are_capped_with_the_exact_count_kept(demo, monkeypatch):
