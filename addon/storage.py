@@ -40,8 +40,7 @@ _cache: dict[str, tuple[str, CollisionObject]] = {}
 # Modifier properties that only change the user interface, never the evaluated mesh.
 _UI_ONLY = {"name", "show_expanded", "is_active", "show_on_cage", "show_in_editmode",
             "is_override_data_local", "use_pin_to_last", "persistent_uid",
-            "execution_time", "show_render", "use_apply_on_spline", "rna_type",
-            "is_override_data_local"}
+            "execution_time", "show_render", "use_apply_on_spline", "rna_type"}
 
 
 def _h(text: str) -> str:
@@ -222,17 +221,14 @@ def clear(ob) -> None:
 
 
 def remove_orphans() -> int:
-    """Remove the data Texts that no object owns any more (deleted or joined-away meshes).
-    Returns how many were removed."""
+    """Remove the data Texts that no object points to any more (deleted or joined-away
+    meshes). A Text that some object still points to is kept, even when its ownership is
+    ambiguous. Returns how many were removed."""
     import bpy
 
-    owned = set()
-    for ob in bpy.data.objects:
-        text = _text_of(ob) if ob.type == "MESH" else None
-        if text is not None and ob.users and owns(ob, text):
-            owned.add(text.name_full)
-    gone = [t for t in bpy.data.texts
-            if t.get(UID_KEY) is not None and t.name_full not in owned]
+    used = {t.name_full for ob in bpy.data.objects if ob.type == "MESH" and ob.users
+            for t in (_text_of(ob),) if t is not None}
+    gone = [t for t in bpy.data.texts if t.get(UID_KEY) is not None and t.name_full not in used]
     for t in gone:
         _cache.pop(t.name_full, None)
         bpy.data.texts.remove(t)

@@ -2,7 +2,7 @@
 add-on (degenerate-pose check and its message) against Blender's own BVHTree on the same
 evaluated frame (FromPolygons on world-space loop triangles + self overlap).
 
-    bash dev python bench/bench_degenerate.py
+    bash dev python bench/bench_degenerate.py [BONE [SCALE]]     (spine03, 0 by default)
 """
 import os
 import sys
@@ -30,7 +30,8 @@ def main():
     bpy.ops.skin_collide.build()
     arm = ob.modifiers[[m.type for m in ob.modifiers].index("ARMATURE")].object
     bone = sys.argv[1] if len(sys.argv) > 1 else "spine03"
-    arm.pose.bones[bone].scale = (0.0, 0.0, 0.0)
+    scale = float(sys.argv[2]) if len(sys.argv) > 2 else 0.0
+    arm.pose.bones[bone].scale = (scale, scale, scale)
     bpy.context.view_layer.update()
     dg = bpy.context.evaluated_depsgraph_get()
     me = ob.evaluated_get(dg).data
@@ -51,7 +52,7 @@ def main():
         msg = str(exc)
     ours = time.perf_counter() - t0
     res = session.live_result(scene)
-    print(f"bone {bone} scale 0: ours {ours:.3f} s, ratio to Blender {ours / ref:.4f}; "
+    print(f"bone {bone} scale {scale}: ours {ours:.3f} s, ratio to Blender {ours / ref:.4f}; "
           f"pairs {res.n_pairs if res else None}; report: {msg!r}")
 
 
