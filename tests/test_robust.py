@@ -450,3 +450,15 @@ def test_every_operator_under_hostile_states(demo, state, tmp_path):
     scene = bpy.context.scene
     for f in (0, -10, 10000):          # the frame handler copes with every state
         scene.frame_set(f)
+
+
+@pytest.mark.skipif(inside_blender_binary(), reason="needs the pip bpy in a subprocess")
+def test_cli_unwritable_output_is_one_line_exit_2(demo, tmp_path):
+    path = tmp_path / "demo.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    res = subprocess.run([sys.executable, "-m", "skin_collide", "scan", str(path), "--frames",
+                          "1:1", "--json", "/proc/skin_collide_scan.json"],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 2, res.stderr[-1500:]
+    assert "Traceback" not in res.stderr
+    assert [ln for ln in res.stderr.splitlines() if ln.startswith("skin_collide: error:")]
