@@ -198,3 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"skin_collide: error: {exc}", file=sys.stderr)
         return 2
+    except (ValueError, OSError) as exc:     # RigError, SessionError, unwritable output
+        print(f"skin_collide: error: {str(exc).splitlines()[0] if str(exc) else exc!r}",
+              file=sys.stderr)
+        return 2

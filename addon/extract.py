@@ -135,7 +135,11 @@ def read_topology(me):
     int32, and the polygon loops: poly_ptr (P + 1,) int64, poly_verts (L,) int32."""
     V = len(me.vertices)
     pos = np.empty(V * 3, dtype=np.float32)
-    me.attributes["position"].data.foreach_get("vector", pos)
+    attr = me.attributes.get("position")
+    if attr is not None:
+        attr.data.foreach_get("vector", pos)
+    elif V:
+        me.vertices.foreach_get("co", pos)
     tris, poly = read_loop_triangles(me)
     poly_ptr, poly_verts = read_polygons(me)
     return pos.reshape(V, 3).astype(np.float64), tris, poly, poly_ptr, poly_verts
@@ -178,7 +182,14 @@ def rig_from_object(ob) -> Rig:
     if report.armature is None:
         raise RigError(f"mesh '{ob.name}' has no Armature modifier with an armature object; "
                        "add one (Ctrl+P > With Automatic Weights) before building")
+    if ob.mode == "EDIT":
+        raise RigError(f"'{ob.name}' is in Edit Mode: switch to Object Mode first")
+    if len(ob.data.vertices) == 0:
+        raise RigError(f"mesh '{ob.name}' has no vertices")
     arm_ob = report.armature
+    if arm_ob.type != "ARMATURE":
+        raise RigError(f"the Armature modifier of '{ob.name}' points to '{arm_ob.name}', "
+                       "which is not an armature")
     mod = report.armature_modifier
     names, index, parents, rest_mats, deform = _bone_arrays(arm_ob)
     rest, tris, poly, poly_ptr, poly_verts = read_topology(ob.data)

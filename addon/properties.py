@@ -16,6 +16,8 @@ class SKINCOLLIDE_PG_object(bpy.types.PropertyGroup):
 
     data: bpy.props.PointerProperty(type=bpy.types.Text, name="Collision Data")
     signature: bpy.props.StringProperty(name="Rig Signature")
+    uid: bpy.props.StringProperty(name="Identity", description="Stable id of the built "
+                                  "data (kept through renames; a copy gets its own on build)")
     shape: bpy.props.StringProperty(name="Shape Signature")
 
 

@@ -5,7 +5,7 @@ import bpy
 
 from ..addon import extract, session, storage
 from ..core import scan as core_scan
-from .stepping import TimerSteps, object_mode_poll
+from .stepping import TimerSteps, guard_operators, object_mode_poll
 
 
 class SKINCOLLIDE_OT_build(TimerSteps, bpy.types.Operator):
@@ -100,14 +100,24 @@ class SKINCOLLIDE_OT_clear(bpy.types.Operator):
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         built = [ob for ob in meshes if storage.has_data(ob)]
+        copies = [ob for ob in meshes if ob.skin_collide.data is not None and ob not in built]
+        for ob in copies:                   # Shift+D copies: forget the shared pointer only
+            storage.clear(ob)
+        if not built and copies:
+            self.report({"INFO"}, f"Cleared {len(copies)} mesh(es) that only shared another "
+                                  "mesh's data")
+            return {"FINISHED"}
         if not built:
             self.report({"ERROR"}, "the chosen meshes have no collision data")
             return {"CANCELLED"}
+        gone = {storage.uid(ob) for ob in built} - {""}
         for ob in built:
             storage.clear(ob)
+        session.forget_contacts(gone)
         session.forget(context.scene)
         self.report({"INFO"}, f"Cleared the collision data of {len(built)} mesh(es)")
         return {"FINISHED"}
 
 
 CLASSES = (SKINCOLLIDE_OT_build, SKINCOLLIDE_OT_clear)
+guard_operators(CLASSES)

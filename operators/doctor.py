@@ -4,6 +4,7 @@ from __future__ import annotations
 import bpy
 
 from ..addon import doctor, extract
+from .stepping import guard_operators
 
 
 class SKINCOLLIDE_OT_doctor(bpy.types.Operator):
@@ -24,14 +25,14 @@ class SKINCOLLIDE_OT_doctor(bpy.types.Operator):
 
     def execute(self, context):
         ob = context.active_object
+        scene = context.scene
+        frame = scene.frame_current
         try:
             rep = doctor.describe(ob)
+            doctor.measure_deviation(scene, ob, rep, [frame])
         except extract.RigError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        scene = context.scene
-        frame = scene.frame_current
-        doctor.measure_deviation(scene, ob, rep, [frame])
         facts = dict(rep.facts)
         summary = (f"{rep.name}: {facts['vertices']} vertices, {facts['triangles']}, "
                    f"refit {facts['refit']}, deviation {rep.max_deviation:.2e} at frame {frame}")
@@ -41,3 +42,4 @@ class SKINCOLLIDE_OT_doctor(bpy.types.Operator):
 
 
 CLASSES = (SKINCOLLIDE_OT_doctor,)
+guard_operators(CLASSES)

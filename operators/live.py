@@ -4,7 +4,8 @@ from __future__ import annotations
 import bpy
 import numpy as np
 
-from ..addon import session, storage
+from ..addon import extract, session, storage
+from .stepping import guard_operators
 
 
 def _built_meshes(scene):
@@ -17,10 +18,13 @@ def _query_now(op, context):
     `op` and return None."""
     scene = context.scene
     try:
-        return session.query(scene, context.evaluated_depsgraph_get(), _built_meshes(scene))
-    except session.SessionError as exc:
+        res = session.query(scene, context.evaluated_depsgraph_get(), _built_meshes(scene))
+    except (session.SessionError, extract.RigError, ValueError) as exc:
         op.report({"ERROR"}, str(exc))
         return None
+    if res.warning:
+        op.report({"WARNING"}, res.warning)
+    return res
 
 
 def _any_built_poll(cls, context) -> bool:
@@ -61,6 +65,9 @@ class SKINCOLLIDE_OT_toggle_overlay(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
+        scene = context.scene
+        if scene is not None and scene.skin_collide.live:
+            return True                     # turning off must always be possible
         return _any_built_poll(cls, context)
 
     def execute(self, context):
@@ -100,44 +107,77 @@ class SKINCOLLIDE_OT_select_colliding(bpy.types.Operator):
     def execute(self, context):
         ob = context.active_object
         mode = ob.mode
+        if mode not in {"OBJECT", "EDIT", "WEIGHT_PAINT"}:
+            self.report({"ERROR"}, "Select Colliding Faces works in Object, Edit or Weight "
+                                   "Paint mode")
+            return {"CANCELLED"}
         # Edit Mode evaluates to an edit-mesh wrapper: query from Object Mode.
         if mode == "EDIT":
             bpy.ops.object.mode_set(mode="OBJECT")
-        res = _query_now(self, context)
-        if res is None:
+        try:
+            res = _query_now(self, context)
+            if res is None:
+                return {"CANCELLED"}
+            polys = {pa for a, pa, b, pb in res.polygon_pairs if a == ob.name}
+            polys |= {pb for a, pa, b, pb in res.polygon_pairs if b == ob.name}
             if mode == "EDIT":
+                select_faces_edit_mode(context, ob, polys)
+            else:
+                select_faces(ob.data, polys)
+        finally:
+            if mode == "EDIT" and ob.mode != "EDIT":
                 bpy.ops.object.mode_set(mode="EDIT")
-            return {"CANCELLED"}
-        polys = {pa for a, pa, b, pb in res.polygon_pairs if a == ob.name}
-        polys |= {pb for a, pa, b, pb in res.polygon_pairs if b == ob.name}
-        me = ob.data
-        sel = np.zeros(len(me.polygons), dtype=bool)
-        sel[list(polys)] = True
-        # Vertices and edges follow the faces, or Edit Mode would re-derive the faces.
-        loop_start = np.zeros(len(me.polygons), dtype=np.int32)
-        loop_total = np.zeros(len(me.polygons), dtype=np.int32)
-        me.polygons.foreach_get("loop_start", loop_start)
-        me.polygons.foreach_get("loop_total", loop_total)
-        loop_vert = np.zeros(len(me.loops), dtype=np.int32)
-        loop_edge = np.zeros(len(me.loops), dtype=np.int32)
-        me.loops.foreach_get("vertex_index", loop_vert)
-        me.loops.foreach_get("edge_index", loop_edge)
-        loop_sel = np.repeat(sel, loop_total)
-        vsel = np.zeros(len(me.vertices), dtype=bool)
-        vsel[loop_vert[loop_sel]] = True
-        esel = np.zeros(len(me.edges), dtype=bool)
-        esel[loop_edge[loop_sel]] = True
-        me.vertices.foreach_set("select", vsel)
-        me.edges.foreach_set("select", esel)
-        me.polygons.foreach_set("select", sel)
-        if mode == "EDIT":
-            context.tool_settings.mesh_select_mode = (False, False, True)
-            bpy.ops.object.mode_set(mode="EDIT")
-        elif mode == "WEIGHT_PAINT":
-            me.use_paint_mask = True
-        me.update()
-        self.report({"INFO"}, f"Selected {len(polys)} colliding face(s) of '{ob.name}'")
+        capped = " (capped)" if res.n_pairs > len(res.polygon_pairs) else ""
+        hint = ""
+        if mode == "WEIGHT_PAINT" and not ob.data.use_paint_mask:
+            # Not switched on here: toggling the mask from a script crashes bpy 5.0.1 on
+            # script-made meshes when leaving Weight Paint.
+            hint = "; turn on the Face Selection Mask to paint only them"
+        self.report({"INFO"}, f"Selected {len(polys)} colliding face(s) of '{ob.name}'"
+                              f"{capped}{hint}")
         return {"FINISHED"}
+
+
+
+def select_faces(me, polys) -> None:
+    """Select exactly the faces `polys` of mesh `me` (Object or Weight Paint mode), with
+    their vertices; edges are derived by Blender's own flush in `Mesh.update`.
+
+    Never writes the edges' select flags: `edges.foreach_set("select", ...)` crashes bpy
+    5.0.1 on script-made and some loaded meshes; faces and vertices are safe.
+    """
+    sel = np.zeros(len(me.polygons), dtype=bool)
+    idx = np.fromiter(polys, dtype=np.int64, count=len(polys))
+    sel[idx] = True
+    loop_total = np.zeros(len(me.polygons), dtype=np.int32)
+    me.polygons.foreach_get("loop_total", loop_total)
+    loop_vert = np.zeros(len(me.loops), dtype=np.int32)
+    me.loops.foreach_get("vertex_index", loop_vert)
+    vsel = np.zeros(len(me.vertices), dtype=bool)
+    vsel[loop_vert[np.repeat(sel, loop_total)]] = True
+    me.vertices.foreach_set("select", vsel)
+    me.polygons.foreach_set("select", sel)
+    me.update()
+
+
+def select_faces_edit_mode(context, ob, polys) -> None:
+    """Enter Edit Mode on `ob` and select exactly the faces `polys` through bmesh, the way
+    Blender's face select does (flushing to edges and vertices)."""
+    import bmesh
+
+    bpy.ops.object.mode_set(mode="EDIT")
+    context.tool_settings.mesh_select_mode = (False, False, True)
+    me = ob.data
+    bpy.ops.mesh.select_all(action="DESELECT")
+    bm = bmesh.from_edit_mesh(me)
+    bm.faces.ensure_lookup_table()
+    n = len(bm.faces)
+    for i in sorted(polys):
+        if 0 <= i < n:
+            bm.faces[i].select_set(True)
+    bm.select_mode = {"FACE"}
+    bm.select_flush_mode()
+    bmesh.update_edit_mesh(me, loop_triangles=False, destructive=False)
 
 
 CLASSES = (SKINCOLLIDE_OT_refresh, SKINCOLLIDE_OT_toggle_overlay, SKINCOLLIDE_OT_select_colliding)
@@ -166,7 +206,9 @@ class SKINCOLLIDE_OT_bake_highlight(bpy.types.Operator):
         if res is None:
             return {"CANCELLED"}
         total = 0
-        for ob in (scene.objects[name] for name in res.names):
+        for ob in (scene.objects.get(name) for name in res.names):
+            if ob is None:
+                continue
             faces = {pa for a, pa, b, pb in res.polygon_pairs if a == ob.name}
             faces |= {pb for a, pa, b, pb in res.polygon_pairs if b == ob.name}
             total += bake.write_attribute(ob, faces)
@@ -176,3 +218,4 @@ class SKINCOLLIDE_OT_bake_highlight(bpy.types.Operator):
 
 
 CLASSES = CLASSES + (SKINCOLLIDE_OT_bake_highlight,)
+guard_operators(CLASSES)

@@ -8,10 +8,24 @@ import os
 import bpy
 from bpy_extras.io_utils import ExportHelper
 
-from ..addon import session, storage
-from .stepping import TimerSteps, object_mode_poll
+from ..addon import extract, session, storage
+from .stepping import TimerSteps, guard_operators, object_mode_poll
 
 MARKER_PREFIX = "collide "
+REPORT_MAX_PAIRS = 100_000
+"""At most this many polygon pairs go into the stored report in all (later frames keep
+their exact count, `"pairs_total"`, with `"truncated": true`); per frame at most
+`session.MAX_PAIRS`."""
+
+
+def report_text(report: dict) -> str:
+    """The report as JSON with one frame per line (Blender's Text is slow on one huge
+    line); `json.loads` reads it back as the same dict."""
+    head = json.dumps({"objects": report["objects"]})[:-1]
+    frames = ",\n".join(json.dumps(f) for f in report["frames"])
+    extra = "".join(f", {json.dumps(k)}: {json.dumps(v)}" for k, v in report.items()
+                    if k not in ("objects", "frames"))
+    return f'{head}, "frames": [\n{frames}\n]{extra}}}\n'
 
 
 def _record(scene, records) -> int:
@@ -21,24 +35,36 @@ def _record(scene, records) -> int:
     s.frame_counts.clear()
     for frame, res in records:
         item = s.frame_counts.add()
-        item.frame, item.pairs = frame, res.n_pairs
+        item.frame, item.pairs = frame, (-1 if res.not_checked else res.n_pairs)
     names = records[0][1].names if records else []
-    report = {"objects": names,
-              "frames": [{"frame": f, "pairs": [list(p) for p in r.polygon_pairs],
-                          "ms": round(r.ms, 4)} for f, r in records]}
+    frames, room = [], REPORT_MAX_PAIRS
+    for f, r in records:
+        pairs = r.polygon_pairs[:max(room, 0)]
+        room -= len(pairs)
+        entry = {"frame": f, "pairs": [list(p) for p in pairs], "ms": round(r.ms, 4)}
+        if r.not_checked:
+            entry["not_checked"] = r.error
+        elif len(pairs) < r.n_pairs:
+            entry["pairs_total"] = r.n_pairs
+            entry["truncated"] = True
+        frames.append(entry)
+    report = {"objects": names, "frames": frames}
+    if any(fr.get("truncated") for fr in frames):
+        report["limit"] = (f"at most {session.MAX_PAIRS} pairs per frame and "
+                           f"{REPORT_MAX_PAIRS} in all are listed")
     if s.report is None:
         s.report = bpy.data.texts.new(storage.TEXT_PREFIX + "report.json")
-    s.report.from_string(json.dumps(report))
+    s.report.from_string(report_text(report))
     for m in [m for m in scene.timeline_markers if m.name.startswith(MARKER_PREFIX)]:
         scene.timeline_markers.remove(m)
     episodes = 0
     if s.add_markers:
         before = 0
         for frame, res in records:
-            if res.n_pairs and not before:
+            if res.n_pairs > 0 and not before:
                 scene.timeline_markers.new(f"{MARKER_PREFIX}{frame}", frame=frame)
                 episodes += 1
-            before = res.n_pairs
+            before = res.n_pairs > 0
     return episodes
 
 
@@ -77,20 +103,32 @@ class SKINCOLLIDE_OT_scan(TimerSteps, bpy.types.Operator):
         scene = context.scene
         f = self._frames[len(self._records)]
         scene.frame_set(f)
-        res = session.query(scene, context.evaluated_depsgraph_get(), self._meshes, self._objects)
+        try:
+            res = session.query(scene, context.evaluated_depsgraph_get(), self._meshes,
+                                self._objects)
+        except session.DegeneratePose as exc:
+            res = session.not_checked(scene, str(exc))
         self._records.append((f, res))
         return len(self._records) == len(self._frames)
 
     def _cancel(self, context) -> None:
         context.scene.frame_set(self._start_frame)
 
+    def _on_failure(self, context) -> None:
+        if hasattr(self, "_start_frame"):
+            context.scene.frame_set(self._start_frame)
+
     def _finish(self, context):
         scene = context.scene
         scene.frame_set(self._start_frame)
         episodes = _record(scene, self._records)
-        n = sum(1 for _, r in self._records if r.n_pairs)
-        self.report({"INFO"}, f"{n} of {len(self._records)} frames collide"
-                              + (f"; {episodes} marker(s) placed" if episodes else ""))
+        n = sum(1 for _, r in self._records if r.n_pairs > 0)
+        skipped = [r for _, r in self._records if r.not_checked]
+        self.report({"WARNING" if skipped else "INFO"},
+                    f"{n} of {len(self._records)} frames collide"
+                    + (f"; {episodes} marker(s) placed" if episodes else "")
+                    + (f"; {len(skipped)} frame(s) not checked: {skipped[0].error}"
+                       if skipped else ""))
 
     def execute(self, context):
         try:
@@ -103,7 +141,7 @@ class SKINCOLLIDE_OT_scan(TimerSteps, bpy.types.Operator):
                     wm.progress_update(len(self._records))
             finally:
                 wm.progress_end()
-        except session.SessionError as exc:
+        except (session.SessionError, extract.RigError, ValueError) as exc:
             if hasattr(self, "_start_frame"):
                 context.scene.frame_set(self._start_frame)
             self.report({"ERROR"}, str(exc))
@@ -116,7 +154,7 @@ class SKINCOLLIDE_OT_scan(TimerSteps, bpy.types.Operator):
             return self.execute(context)
         try:
             self._setup(context)
-        except session.SessionError as exc:
+        except (session.SessionError, extract.RigError, ValueError) as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         return self._begin_steps(context, len(self._frames))
@@ -142,24 +180,53 @@ class SKINCOLLIDE_OT_export_report(bpy.types.Operator, ExportHelper):
         return False
 
     def execute(self, context):
-        report = json.loads(context.scene.skin_collide.report.as_string())
-        path = self.filepath
-        folder = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(folder):
-            self.report({"ERROR"}, f"no such folder: {folder}")
+        try:
+            path = resolve_output_path(self.filepath)
+        except ValueError as exc:
+            self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        if path.lower().endswith(".csv"):
-            with open(path, "w", newline="") as fh:
-                w = csv.writer(fh)
-                w.writerow(["frame", "object_a", "polygon_a", "object_b", "polygon_b", "ms"])
-                for fr in report["frames"]:
-                    for a, pa, b, pb in fr["pairs"]:
-                        w.writerow([fr["frame"], a, pa, b, pb, fr["ms"]])
-        else:
-            with open(path, "w") as fh:
-                json.dump(report, fh, indent=1)
+        try:
+            report = json.loads(context.scene.skin_collide.report.as_string())
+        except ValueError:
+            self.report({"ERROR"}, "the last scan's report cannot be read: scan again")
+            return {"CANCELLED"}
+        try:
+            if path.lower().endswith(".csv"):
+                with open(path, "w", newline="", encoding="utf-8") as fh:
+                    w = csv.writer(fh)
+                    w.writerow(["frame", "object_a", "polygon_a", "object_b", "polygon_b", "ms"])
+                    for fr in report["frames"]:
+                        for a, pa, b, pb in fr["pairs"]:
+                            w.writerow([fr["frame"], a, pa, b, pb, fr["ms"]])
+            else:
+                with open(path, "w", encoding="utf-8") as fh:
+                    json.dump(report, fh, indent=1)
+        except OSError as exc:
+            self.report({"ERROR"}, f"cannot write {path}: {exc.strerror or exc}")
+            return {"CANCELLED"}
         self.report({"INFO"}, f"Wrote {path}")
         return {"FINISHED"}
 
 
+def resolve_output_path(filepath: str) -> str:
+    """The absolute path to write, or ValueError with a one-line reason: empty, relative
+    ('//') in a never-saved file (Blender's exporters refuse those too), a folder, or a
+    missing folder."""
+    if not filepath or not filepath.strip():
+        raise ValueError("no file name given")
+    if filepath.startswith("//"):
+        if not bpy.data.filepath:
+            raise ValueError(f"'{filepath}' is relative to the .blend file: save the file "
+                             "first, or choose an absolute path")
+        filepath = bpy.path.abspath(filepath)
+    path = os.path.abspath(filepath)
+    if os.path.isdir(path) or filepath.endswith(("/", os.sep)):
+        raise ValueError(f"{path} is a folder: give a file name")
+    folder = os.path.dirname(path)
+    if not os.path.isdir(folder):
+        raise ValueError(f"no such folder: {folder}")
+    return path
+
+
 CLASSES = (SKINCOLLIDE_OT_scan, SKINCOLLIDE_OT_export_report)
+guard_operators(CLASSES)

@@ -43,10 +43,11 @@ class TimerSteps:
             return {"PASS_THROUGH"}
         try:
             done = self._step(context)
-        except ValueError as exc:        # SessionError and RigError are ValueErrors
+        except Exception as exc:  # noqa: BLE001 - SessionError/RigError, or a bug: report it
             self._end_steps(context)
             self._cancel(context)
-            self.report({"ERROR"}, str(exc))
+            msg = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+            self.report({"ERROR"}, msg.splitlines()[0] if msg else "failed")
             return {"CANCELLED"}
         self._steps_done += 1
         context.window_manager.progress_update(self._steps_done)
@@ -55,3 +56,52 @@ class TimerSteps:
             self._finish(context)
             return {"FINISHED"}
         return {"RUNNING_MODAL"}
+
+
+def _report_failure(op, context, exc) -> set:
+    first = (str(exc).strip().splitlines() or [""])[0]
+    op.report({"ERROR"}, f"{op.bl_label} failed: {first or type(exc).__name__}")
+    cleanup = getattr(op, "_on_failure", None)
+    if cleanup is not None:
+        try:
+            cleanup(context)
+        except Exception:  # noqa: BLE001
+            pass
+    return {"CANCELLED"}
+
+
+def guarded(method):
+    """Wrap an operator's execute (self, context) or invoke/modal (self, context, event) so
+    that no unexpected Python exception escapes: it becomes a one-line error report and
+    CANCELLED. The operators change the scene only after every check and computation has
+    succeeded, so a failure before that point leaves the scene unchanged. (Blender checks
+    the argument count of these methods, so each arity gets its own wrapper.)"""
+    import functools
+
+    if method.__code__.co_argcount == 2:
+        @functools.wraps(method)
+        def wrapper(self, context):
+            try:
+                return method(self, context)
+            except Exception as exc:  # noqa: BLE001 - the one place that turns bugs into reports
+                return _report_failure(self, context, exc)
+    else:
+        @functools.wraps(method)
+        def wrapper(self, context, event):
+            try:
+                return method(self, context, event)
+            except Exception as exc:  # noqa: BLE001
+                return _report_failure(self, context, exc)
+    return wrapper
+
+
+def guard_operators(classes) -> None:
+    """Apply `guarded` to execute, invoke and modal of every operator class in `classes`
+    (those the class itself defines or inherits)."""
+    for cls in classes:
+        for name in ("execute", "invoke", "modal"):
+            fn = getattr(cls, name, None)
+            if fn is not None and not getattr(fn, "_skin_collide_guarded", False):
+                g = guarded(fn)
+                g._skin_collide_guarded = True
+                setattr(cls, name, g)

@@ -31,7 +31,8 @@ class SKINCOLLIDE_PT_main(bpy.types.Panel):
                 reason = storage.stale_reason(ob)
                 box.label(text=ob.name, icon="ERROR" if reason else "CHECKMARK")
                 if reason:
-                    box.label(text="changed since build: rebuild")
+                    box.label(text=("in Edit Mode" if ob.mode == "EDIT"
+                                    else "changed since build: rebuild"))
         else:
             box.label(text="No collision data yet", icon="INFO")
         layout.prop(s, "self_collision")
@@ -54,6 +55,11 @@ class SKINCOLLIDE_PT_main(bpy.types.Panel):
             else:
                 layout.label(text=f"Frame {res.frame}: {res.n_pairs} pairs, {res.ms:.1f} ms",
                              icon="MOD_PHYSICS" if res.n_pairs else "CHECKMARK")
+                if res.n_pairs > len(res.polygon_pairs):
+                    layout.label(text=f"showing the first {session.MAX_PAIRS} pairs only",
+                                 icon="INFO")
+                if res.warning:
+                    layout.label(text=res.warning, icon="ERROR")
         row = layout.row(align=True)
         row.operator("skin_collide.select_colliding", icon="RESTRICT_SELECT_OFF")
         row.operator("skin_collide.bake_highlight", text="", icon="BRUSH_DATA")
@@ -63,8 +69,12 @@ class SKINCOLLIDE_PT_main(bpy.types.Panel):
         row.prop(s, "add_markers", text="", icon="MARKER_HLT")
         layout.operator("skin_collide.export_report", icon="EXPORT")
         if len(s.frame_counts):
-            hits = sum(1 for item in s.frame_counts if item.pairs)
+            hits = sum(1 for item in s.frame_counts if item.pairs > 0)
+            skipped = sum(1 for item in s.frame_counts if item.pairs < 0)
             layout.label(text=f"Last scan: {hits} of {len(s.frame_counts)} frames collide")
+            if skipped:
+                layout.label(text=f"{skipped} frame(s) not checked (bones scaled to zero)",
+                             icon="ERROR")
         layout.separator()
         layout.operator("skin_collide.doctor", icon="CHECKMARK")
         if s.last_report:

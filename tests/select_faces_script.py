@@ -1,0 +1,128 @@
+"""Run by tests/test_robust.py in a subprocess (selection flags have crashed bpy 5.0.1):
+Select Colliding Faces in Object, Weight Paint and Edit Mode on generated meshes and on the
+shared assets given on the command line. Prints one line per case:
+``OK <case> <mode> <selected> <expected>``; a crash shows as a missing line and a non-zero
+exit code."""
+import math
+import os
+import sys
+
+import bpy
+import numpy as np
+
+import skin_collide  # noqa: E402
+from skin_collide.addon import demo_rig, extract, files, session  # noqa: E402
+
+
+def one_triangle():
+    """A one-triangle mesh made by script (from_pydata), skinned to a one-bone armature,
+    plus a second triangle object through it so that something collides."""
+    bpy.ops.wm.read_homefile(use_empty=True)
+    arm_data = bpy.data.armatures.new("Rig")
+    arm = bpy.data.objects.new("Rig", arm_data)
+    bpy.context.scene.collection.objects.link(arm)
+    bpy.context.view_layer.objects.active = arm
+    bpy.ops.object.mode_set(mode="EDIT")
+    eb = arm_data.edit_bones.new("b")
+    eb.head, eb.tail = (0, 0, 0), (0, 0, 1)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    out = []
+    for name, verts in (("Tri", [(0, 0, 0), (1, 0, 0), (0, 1, 0)]),
+                        ("Tri2", [(0.2, 0.2, -0.5), (0.3, 0.2, 0.5), (0.2, 0.3, 0.5)])):
+        me = bpy.data.meshes.new(name)
+        me.from_pydata(verts, [], [(0, 1, 2)])
+        ob = bpy.data.objects.new(name, me)
+        bpy.context.scene.collection.objects.link(ob)
+        ob.vertex_groups.new(name="b").add([0, 1, 2], 1.0, "REPLACE")
+        mod = ob.modifiers.new("Armature", "ARMATURE")
+        mod.object = arm
+        out.append(ob)
+    return out
+
+
+def tubes():
+    a, b = demo_rig.build_demo_scene(rings=16, segments=10, frames=24)
+    for ob in bpy.context.scene.objects:
+        ob.select_set(ob in (a, b))
+    bpy.ops.skin_collide.build()
+    for f in range(8, 25):              # the first frame where the tubes collide
+        bpy.context.scene.frame_set(f)
+        bpy.ops.skin_collide.refresh()
+        if session.live_result(bpy.context.scene).n_pairs:
+            break
+    return [a, b]
+
+
+def asset(path):
+    files.load_file(path)
+    scene = bpy.context.scene
+    meshes = extract.skinned_meshes(scene)[:1]
+    scene.skin_collide.self_collision = True
+    arm = extract.modifier_report(meshes[0]).armature
+    ad = arm.animation_data
+    if ad is not None and ad.action is not None:
+        a, b = (int(x) for x in ad.action.frame_range)
+        scene.frame_set((a + b) // 2)
+    return meshes
+
+
+def check(case, meshes):
+    for ob in bpy.context.scene.objects:
+        ob.select_set(ob in meshes)
+    ob = meshes[0]
+    bpy.context.view_layer.objects.active = ob
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    for mode in ("OBJECT", "WEIGHT_PAINT", "EDIT"):
+        bpy.ops.object.mode_set(mode=mode)
+        assert bpy.ops.skin_collide.select_colliding() == {"FINISHED"}
+        res = session.live_result(bpy.context.scene)
+        want = {pa for a, pa, b, pb in res.polygon_pairs if a == ob.name}
+        want |= {pb for a, pa, b, pb in res.polygon_pairs if b == ob.name}
+        assert ob.mode == mode
+        bpy.ops.object.mode_set(mode="OBJECT")
+        sel = np.zeros(len(ob.data.polygons), bool)
+        ob.data.polygons.foreach_get("select", sel)
+        got = set(np.nonzero(sel)[0].tolist())
+        print(f"OK {case} {mode} {len(got)} {len(want)} {got == want}", flush=True)
+
+
+def hostile():
+    """Select Colliding Faces in states where it must report, not crash or raise."""
+    for state in ("nothing_active", "armature_active", "pose_mode", "sculpt_mode",
+                  "armature_deleted", "empty_mesh"):
+        a, b = tubes()
+        arm = extract.modifier_report(a).armature
+        view = bpy.context.view_layer
+        if state == "nothing_active":
+            view.objects.active = None
+        elif state == "armature_active":
+            view.objects.active = arm
+        elif state == "pose_mode":
+            view.objects.active = arm
+            bpy.ops.object.mode_set(mode="POSE")
+        elif state == "sculpt_mode":
+            view.objects.active = a
+            bpy.ops.object.mode_set(mode="SCULPT")
+        elif state == "armature_deleted":
+            view.objects.active = a
+            bpy.data.objects.remove(arm)
+        else:
+            view.objects.active = a
+            a.data.clear_geometry()
+        try:
+            out = bpy.ops.skin_collide.select_colliding()
+        except RuntimeError as exc:
+            out = "Python:" not in str(exc) and "Traceback" not in str(exc)
+        print(f"OK hostile {state} {out} - True", flush=True)
+
+
+def main():
+    skin_collide.register()
+    check("one_triangle", one_triangle())
+    check("tubes", tubes())
+    hostile()
+    for path in sys.argv[1:]:
+        check(os.path.basename(path), asset(path))
+
+
+main()

@@ -1,0 +1,464 @@
+"""Issue 16: the artist's session never crashes and never lies. Every operator, the frame
+handler and the export under hostile states; staleness after every kind of change;
+duplicates, renames, caps, paths and orphaned data."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import ASSETS, inside_blender_binary
+
+pytestmark = pytest.mark.blender
+bpy = pytest.importorskip("bpy")
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def addon():
+    import skin_collide
+
+    skin_collide.register()
+    yield
+    skin_collide.unregister()
+
+
+@pytest.fixture
+def demo():
+    """The two generated characters, selected and built."""
+    from skin_collide.addon import demo_rig
+
+    a, b = demo_rig.build_demo_scene(rings=16, segments=10, frames=24)
+    for ob in (a, b):
+        ob.select_set(True)
+    bpy.context.view_layer.objects.active = a
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    yield a, b
+    bpy.ops.wm.read_homefile(use_empty=True)
+
+
+def run_op(op, **kw):
+    """Call an operator; return (result, error message). A Python exception that escaped
+    the operator shows up as 'Python:'/'Traceback' in the RuntimeError: fail on it."""
+    try:
+        return op(**kw), ""
+    except RuntimeError as exc:
+        msg = str(exc)
+        assert "Traceback" not in msg and "Python:" not in msg, msg
+        assert msg.count("\n") <= 1, msg
+        return {"CANCELLED"}, msg
+
+
+def colliding_frame(scene):
+    for f in range(8, 25):
+        scene.frame_set(f)
+        bpy.ops.skin_collide.refresh()
+        from skin_collide.addon import session
+        if session.live_result(scene).n_pairs:
+            return f
+    raise AssertionError("the demo tubes never collide")
+
+
+def fresh_pairs(meshes, self_collision=False):
+    """Pairs from a fresh build of the current state, and Blender's own BVHTree answer."""
+    from skin_collide.addon import scanner
+
+    out = []
+    for mode in ("on-demand", "rebuild"):
+        sc = scanner.Scanner(meshes, mode=mode, self_collision=self_collision)
+        pos, poses = sc.evaluate(bpy.context.evaluated_depsgraph_get())
+        out.append(set(sc.polygon_pairs(sc.query(pos, poses)[0])))
+    return out
+
+
+HOSTILE_SELECT = ["nothing_active", "armature_active", "pose_mode", "sculpt_mode",
+                  "armature_deleted", "empty_mesh"]
+
+
+# 1. Crash: selection flags, in a subprocess so that a segfault fails one test only.
+
+@pytest.mark.skipif(inside_blender_binary(), reason="needs the pip bpy in a subprocess")
+def test_select_colliding_faces_never_crashes():
+    assets = [str(ASSETS / n) for n in ("makehuman_default.blend", "cesium_man.glb",
+                                       "platformer_enemy.glb")] if ASSETS else []
+    proc = subprocess.run([sys.executable, str(REPO / "tests" / "select_faces_script.py"),
+                           *assets], capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ))
+    lines = [ln.split() for ln in proc.stdout.splitlines() if ln.startswith("OK ")]
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    cases = {ln[1] for ln in lines}
+    assert {"one_triangle", "tubes"} <= cases
+    assert len(lines) == 3 * (2 + len(assets)) + len(HOSTILE_SELECT)
+    assert all(ln[5] == "True" for ln in lines if ln[1] != "hostile"), lines
+    hostile = {ln[2]: ln[3] for ln in lines if ln[1] == "hostile"}
+    assert sorted(hostile) == sorted(HOSTILE_SELECT)
+    assert "traceback" not in proc.stdout.lower() + proc.stderr.lower()
+    assert any(int(ln[3]) > 0 for ln in lines if ln[1] == "tubes")
+
+
+# 2. Tracebacks instead of reports.
+
+def test_check_in_edit_mode_and_on_an_empty_mesh(demo):
+    a, b = demo
+    bpy.ops.object.mode_set(mode="EDIT")
+    res, msg = run_op(bpy.ops.skin_collide.doctor)
+    assert res == {"CANCELLED"} and "Object Mode" in msg
+    bpy.ops.object.mode_set(mode="OBJECT")
+    # A mesh with no vertices but an armature modifier.
+    me = bpy.data.meshes.new("empty")
+    empty = bpy.data.objects.new("empty", me)
+    bpy.context.scene.collection.objects.link(empty)
+    mod = empty.modifiers.new("Armature", "ARMATURE")
+    mod.object = a.modifiers[0].object if a.modifiers[0].type == "ARMATURE" else None
+    for ob in bpy.context.scene.objects:
+        ob.select_set(ob == empty)
+    bpy.context.view_layer.objects.active = empty
+    for op in (bpy.ops.skin_collide.doctor, bpy.ops.skin_collide.build):
+        res, msg = run_op(op)
+        assert res == {"CANCELLED"} and "no vertices" in msg
+
+
+@pytest.mark.parametrize("how", ["deleted", "none"])
+@pytest.mark.parametrize("op", ["refresh", "toggle_overlay", "select_colliding",
+                                "bake_highlight", "scan"])
+def test_armature_gone_reports(demo, how, op):
+    a, b = demo
+    arm = next(m.object for m in a.modifiers if m.type == "ARMATURE")
+    if how == "deleted":
+        bpy.data.objects.remove(arm)
+    else:
+        for m in a.modifiers:
+            if m.type == "ARMATURE":
+                m.object = None
+    n_texts = len(bpy.data.texts)
+    res, msg = run_op(getattr(bpy.ops.skin_collide, op))
+    assert res == {"CANCELLED"} and "rebuild" in msg
+    assert len(bpy.data.texts) == n_texts and not bpy.context.scene.skin_collide.live
+
+
+def test_rig_with_fewer_bones_goes_stale_in_the_live_overlay(demo):
+    from skin_collide.addon import overlay, session
+
+    a, b = demo
+    scene = bpy.context.scene
+    f = colliding_frame(scene)
+    assert bpy.ops.skin_collide.toggle_overlay() == {"FINISHED"}
+    scene.frame_set(f)
+    assert session.live_result(scene).n_pairs > 0
+    # A smaller rig: copy the armature and delete bones.
+    arm = next(m.object for m in a.modifiers if m.type == "ARMATURE")
+    small = arm.copy()
+    small.data = arm.data.copy()
+    scene.collection.objects.link(small)
+    bpy.context.view_layer.objects.active = small
+    bpy.ops.object.mode_set(mode="EDIT")
+    for eb in list(small.data.edit_bones)[3:]:
+        small.data.edit_bones.remove(eb)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    for m in a.modifiers:
+        if m.type == "ARMATURE":
+            m.object = small
+    scene.frame_set(f + 1)                       # the handler runs: no exception escapes
+    res = session.live_result(scene)
+    assert res.error and "rebuild" in res.error and res.n_pairs == 0
+    tris, lines = overlay.live_batches(scene)
+    assert tris.shape[0] == 0                    # nothing stale is drawn
+    # Even if the quick signature were bypassed, the bone check catches the mismatch.
+    with pytest.raises(session.SessionError, match="bones"):
+        session.query(scene, bpy.context.evaluated_depsgraph_get(), [a])
+    assert bpy.ops.skin_collide.toggle_overlay() == {"FINISHED"}
+
+
+@pytest.mark.parametrize("where", ["read-only file system", "a folder", "empty path",
+                                   "300-character name", "missing folder", "under a file",
+                                   "relative, unsaved"])
+def test_export_to_bad_places_reports_one_line(demo, tmp_path, where):
+    path = {"read-only file system": "/proc/skin_collide_report.json",
+            "a folder": str(tmp_path),
+            "empty path": "",
+            "300-character name": str(tmp_path / ("r" * 300 + ".json")),
+            "missing folder": str(tmp_path / "nope" / "r.json"),
+            "under a file": "/etc/hostname/r.json",
+            "relative, unsaved": "//report.json"}[where]
+    assert bpy.ops.skin_collide.scan(use_scene_range=False, frame_start=1, frame_end=2) \
+        == {"FINISHED"}
+    res, msg = run_op(bpy.ops.skin_collide.export_report, filepath=path)
+    assert res == {"CANCELLED"} and msg
+    if where == "relative, unsaved":
+        assert "save the file" in msg
+        assert not os.path.exists("/report.json")
+
+
+def test_relative_export_path_after_saving(demo, tmp_path):
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "s.blend"))
+    bpy.ops.skin_collide.scan(use_scene_range=False, frame_start=1, frame_end=2)
+    assert bpy.ops.skin_collide.export_report(filepath="//rel.json") == {"FINISHED"}
+    assert (tmp_path / "rel.json").is_file()
+
+
+# 3. Silently wrong answers.
+
+@pytest.mark.parametrize("change", ["displace", "shape key", "armature", "topology",
+                                    "weights", "modifier off"])
+def test_every_change_is_stale_and_a_rebuild_gives_blenders_answer(demo, change):
+    from skin_collide.addon import session, storage
+
+    a, b = demo
+    scene = bpy.context.scene
+    f = colliding_frame(scene)
+    if change == "displace":
+        tex = bpy.data.textures.new("n", "CLOUDS")
+        m = a.modifiers.new("Displace", "DISPLACE")
+        m.texture, m.strength = tex, 0.3
+    elif change == "shape key":
+        a.shape_key_add(name="Basis")
+        k = a.shape_key_add(name="Fat")
+        co = np.empty(len(a.data.vertices) * 3, np.float32)
+        k.data.foreach_get("co", co)
+        k.data.foreach_set("co", co * 1.4)
+        k.value = 1.0
+    elif change == "armature":
+        arm = next(m.object for m in a.modifiers if m.type == "ARMATURE")
+        other = next(m.object for m in b.modifiers if m.type == "ARMATURE")
+        for m in a.modifiers:
+            if m.type == "ARMATURE":
+                m.object = other
+        assert arm != other
+    elif change == "topology":
+        bpy.context.view_layer.objects.active = a
+        bpy.ops.object.mode_set(mode="EDIT")
+        bpy.ops.mesh.select_all(action="SELECT")
+        bpy.ops.mesh.subdivide()
+        bpy.ops.object.mode_set(mode="OBJECT")
+    elif change == "weights":
+        a.vertex_groups[0].add(list(range(len(a.data.vertices))), 1.0, "REPLACE")
+    else:
+        m = a.modifiers.new("Sub", "SUBSURF")     # after the Armature modifier ...
+        m.levels = 1
+    bpy.context.view_layer.update()
+    if change == "weights":          # per-vertex data: caught by the full check (scan)
+        res, msg = run_op(bpy.ops.skin_collide.scan, use_scene_range=False,
+                          frame_start=f, frame_end=f)
+    else:
+        assert storage.stale_reason(a)
+        res, msg = run_op(bpy.ops.skin_collide.refresh)
+    assert res == {"CANCELLED"} and "rebuild" in msg
+    if change == "modifier off":
+        a.modifiers["Sub"].show_viewport = False  # ... switched off: the build can go on
+        assert storage.stale_reason(a)            # still a different stack than built
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    assert storage.stale_reason(a) == ""
+    assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
+    ours = set(session.live_result(scene).polygon_pairs)
+    fresh, blender = fresh_pairs([a, b])
+    assert ours == fresh
+    assert blender <= ours
+
+
+def test_duplicate_does_not_share_the_originals_data(demo):
+    from skin_collide.addon import storage
+
+    a, b = demo
+    text = a.skin_collide.data
+    payload = text.as_string()
+    for ob in bpy.context.scene.objects:
+        ob.select_set(ob == a)
+    bpy.context.view_layer.objects.active = a
+    bpy.ops.object.duplicate()
+    copy = bpy.context.active_object
+    assert copy != a and copy.skin_collide.data == text       # the pointer was copied
+    assert not storage.has_data(copy) and storage.has_data(a)
+    assert bpy.ops.skin_collide.clear() == {"FINISHED"}       # clear on the copy
+    assert a.skin_collide.data == text and text.as_string() == payload
+    assert storage.has_data(a)
+    copy.location.x += 3.0
+    copy.vertex_groups[0].add([0], 0.5, "REPLACE")
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}       # build the edited copy
+    assert copy.skin_collide.data not in (None, text)
+    assert text.as_string() == payload and storage.has_data(a) and storage.has_data(copy)
+    assert storage.uid(a) != storage.uid(copy)
+    a.name = "Renamed"                                        # renames keep ownership
+    assert storage.has_data(a) and storage.stale_reason(a) == ""
+
+
+def test_rest_contacts_survive_renames_and_another_characters_rebuild(demo):
+    from skin_collide.addon import session
+
+    a, b = demo
+    scene = bpy.context.scene
+    arm_a, arm_b = (next(m.object for m in o.modifiers if m.type == "ARMATURE") for o in (a, b))
+    arm_b.matrix_world = arm_a.matrix_world      # the two tubes overlap in the rest pose
+    arm_b.location.x += 0.05
+    bpy.context.view_layer.update()
+    scene.skin_collide.self_collision = True
+    for ob in (a, b):
+        ob.select_set(True)
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    n_rest = len(session.rest_contacts(scene))
+    assert n_rest > 0
+    scene.skin_collide.ignore_rest_contacts = True
+    bpy.ops.skin_collide.refresh()
+    before = session.live_result(scene).n_pairs
+    a.name = "Left renamed ✓ 日本"
+    bpy.ops.skin_collide.refresh()
+    assert session.live_result(scene).n_pairs == before
+    assert len(session.rest_contacts(scene)) == n_rest
+    for ob in scene.objects:                    # rebuild only the other character
+        ob.select_set(ob == b)
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    assert len(session.rest_contacts(scene)) == n_rest
+    bpy.ops.skin_collide.refresh()
+    assert session.live_result(scene).n_pairs == before
+
+
+# 4. Runaway work.
+
+def test_zero_scale_bone_is_explained_not_run_away(demo):
+    """A bone scaled to zero squashes skin to a point: millions of pairs on MakeHuman,
+    about a minute per frame for Blender's own BVHTree (bench/bench_degenerate.py). The
+    frame is not checked, and the message says why, instead of running away."""
+    from skin_collide.addon import overlay, session
+
+    a, b = demo
+    scene = bpy.context.scene
+    scene.skin_collide.self_collision = True
+    arm = next(m.object for m in a.modifiers if m.type == "ARMATURE")
+    arm.animation_data_clear()                   # keep the pose on every frame
+    bone = arm.pose.bones[2]
+    bone.scale = (0.0, 0.0, 0.0)
+    bpy.context.view_layer.update()
+    res, msg = run_op(bpy.ops.skin_collide.refresh)
+    assert res == {"CANCELLED"} and bone.name in msg and "not checked" in msg
+    s = scene.skin_collide
+    s.live = True
+    scene.frame_set(2)
+    live = session.live_result(scene)
+    assert bone.name in live.error and overlay.live_batches(scene)[0].shape[0] == 0
+    s.live = False
+    assert bpy.ops.skin_collide.scan(use_scene_range=False, frame_start=1, frame_end=2) \
+        == {"FINISHED"}
+    import json
+    report = json.loads(s.report.as_string())
+    assert all(bone.name in f["not_checked"] and not f["pairs"] for f in report["frames"])
+    assert [i.pairs for i in s.frame_counts] == [-1, -1]
+    for scale in ((1e-8, 1.0, 1.0), (1e-3, 1e-3, 1e-3)):   # flat, or a tiny blob
+        bone.scale = scale
+        bpy.context.view_layer.update()
+        assert run_op(bpy.ops.skin_collide.refresh)[0] == {"CANCELLED"}
+    bone.scale = (0.5, 2.0, 1.0)                 # an ordinary scale is checked
+    bpy.context.view_layer.update()
+    assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
+
+
+def test_pairs_are_capped_with_the_exact_count_kept(demo, monkeypatch):
+    import json
+
+    from skin_collide.addon import session
+    from skin_collide.operators import scan
+
+    a, b = demo
+    scene = bpy.context.scene
+    f = colliding_frame(scene)
+    full = set(session.live_result(scene).polygon_pairs)
+    assert len(full) > 3
+    monkeypatch.setattr(session, "MAX_PAIRS", 2)
+    monkeypatch.setattr(scan, "REPORT_MAX_PAIRS", 3)
+    assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
+    live = session.live_result(scene)
+    assert live.n_pairs == len(full) and len(live.polygon_pairs) == 2
+    assert set(live.polygon_pairs) <= full and "only the first 2" in live.warning
+    assert bpy.ops.skin_collide.scan(use_scene_range=False, frame_start=f, frame_end=f + 2) \
+        == {"FINISHED"}
+    report = json.loads(scene.skin_collide.report.as_string())
+    assert sum(len(fr["pairs"]) for fr in report["frames"]) <= 3 and "limit" in report
+    assert report["frames"][0]["pairs_total"] == len(full)
+    assert scene.skin_collide.frame_counts[0].pairs == len(full)
+
+
+# 6. State left behind.
+
+def test_overlay_turns_off_with_no_built_mesh_left(demo):
+    a, b = demo
+    scene = bpy.context.scene
+    assert bpy.ops.skin_collide.toggle_overlay() == {"FINISHED"}
+    bpy.data.objects.remove(a)
+    bpy.data.objects.remove(b)
+    scene.frame_set(3)                           # the handler copes
+    assert bpy.ops.skin_collide.toggle_overlay() == {"FINISHED"}
+    assert not scene.skin_collide.live
+
+
+def test_orphaned_data_is_not_saved(demo, tmp_path):
+    a, b = demo
+    text_b = b.skin_collide.data.name
+    bpy.data.objects.remove(b)
+    path = tmp_path / "o.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    assert text_b not in bpy.data.texts
+    assert bpy.data.objects["Left"].skin_collide.data is not None
+
+
+# Every operator under hostile states: reports, never a traceback.
+
+HOSTILE = ["empty scene", "nothing selected", "non-mesh active", "edit mode", "pose mode",
+           "weight paint", "armature deleted", "empty mesh", "deleted built mesh"]
+# select_colliding writes selection flags (crash-prone in bpy 5.0.1): its hostile states
+# run in the subprocess of test_select_colliding_faces_never_crashes.
+OPS = ["build", "clear", "refresh", "toggle_overlay", "bake_highlight", "scan",
+       "export_report", "doctor"]
+
+
+@pytest.mark.parametrize("state", HOSTILE)
+def test_every_operator_under_hostile_states(demo, state, tmp_path):
+    a, b = demo
+    scene = bpy.context.scene
+    bpy.ops.skin_collide.scan(use_scene_range=False, frame_start=1, frame_end=2)
+    arm = next(m.object for m in a.modifiers if m.type == "ARMATURE")
+    if state == "empty scene":
+        bpy.ops.wm.read_homefile(use_empty=True)
+    elif state == "nothing selected":
+        for ob in scene.objects:
+            ob.select_set(False)
+        bpy.context.view_layer.objects.active = None
+    elif state == "non-mesh active":
+        bpy.context.view_layer.objects.active = arm
+    elif state == "edit mode":
+        bpy.ops.object.mode_set(mode="EDIT")
+    elif state == "pose mode":
+        bpy.context.view_layer.objects.active = arm
+        bpy.ops.object.mode_set(mode="POSE")
+    elif state == "weight paint":
+        bpy.ops.object.mode_set(mode="WEIGHT_PAINT")
+    elif state == "armature deleted":
+        bpy.data.objects.remove(arm)
+    elif state == "empty mesh":
+        a.data.clear_geometry()
+    else:
+        bpy.data.objects.remove(a)
+    bpy.context.scene.skin_collide.live = True
+    for name in OPS:
+        op = getattr(bpy.ops.skin_collide, name)
+        kw = {"filepath": str(tmp_path / "r.json")} if name == "export_report" else {}
+        if name == "scan":
+            kw = {"use_scene_range": False, "frame_start": 1, "frame_end": 2}
+        if op.poll():
+            run_op(op, **kw)
+    scene = bpy.context.scene
+    for f in (0, -10, 10000):          # the frame handler copes with every state
+        scene.frame_set(f)
+
+
+@pytest.mark.skipif(inside_blender_binary(), reason="needs the pip bpy in a subprocess")
+def test_cli_unwritable_output_is_one_line_exit_2(demo, tmp_path):
+    path = tmp_path / "demo.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    res = subprocess.run([sys.executable, "-m", "skin_collide", "scan", str(path), "--frames",
+                          "1:1", "--json", "/proc/skin_collide_scan.json"],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 2, res.stderr[-1500:]
+    assert "Traceback" not in res.stderr
+    assert [ln for ln in res.stderr.splitlines() if ln.startswith("skin_collide: error:")]
