@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..core import contacts
 from ..core import scan as core_scan
 from . import extract, storage
 
@@ -146,8 +147,7 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None) -> LiveRe
     names = [ob.name for ob in meshes]
     found = _pairs_to_sets(res)
     if s.ignore_rest_contacts:
-        rest = rest_contacts(scene)
-        found = {p for p in found if (names[p[0]], p[1], names[p[2]], p[3]) not in rest}
+        found = contacts.drop_indexed(found, names, contacts.contact_set(rest_contacts(scene)))
     hits = [set() for _ in meshes]
     grouped: dict[tuple[int, int], list[tuple[int, int]]] = {}
     for i, a, j, b in found:
