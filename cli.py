@@ -189,6 +189,7 @@ def cmd_scan(args) -> int:
         print(note, flush=True)
 
     records: list = []
+    _sigterm_interrupts()
     t_start = time.perf_counter()
     writer = None
     if args.json:
@@ -237,6 +238,19 @@ def cmd_scan(args) -> int:
     if args.fail_on_collision and eps:
         return EXIT_COLLISIONS
     return EXIT_CLEAN
+
+
+def _sigterm_interrupts() -> None:
+    """SIGTERM (a CI job's timeout) stops the scan like Ctrl-C: the report is kept."""
+    import signal
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGTERM, handler)
+    except ValueError:      # not the main thread
+        pass
 
 
 def _duration(seconds: float) -> str:
@@ -314,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
                "  0    clean (or collisions found without --fail-on-collision)\n"
                "  1    --fail-on-collision and a frame has pairs beyond those allowed\n"
                "  2    bad input (file, object, frame range, output path, allow-list)\n"
-               "  130  interrupted (Ctrl-C): the frames done are in the report, marked\n"
+               "  130  interrupted (Ctrl-C or SIGTERM): the frames done are in the report, marked\n"
                "       \"interrupted\": true\n"
                "The JSON report is rewritten atomically at most once a second while the scan\n"
                "runs (\"complete\": false until the last frame).")
@@ -371,3 +385,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("skin_collide: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # stdout closed by the reader (`| head`): stop quietly, as shell tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141

@@ -9,6 +9,7 @@ import bpy
 from bpy_extras.io_utils import ExportHelper
 
 from ..addon import session, storage
+from ..core import contacts
 from .stepping import TimerSteps, object_mode_poll
 
 MARKER_PREFIX = "collide "
@@ -23,9 +24,11 @@ def _record(scene, records) -> int:
         item = s.frame_counts.add()
         item.frame, item.pairs = frame, res.n_pairs
     names = records[0][1].names if records else []
-    report = {"objects": names,
+    report = {"objects": names, "complete": True, "interrupted": False,
               "frames": [{"frame": f, "pairs": [list(p) for p in r.polygon_pairs],
-                          "ms": round(r.ms, 4)} for f, r in records]}
+                          "ms": round(r.ms, 4)} for f, r in records],
+              "episodes": [e.to_json() for e in contacts.episodes(
+                  [(f, r.polygon_pairs) for f, r in records])]}
     if s.report is None:
         s.report = bpy.data.texts.new(storage.TEXT_PREFIX + "report.json")
     s.report.from_string(json.dumps(report))

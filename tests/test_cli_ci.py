@@ -138,7 +138,8 @@ def test_allow_list_signs_off_known_contacts_and_catches_new_ones(scenes, crossi
     assert objs and all("Third" in o for o in objs)       # only the new crossings remain
 
 
-def test_ctrl_c_keeps_the_frames_done(scenes, tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_ctrl_c_keeps_the_frames_done(scenes, tmp_path, sig):
     out = tmp_path / "long.json"
     proc = subprocess.Popen([sys.executable, "-u", "-m", "skin_collide", "scan",
                              str(scenes["cross"]), "--frames", "1:100000", "--json", str(out)],
@@ -152,7 +153,7 @@ def test_ctrl_c_keeps_the_frames_done(scenes, tmp_path):
         # the report on disk is already a valid, incomplete document
         early = json.loads(out.read_text())
         assert early["complete"] is False and early["interrupted"] is False
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         rest, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
