@@ -115,15 +115,20 @@ class Scanner:
         arms = {extract.modifier_report(ob).armature for ob in self.meshes}
         arms.discard(None)
         saved = {a: a.data.pose_position for a in arms}
-        first_hit, self.first_hit = self.first_hit, False
         try:
             for a in arms:
                 a.data.pose_position = "REST"
             bpy.context.view_layer.update()
-            positions, poses = self.evaluate(bpy.context.evaluated_depsgraph_get())
-            tri_pairs, _, _ = self.query(positions, poses)
+            positions, _ = self.evaluate(bpy.context.evaluated_depsgraph_get())
+            # Bottom-up from the evaluated rest positions, as the panel: the pose bones'
+            # matrices do not follow Rest Position, so the LBS bound must not be used here.
+            if self.mode == "rebuild":
+                tri_pairs = bvhtree_pairs(self.objects, positions, self.self_collision)
+            else:
+                tri_pairs = core_scan.query_frame(
+                    self.objects, positions, [None] * len(self.objects), mode="bottom-up",
+                    self_collision=self.self_collision).pairs
         finally:
-            self.first_hit = first_hit
             for a, pos in saved.items():
                 a.data.pose_position = pos
             bpy.context.view_layer.update()
