@@ -342,8 +342,8 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--first-hit", action="store_true",
                     help="report at most one colliding pair per frame (a yes/no per frame); "
                          "the query stops at the first batch of pairs it finds")
-    sc.add_argument("--json", help="write the report here (progressively, atomically)")
-    sc.add_argument("--junit", help="write JUnit XML here: one test case per object pair "
+    sc.add_argument("--json", metavar="OUT", help="write the report here (progressively, atomically)")
+    sc.add_argument("--junit", metavar="OUT.xml", help="write JUnit XML here: one test case per object pair "
                                     "(and per object with --self), failing with its episodes")
     sc.add_argument("--fail-on-collision", action="store_true",
                     help="exit 1 when any frame has colliding pairs (after --allow and "

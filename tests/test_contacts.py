@@ -102,3 +102,20 @@ def test_negative_frames_parse():
     assert parse_frames(args.frames) == (-5, -3)
     with pytest.raises(SystemExit):
         build_parser().parse_args(["scan", "f", "--frames", "-5:-3"])   # what argparse does
+
+
+def test_exit_codes_are_documented_in_help_and_readme():
+    import re
+
+    from skin_collide import cli
+
+    scan = build_parser()._subparsers._group_actions[0].choices["scan"]
+    epilog = scan.format_help()
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    readme = open(os.path.join(root, "README.md")).read()
+    for code in (cli.EXIT_CLEAN, cli.EXIT_COLLISIONS, cli.EXIT_USAGE, cli.EXIT_INTERRUPTED):
+        assert re.search(rf"^  {code}\s", epilog, re.M), code
+        assert re.search(rf"^\| {code} \|", readme, re.M), code
+    for flag in ("--fail-on-collision", "--junit", "--allow", "--ignore-rest-contacts",
+                 "--first-hit", "--json", "--mode", "--self", "--frames", "--object"):
+        assert flag in epilog and flag in readme, flag
