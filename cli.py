@@ -1,13 +1,18 @@
 """Command line: ``python -m skin_collide doctor|scan|demo ...`` (headless; bpy imported lazily).
 
-Exit codes: 0 success, 2 bad input (missing or unreadable file, no skinned mesh, unknown
-object, empty frame range), with a one-line message on stderr.
+Exit codes: 0 success (a clean scan), 1 collisions found (`scan --fail-on-collision`),
+2 bad input (missing or unreadable file, no skinned mesh, unknown object, empty frame
+range, an output path that cannot be written), with a one-line message on stderr,
+130 interrupted (Ctrl-C; the frames done are kept in the report, marked interrupted).
+stdout carries only the command's own lines; Blender's log lines go to stderr.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
+import time
 
 import numpy as np
 
@@ -62,10 +67,10 @@ def _select_meshes(scene, names: list[str] | None):
 def _load(args):
     """Open the file and pick the meshes: (bpy, scene, meshes); UsageError on bad input."""
     bpy = _import_bpy()
-    from .addon import files
+    from .addon import files, report
 
     try:
-        files.load_file(args.file)
+        report.load_quietly(args.file)
     except files.FileError as exc:
         raise UsageError(str(exc)) from None
     scene = bpy.context.scene
@@ -107,8 +112,54 @@ def _progress(k: int, n: int, rec) -> None:
           f"{rec.eval_ms:7.1f} ms Blender evaluation", flush=True)
 
 
+EXIT_CLEAN, EXIT_COLLISIONS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def _check_outputs(args) -> None:
+    from .core import report as core_report
+
+    for flag, path in (("--json", args.json), ("--junit", getattr(args, "junit", None))):
+        if path is not None:
+            try:
+                core_report.check_output_path(path, flag)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+    if args.json is not None and getattr(args, "junit", None) is not None and \
+            os.path.abspath(args.json) == os.path.abspath(args.junit):
+        raise UsageError("--json and --junit name the same file")
+
+
+def _range_note(scene, meshes, frame_list: list[int]) -> str | None:
+    """One line when requested frames lie outside the scene range or the actions."""
+    from .addon import report
+
+    scene_range = [(scene.frame_start, scene.frame_end)]
+    acts = report.action_ranges(meshes)
+    out_scene = report.count_outside(frame_list, scene_range)
+    out_act = report.count_outside(frame_list, acts) if acts else 0
+    if not out_scene and not out_act:
+        return None
+    acts_text = ", ".join(f"{a}:{b}" for a, b in acts) if acts else "none"
+    return (f"note: {out_scene} of {len(frame_list)} frames lie outside the scene range "
+            f"{scene.frame_start}:{scene.frame_end} and {out_act} outside the action "
+            f"range(s) {acts_text} (the pose holds still there)")
+
+
 def cmd_scan(args) -> int:
+    from .core import contacts
+    from .core import report as core_report
+
     frames = parse_frames(args.frames)
+    _check_outputs(args)
+    if args.first_hit and (args.allow or args.ignore_rest_contacts):
+        raise UsageError("--first-hit cannot be combined with --allow or --ignore-rest-contacts "
+                         "(the first pair found may be an accepted one)")
+    allow = set()
+    if args.allow:
+        try:
+            allow = contacts.load_allow_list(args.allow)
+        except contacts.AllowListError as exc:
+            raise UsageError(str(exc)) from None
     bpy, scene, meshes = _load(args)
     from .addon import extract, scanner
     if frames is None:
@@ -117,45 +168,138 @@ def cmd_scan(args) -> int:
         frames = (scene.frame_start, scene.frame_end)
     if not args.self_collision and len(meshes) < 2:
         raise UsageError("only one object: pass --self for self-collision, or name two objects")
-    out_dir = os.path.dirname(os.path.abspath(args.json))
-    if not os.path.isdir(out_dir):
-        raise UsageError(f"the folder for --json does not exist: {out_dir}")
     try:
         sc = scanner.Scanner(meshes, mode=args.mode, self_collision=args.self_collision,
                              first_hit=args.first_hit)
+        sc.allow_polygons = allow
+        if args.ignore_rest_contacts:
+            sc.ignore_triangles = sc.rest_pose_contacts(scene)
     except extract.RigError as exc:
         raise UsageError(str(exc)) from None
     for obj in sc.objects:
         print(f"object {obj.name}: {obj.rig.n_triangles} triangles, {obj.tree.n_nodes} spheres, "
-              f"built in {obj.build_seconds:.2f} s; refit: {obj.refit_method} ({obj.refit_reason})")
+              f"built in {obj.build_seconds:.2f} s; refit: {sc.refit_label(obj)}")
+    if args.ignore_rest_contacts:
+        print(f"ignoring {len(sc.ignore_triangles)} triangle pairs in contact in the rest pose")
+    if args.allow:
+        print(f"allowing {len(allow)} reviewed polygon pairs from {args.allow}")
     frame_list = list(range(frames[0], frames[1] + 1))
+    note = _range_note(scene, meshes, frame_list)
+    if note:
+        print(note, flush=True)
+
+    records: list = []
+    _sigterm_interrupts()
+    t_start = time.perf_counter()
+    writer = None
+    if args.json:
+        writer = core_report.ProgressiveJSON(
+            args.json, lambda: sc.report(records, len(frame_list)).to_json(), interval=1.0)
+        writer.flush()      # a valid, empty, incomplete report from the start
+    estimated = [False]
+
+    def progress(k, n, rec):
+        _progress(k, n, rec)
+        if writer is not None:
+            writer.maybe_write()
+        if not estimated[0] and n > 10 and (k + 1 >= 5 or time.perf_counter() - t_start > 5.0):
+            estimated[0] = True
+            per = (time.perf_counter() - t_start) / (k + 1)
+            print(f"estimate: {per * 1000:.0f} ms per frame, about {_duration(per * (n - k - 1))} "
+                  f"for the remaining {n - k - 1} frames", flush=True)
+
     try:
-        report = sc.run(scene, frame_list, progress=_progress)
+        report = sc.run(scene, frame_list, progress=progress, records=records)
     except extract.RigError as exc:
+        if writer is not None:
+            writer.flush()
         raise UsageError(str(exc)) from None
-    report.write_json(args.json)
+    except KeyboardInterrupt:
+        report = sc.report(records, len(frame_list), interrupted=True)
+        if args.json:
+            report.write_json(args.json)
+        if args.junit:
+            _write_junit(args, report)
+        where = f"; the report in {args.json} is marked interrupted" if args.json else ""
+        print(f"skin_collide: interrupted after {len(records)} of {len(frame_list)} frames{where}",
+              file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
+    if args.json:
+        report.write_json(args.json)
+    if args.junit:
+        _write_junit(args, report)
     colliding = [r.frame for r in report.frames if r.pairs]
     ms = np.array([r.ms for r in report.frames])
+    wrote = ", ".join(p for p in (args.json, args.junit) if p)
     print(f"{len(colliding)} of {len(frame_list)} frames collide; query ms mean {ms.mean():.2f} "
-          f"max {ms.max():.2f}; wrote {args.json}")
-    return 0
+          f"max {ms.max():.2f}" + (f"; wrote {wrote}" if wrote else ""))
+    eps = report.episodes()
+    print(contacts.summary(eps))
+    if args.fail_on_collision and eps:
+        return EXIT_COLLISIONS
+    return EXIT_CLEAN
+
+
+def _sigterm_interrupts() -> None:
+    """SIGTERM (a CI job's timeout) stops the scan like Ctrl-C: the report is kept."""
+    import signal
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGTERM, handler)
+    except ValueError:      # not the main thread
+        pass
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _write_junit(args, report) -> None:
+    from .core import report as core_report
+
+    xml = core_report.junit_xml(f"skin_collide scan {os.path.basename(args.file)}",
+                                report.objects, args.self_collision, report.episodes(),
+                                len(report.frames))
+    core_report.write_atomic(args.junit, xml)
 
 
 def cmd_demo(args) -> int:
     bpy = _import_bpy()
     from .addon import demo_rig
 
-    demo_rig.build_demo_scene(rings=args.rings, segments=args.segments,
-                              frames=args.frame_count, preserve_volume=args.preserve_volume)
+    from .addon import report
+    from .core import report as core_report
+
+    if args.json:
+        try:
+            core_report.check_output_path(args.json, "--json")
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     out = os.path.abspath(args.out)
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    bpy.ops.wm.save_as_mainfile(filepath=out)
+    try:
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        core_report.check_output_path(out, "--out")
+    except (OSError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    with report.blender_output_to_stderr():
+        demo_rig.build_demo_scene(rings=args.rings, segments=args.segments,
+                                  frames=args.frame_count, preserve_volume=args.preserve_volume)
+        bpy.ops.wm.save_as_mainfile(filepath=out)
     print(f"wrote {out}: two tube characters, "
           f"{len(bpy.data.objects['Left'].data.polygons)} polygons each, frames 1-{args.frame_count}")
     args.file, args.object, args.frames = out, None, None
     status = cmd_doctor(args)
     if status == 0 and args.json:
         args.mode, args.self_collision, args.first_hit = "on-demand", False, False
+        args.junit, args.allow, args.ignore_rest_contacts = None, None, False
+        args.fail_on_collision = False
         status = cmd_scan(args)
     return status
 
@@ -177,28 +321,76 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--preserve-volume", action="store_true")
     m.add_argument("--json", help="also scan the demo's frames and write the report here")
     m.set_defaults(func=cmd_demo)
-    sc = sub.add_parser("scan", help="collide skinned meshes over a frame range, write JSON")
+    sc = sub.add_parser(
+        "scan", help="collide skinned meshes over a frame range, write JSON / JUnit",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="exit codes:\n"
+               "  0    clean (or collisions found without --fail-on-collision)\n"
+               "  1    --fail-on-collision and a frame has pairs beyond those allowed\n"
+               "  2    bad input (file, object, frame range, output path, allow-list)\n"
+               "  130  interrupted (Ctrl-C or SIGTERM): the frames done are in the report, marked\n"
+               "       \"interrupted\": true\n"
+               "The JSON report is rewritten atomically at most once a second while the scan\n"
+               "runs (\"complete\": false until the last frame).")
     sc.add_argument("file", help=".blend, .glb or .gltf")
     sc.add_argument("--object", action="append", help="mesh object name (repeatable; default all)")
-    sc.add_argument("--frames", help="START:END inclusive (default: the scene's range)")
+    sc.add_argument("--frames", help="START:END inclusive, negative frames allowed "
+                                     "(default: the scene's range)")
     sc.add_argument("--self", dest="self_collision", action="store_true",
                     help="also report each object's self-intersections")
     sc.add_argument("--mode", choices=("on-demand", "bottom-up", "rebuild"), default="on-demand")
     sc.add_argument("--first-hit", action="store_true",
-                    help="stop each frame at the first colliding pair (yes/no per frame)")
-    sc.add_argument("--json", required=True, help="output report path")
+                    help="report at most one colliding pair per frame (a yes/no per frame); "
+                         "the query stops at the first batch of pairs it finds")
+    sc.add_argument("--json", metavar="OUT", help="write the report here (progressively, atomically)")
+    sc.add_argument("--junit", metavar="OUT.xml", help="write JUnit XML here: one test case per object pair "
+                                    "(and per object with --self), failing with its episodes")
+    sc.add_argument("--fail-on-collision", action="store_true",
+                    help="exit 1 when any frame has colliding pairs (after --allow and "
+                         "--ignore-rest-contacts)")
+    sc.add_argument("--ignore-rest-contacts", action="store_true",
+                    help="drop the triangle pairs that already collide in the rest pose "
+                         "(armatures in Rest Position), as the panel's Ignore Rest Contacts")
+    sc.add_argument("--allow", metavar="FILE",
+                    help="reviewed, accepted polygon pairs: a scan JSON, the panel's exported "
+                         "JSON or CSV, or {\"allow\": [[obj_a, poly_a, obj_b, poly_b], ...]}")
     sc.set_defaults(func=cmd_scan)
     return p
 
 
+_FRAMES_VALUE = re.compile(r"^-?\d+:-?\d+$")
+
+
+def _join_negative_frames(argv: list[str]) -> list[str]:
+    """`--frames -5:-3` -> `--frames=-5:-3` (argparse takes '-5:-3' for an option)."""
+    out, k = [], 0
+    while k < len(argv):
+        if argv[k] == "--frames" and k + 1 < len(argv) and _FRAMES_VALUE.match(argv[k + 1]):
+            out.append(f"--frames={argv[k + 1]}")
+            k += 2
+            continue
+        out.append(argv[k])
+        k += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = _join_negative_frames(list(sys.argv[1:] if argv is None else argv))
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
     except UsageError as exc:
         print(f"skin_collide: error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("skin_collide: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # stdout closed by the reader (`| head`): stop quietly, as shell tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     except (ValueError, OSError) as exc:     # RigError, SessionError, unwritable output
         print(f"skin_collide: error: {str(exc).splitlines()[0] if str(exc) else exc!r}",
               file=sys.stderr)
-        return 2
+        return EXIT_USAGE

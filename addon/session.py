@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core import scan as core_scan
-from . import extract, storage
+from . import extract, scanner, storage
 
 
 class SessionError(ValueError):
@@ -178,8 +178,6 @@ def store_rest_contacts(scene, meshes, objects, self_collision: bool) -> int:
     evaluation, then restored) and store the colliding triangle pairs. Contacts of other
     characters are kept; those between a rebuilt mesh and another built, up-to-date mesh
     are recomputed with it. Returns the number of contacts involving `meshes`."""
-    import bpy
-
     built_ids = {storage.uid(ob) for ob in meshes}
     others = [ob for ob in scene.objects if ob.type == "MESH" and ob not in meshes
               and storage.has_data(ob) and not storage.stale_reason(ob)]
@@ -189,24 +187,10 @@ def store_rest_contacts(scene, meshes, objects, self_collision: bool) -> int:
         others, other_objs = [], []
     group = list(meshes) + others
     objs = list(objects) + other_objs
-    arms = {extract.modifier_report(ob).armature for ob in group} - {None}
-    saved = {a: a.data.pose_position for a in arms}
-    try:
-        for a in arms:
-            a.data.pose_position = "REST"
-        bpy.context.view_layer.update()
-        dg = bpy.context.evaluated_depsgraph_get()
-        frames = [extract.evaluated_frame(ob, dg, obj.rig) for ob, obj in zip(group, objs)]
-        res = core_scan.query_frame(objs, [f[0] for f in frames], [None] * len(objs),
-                                    mode="bottom-up", self_collision=self_collision,
-                                    triangles=[f[1] for f in frames])
-    finally:
-        for a, pos in saved.items():
-            a.data.pose_position = pos
-        bpy.context.view_layer.update()
+    pairs = scanner.rest_pose_pairs(group, objs, self_collision)
     ids = [storage.uid(ob) for ob in group]
     new = set()
-    for i, j, p in res.pairs:
+    for i, j, p in pairs:
         if ids[i] in built_ids or ids[j] in built_ids:
             p = _normalized(np.asarray(p, dtype=np.int64).reshape(-1, 2), i == j)
             new |= {(ids[i], a, ids[j], b) for a, b in p.tolist()}

@@ -9,6 +9,7 @@ import bpy
 from bpy_extras.io_utils import ExportHelper
 
 from ..addon import extract, session, storage
+from ..core import contacts
 from .stepping import TimerSteps, guard_operators, object_mode_poll
 
 MARKER_PREFIX = "collide "
@@ -48,7 +49,9 @@ def _record(scene, records) -> int:
             entry["pairs_total"] = r.n_pairs
             entry["truncated"] = True
         frames.append(entry)
-    report = {"objects": names, "frames": frames}
+    report = {"objects": names, "complete": True, "interrupted": False, "frames": frames,
+              "episodes": [e.to_json() for e in contacts.episodes(
+                  [(f, r.polygon_pairs) for f, r in records if not r.not_checked])]}
     if any(fr.get("truncated") for fr in frames):
         report["limit"] = (f"at most {session.MAX_PAIRS} pairs per frame and "
                            f"{REPORT_MAX_PAIRS} in all are listed")

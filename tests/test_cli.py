@@ -130,13 +130,22 @@ def test_scan_modes_agree_and_first_hit_is_a_subset(demo_blend, tmp_path):
         res = run("scan", str(path), "--mode", mode, "--self", "--json", str(out))
         assert res.returncode == 0, res.stderr
         results[mode] = [{tuple(p) for p in f["pairs"]} for f in json.loads(out.read_text())["frames"]]
+        refit = json.loads(out.read_text())["refit"]
+        assert refit == {"Left": mode, "Right": mode}     # the method actually used
+        lines = [ln for ln in res.stdout.splitlines() if ln.startswith("object ")]
+        assert len(lines) == 2
+        if mode == "on-demand":
+            assert all("on-demand LBS" in ln for ln in lines)
+        else:
+            assert all("on-demand" not in ln and f"--mode {mode}" in ln for ln in lines), lines
     assert results["on-demand"] == results["bottom-up"] == results["rebuild"]
     out = tmp_path / "first.json"
     assert run("scan", str(path), "--first-hit", "--json", str(out)).returncode == 0
-    first = [{tuple(p) for p in f["pairs"]} for f in json.loads(out.read_text())["frames"]]
+    first = [[tuple(p) for p in f["pairs"]] for f in json.loads(out.read_text())["frames"]]
     for f_all, f_first in zip(results["on-demand"], first):
         cross = {p for p in f_all if p[0] != p[2]}
-        assert f_first <= cross and bool(f_first) == bool(cross)
+        assert set(f_first) <= cross and bool(f_first) == bool(cross)
+        assert len(f_first) <= 1        # --first-hit: exactly one pair per colliding frame
 
 
 @pytest.mark.parametrize("args, message", [
@@ -144,13 +153,20 @@ def test_scan_modes_agree_and_first_hit_is_a_subset(demo_blend, tmp_path):
     (("scan", "{demo}", "--frames", "5:4", "--json", "{out}"), "empty frame range"),
     (("scan", "/nope.glb", "--json", "{out}"), "no such file"),
     (("scan", "{demo}", "--json", "/nonexistent_dir/x.json"), "folder for --json does not exist"),
+    (("scan", "{demo}", "--json", "{tmp}"), "is a directory"),
+    (("scan", "{demo}", "--json", "/proc/skin_collide.json"), "is not writable"),
+    (("scan", "{demo}", "--json", ""), "needs a file name"),
+    (("scan", "{demo}", "--junit", "/proc/x.xml"), "is not writable"),
+    (("scan", "{demo}", "--allow", "/nope.json", "--json", "{out}"), "no such allow-list"),
 ])
 def test_scan_bad_input(demo_blend, tmp_path, args, message):
     path, _ = demo_blend
     res = run(*[a.replace("{demo}", str(path)).replace("{out}", str(tmp_path / "o.json"))
-                for a in args])
+                .replace("{tmp}", str(tmp_path)) for a in args])
     assert res.returncode == 2
     assert message in res.stderr, res.stderr
+    assert len([ln for ln in res.stderr.splitlines() if ln.startswith("skin_collide:")]) == 1
+    assert "Traceback" not in res.stderr
 
 
 def test_scan_of_a_mesh_with_a_subdivision_after_the_armature(tmp_path):

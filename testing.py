@@ -1,0 +1,95 @@
+"""Collision checks for a rig's own test suite (plain pytest with the pip `bpy`).
+
+    from skin_collide.testing import assert_no_collisions
+
+    def test_walk_cycle_keeps_the_arms_out_of_the_body():
+        assert_no_collisions("rigs/hero.blend", frames=(1, 48), objects=["Hero"])
+
+`collisions` returns the collision episodes (runs of consecutive colliding frames per
+object pair, `core.contacts.Episode`), with the same filters as the panel and
+`python -m skin_collide scan`: rest-pose contacts (designed-in overlaps) ignored by default,
+and an optional allow-list of reviewed polygon pairs.
+"""
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+from .core import contacts
+from .core.contacts import Episode
+
+__all__ = ["collisions", "assert_no_collisions", "Episode"]
+
+
+def _frames(scene, frames) -> list[int]:
+    if frames is None:
+        return list(range(scene.frame_start, scene.frame_end + 1))
+    if isinstance(frames, tuple) and len(frames) == 2:
+        return list(range(int(frames[0]), int(frames[1]) + 1))
+    return [int(f) for f in frames]
+
+
+def collisions(path_or_objects, frames=None, self_collision: bool = True,
+               ignore_rest_contacts: bool = True, objects: Sequence[str] | None = None,
+               mode: str = "on-demand", allow: str | None = None) -> list[Episode]:
+    """Scan and return the collision episodes (an empty list when nothing collides).
+
+    Args:
+        path_or_objects: a .blend/.glb/.gltf path (it replaces the current scene), or a list
+            of skinned mesh objects of the current scene.
+        frames: ``(start, end)`` inclusive, or a list of frames; default the scene's range.
+        self_collision: also check each mesh against itself.
+        ignore_rest_contacts: drop the contacts present in the rest pose.
+        objects: names of the meshes to check (default: every skinned mesh).
+        mode: "on-demand", "bottom-up" or "rebuild" (Blender's BVHTree).
+        allow: path of a reviewed allow-list (scan JSON, exported JSON/CSV).
+    Raises ValueError on bad input (the message says why).
+    """
+    import bpy
+
+    from .addon import extract, files, report, scanner
+
+    if isinstance(path_or_objects, (str, os.PathLike)):
+        try:
+            report.load_quietly(os.fspath(path_or_objects))
+        except files.FileError as exc:
+            raise ValueError(str(exc)) from None
+        meshes = extract.skinned_meshes(bpy.context.scene)
+    else:
+        meshes = list(path_or_objects)
+    if objects is not None:
+        by_name = {ob.name: ob for ob in meshes}
+        missing = [n for n in objects if n not in by_name]
+        if missing:
+            raise ValueError(f"no skinned mesh named {', '.join(map(repr, missing))}")
+        meshes = [by_name[n] for n in objects]
+    if not meshes:
+        raise ValueError("no mesh with an Armature modifier to check")
+    scene = bpy.context.scene
+    frame_list = _frames(scene, frames)
+    if not frame_list:
+        raise ValueError(f"empty frame range {frames}")
+    sc = scanner.Scanner(meshes, mode=mode, self_collision=self_collision)
+    if allow:
+        sc.allow_polygons = contacts.load_allow_list(allow)
+    current = scene.frame_current
+    try:
+        if ignore_rest_contacts:
+            sc.ignore_triangles = sc.rest_pose_contacts(scene)
+        rep = sc.run(scene, frame_list)
+    finally:
+        scene.frame_set(current)
+    return rep.episodes()
+
+
+def assert_no_collisions(path_or_objects, frames=None, self_collision: bool = True,
+                         ignore_rest_contacts: bool = True, objects: Sequence[str] | None = None,
+                         mode: str = "on-demand", allow: str | None = None) -> None:
+    """`collisions(...)`, raising AssertionError that says which frames, which objects and
+    how many pairs when there is any collision episode."""
+    eps = collisions(path_or_objects, frames=frames, self_collision=self_collision,
+                     ignore_rest_contacts=ignore_rest_contacts, objects=objects, mode=mode,
+                     allow=allow)
+    if eps:
+        lines = [f"{len(eps)} collision episode(s):"] + [f"  {e.describe()}" for e in eps]
+        raise AssertionError("\n".join(lines))
