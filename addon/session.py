@@ -103,20 +103,23 @@ def store_rest_contacts(scene, meshes, objects, self_collision: bool) -> int:
     evaluation, then restored) and store the colliding triangle pairs."""
     import bpy
 
+    from .handlers import quiet     # the rest-pose switch is not a pose edit
+
     arms = {extract.modifier_report(ob).armature for ob in meshes}
     saved = {a: a.data.pose_position for a in arms}
-    try:
-        for a in arms:
-            a.data.pose_position = "REST"
-        bpy.context.view_layer.update()
-        dg = bpy.context.evaluated_depsgraph_get()
-        positions = [extract.evaluated_positions(ob, dg) for ob in meshes]
-        res = core_scan.query_frame(objects, positions, [None] * len(objects), mode="bottom-up",
-                                    self_collision=self_collision)
-    finally:
-        for a, pos in saved.items():
-            a.data.pose_position = pos
-        bpy.context.view_layer.update()
+    with quiet():
+        try:
+            for a in arms:
+                a.data.pose_position = "REST"
+            bpy.context.view_layer.update()
+            dg = bpy.context.evaluated_depsgraph_get()
+            positions = [extract.evaluated_positions(ob, dg) for ob in meshes]
+            res = core_scan.query_frame(objects, positions, [None] * len(objects),
+                                        mode="bottom-up", self_collision=self_collision)
+        finally:
+            for a, pos in saved.items():
+                a.data.pose_position = pos
+            bpy.context.view_layer.update()
     names = [ob.name for ob in meshes]
     pairs = sorted((names[i], a, names[j], b) for i, a, j, b in _pairs_to_sets(res))
     s = scene.skin_collide
