@@ -157,10 +157,12 @@ def render_view(scene, view: np.ndarray, proj: np.ndarray, width: int, height: i
 
     ensure_gpu()
     window, area, region, space = area_of_type("VIEW_3D")
-    # Solid shading; no red X axis and no origin dots, which look like the overlay.
+    # Solid shading; no red X axis, origin dots or orange selection outlines, which look
+    # like the overlay.
     settings = [(space.shading, "type", "SOLID"), (space.overlay, "show_axis_x", False),
                 (space.overlay, "show_axis_y", False),
-                (space.overlay, "show_object_origins", False)]
+                (space.overlay, "show_object_origins", False),
+                (space.overlay, "show_outline_selected", False)]
     saved = [(owner, attr, getattr(owner, attr)) for owner, attr, _ in settings]
     for owner, attr, value in settings:
         setattr(owner, attr, value)
@@ -203,8 +205,8 @@ def save_png(pixels: np.ndarray, path: str) -> None:
 
 
 def overlay_mask(pixels: np.ndarray, colour, over=(0.0, 1.0)) -> np.ndarray:
-    """Pixels whose colour is the overlay colour blended (alpha) over some grey in `over`:
-    red clearly above green and blue, green and blue close to each other.
+    """Pixels whose colour is the overlay colour blended (alpha) over some grey in `over`
+    (not the orange selection outline: its green and blue differ).
 
     Args:
         pixels: (H, W, 4) float; colour: RGBA of the overlay.
@@ -219,7 +221,8 @@ def overlay_mask(pixels: np.ndarray, colour, over=(0.0, 1.0)) -> np.ndarray:
     inside = np.ones(r.shape, bool)
     for ch, l, h in zip((r, g, b), lo, hi):
         inside &= (ch >= l - tol) & (ch <= h + tol)
-    return inside & (r - np.maximum(g, b) > 0.25)
+    target = a * (colour[1] - colour[2])         # g - b of the blend, whatever the grey
+    return inside & (r - np.maximum(g, b) > 0.25) & (np.abs(g - b - target) < 0.06)
 
 
 def snapshot_result(scene, res, objects: dict, path: str | None, size=(640, 400),
@@ -286,3 +289,37 @@ def episode_snapshots(scanner, scene, frames: list[int], counts: list[int], out_
         frame_snapshot(scanner, scene, f, path, size, colour)
         paths.append(path)
     return paths
+
+
+def render_region(kind: str, draw, height: int | None = None) -> np.ndarray:
+    """Call a `POST_PIXEL` draw callback as Blender would for the WINDOW region of an area
+    of `kind` (region pixel coordinates), into an offscreen of the region's size.
+
+    Returns:
+        (height, region width, 4) float32 RGBA, bottom row first.
+    """
+    import bpy
+    import gpu
+    from mathutils import Matrix
+
+    ensure_gpu()
+    window, area, region, _ = area_of_type(kind)
+    w, h = region.width, height or region.height
+    ortho = np.eye(4)
+    ortho[0, 0], ortho[1, 1], ortho[2, 2] = 2.0 / w, 2.0 / h, -1.0
+    ortho[0, 3], ortho[1, 3] = -1.0, -1.0
+    off = gpu.types.GPUOffScreen(w, h)
+    try:
+        with off.bind():
+            fb = gpu.state.active_framebuffer_get()
+            fb.clear(color=(0.0, 0.0, 0.0, 1.0))
+            with bpy.context.temp_override(window=window, area=area, region=region):
+                gpu.matrix.load_matrix(Matrix.Identity(4))
+                gpu.matrix.load_projection_matrix(Matrix(ortho.tolist()))
+                draw()
+            buf = fb.read_color(0, 0, w, h, 4, 0, "FLOAT")
+            buf.dimensions = w * h * 4
+            pixels = np.array(buf, dtype=np.float32).reshape(h, w, 4)
+    finally:
+        off.free()
+    return pixels
