@@ -141,6 +141,16 @@ def framing(characters: list[np.ndarray], hits: list[np.ndarray]) -> tuple:
     return center, radius, side + np.array([0.0, 0.0, 0.35])
 
 
+def candidate_directions(preferred: np.ndarray) -> list[np.ndarray]:
+    """`preferred` first, then eight sides around the vertical at two heights (3, 8)."""
+    out = [np.asarray(preferred, np.float64)]
+    for up in (0.35, 1.2):
+        for k in range(8):
+            a = k * np.pi / 4
+            out.append(np.array([np.cos(a), np.sin(a), up]))
+    return out
+
+
 # -- drawing -------------------------------------------------------------------------------
 
 def render_view(scene, view: np.ndarray, proj: np.ndarray, width: int, height: int,
@@ -158,11 +168,13 @@ def render_view(scene, view: np.ndarray, proj: np.ndarray, width: int, height: i
     ensure_gpu()
     window, area, region, space = area_of_type("VIEW_3D")
     # Solid shading; no red X axis, origin dots or orange selection outlines, which look
-    # like the overlay.
+    # like the overlay; no bones.
     settings = [(space.shading, "type", "SOLID"), (space.overlay, "show_axis_x", False),
                 (space.overlay, "show_axis_y", False),
                 (space.overlay, "show_object_origins", False),
-                (space.overlay, "show_outline_selected", False)]
+                (space.overlay, "show_outline_selected", False),
+                # Bones hide the skin (imported rigs often have huge octahedral bones).
+                (space.overlay, "show_bones", False)]
     saved = [(owner, attr, getattr(owner, attr)) for owner, attr, _ in settings]
     for owner, attr, value in settings:
         setattr(owner, attr, value)
@@ -239,13 +251,27 @@ def snapshot_result(scene, res, objects: dict, path: str | None, size=(640, 400)
         hits.append(pos[np.unique(tri[hit])] if hit.size else np.zeros((0, 3)))
     center, radius, direction = framing(list(res.positions), hits)
     w, h = size
-    view, proj = look_at(center, radius, direction, w / h)
     if colour is None:
         s = getattr(scene, "skin_collide", None)
         colour = tuple(s.overlay_color) if s is not None else DEFAULT_COLOUR
-    pixels = render_view(scene, view, proj, w, h,
-                         draw=lambda: overlay.draw_arrays(tris, np.zeros((0, 3), np.float32),
-                                                          colour))
+    batches = []
+
+    def draw():
+        batches[:] = [overlay.draw_arrays(tris, np.zeros((0, 3), np.float32), colour,
+                                          batches[0] if batches else None)]
+
+    if tris.size:
+        # Contacts are often hidden behind a body from a fixed side: look from where the
+        # most overlay pixels show (small trial pictures; the default side wins ties).
+        best = -1
+        sw, sh = (96, max(16, round(96 * h / w))) if w >= h else (max(16, round(96 * w / h)), 96)
+        for cand in candidate_directions(direction):
+            v, p = look_at(center, radius, cand, sw / sh)
+            n = int(overlay_mask(render_view(scene, v, p, sw, sh, draw), colour).sum())
+            if n > best:
+                best, direction = n, cand
+    view, proj = look_at(center, radius, direction, w / h)
+    pixels = render_view(scene, view, proj, w, h, draw=draw)
     if path:
         save_png(pixels, path)
     return pixels
