@@ -86,7 +86,9 @@ def look_at(center: np.ndarray, radius: float, direction: np.ndarray, aspect: fl
     d = np.asarray(direction, np.float64)
     d = d / np.linalg.norm(d)
     half = fov / 2 if aspect >= 1 else math.atan(math.tan(fov / 2) * aspect)
-    dist = radius / math.sin(half)
+    # tan, not sin: the sphere's silhouette may touch the border; its content (a box's
+    # corners, on the sphere) rarely does.
+    dist = 1.05 * radius / math.tan(half)
     eye = np.asarray(center, np.float64) + dist * d
     x = np.cross([0.0, 0.0, 1.0], d)
     x /= np.linalg.norm(x)
