@@ -115,7 +115,7 @@ def test_throttled_updates_are_caught_up(live_demo):
     assert not handlers.pending() and scene.skin_collide.live_pairs == 0
 
 
-def test_inert_during_own_writes_and_when_live_is_off(live_demo):
+def test_inert_during_own_writes_renders_and_when_live_is_off(live_demo):
     from skin_collide.addon import handlers
 
     _, _, arm = live_demo
@@ -124,6 +124,21 @@ def test_inert_during_own_writes_and_when_live_is_off(live_demo):
         bend(arm, 0.33)
         bpy.context.view_layer.update()
     assert scene.skin_collide.live_pairs == 0 and not handlers.pending()
+    # A render's depsgraph (here a stand-in with the armature updated) is ignored.
+    bend(arm, 0.33)
+
+    class RenderGraph:
+        mode = "RENDER"
+        updates = [type("U", (), {"id": arm})()]
+    handlers.on_depsgraph_update(scene, RenderGraph())
+    handlers.on_frame_change(scene, RenderGraph())
+    assert scene.skin_collide.live_pairs == 0 and not handlers.pending()
+    RenderGraph.mode = "VIEWPORT"           # the same call from the viewport does update
+    handlers.on_depsgraph_update(scene, bpy.context.evaluated_depsgraph_get())
+    assert scene.skin_collide.live_pairs > 0
+    bend(arm, 0.0)
+    bpy.context.view_layer.update()
+    assert scene.skin_collide.live_pairs == 0
     assert bpy.ops.skin_collide.toggle_overlay() == {"FINISHED"}      # off
     bend(arm, 0.3)
     bpy.context.view_layer.update()
