@@ -292,9 +292,10 @@ def scanner_result(scanner, scene, frame: int):
     for i, j, p in pairs:
         hits[i].update(p[:, 0].tolist())
         hits[j].update(p[:, 1].tolist())
-    return LiveResult(frame, ms, [o.name for o in scanner.objects], list(positions),
-                      [np.array(sorted(h), dtype=np.int64) for h in hits],
-                      scanner.polygon_pairs(pairs))
+    return LiveResult(frame=frame, ms=ms, names=[o.name for o in scanner.objects],
+                      positions=list(positions),
+                      hit_triangles=[np.array(sorted(h), dtype=np.int64) for h in hits],
+                      polygon_pairs=scanner.polygon_pairs(pairs))
 
 
 def frame_snapshot(scanner, scene, frame: int, path: str | None, size=(640, 400),
