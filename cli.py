@@ -168,6 +168,7 @@ def cmd_scan(args) -> int:
         frames = (scene.frame_start, scene.frame_end)
     if not args.self_collision and len(meshes) < 2:
         raise UsageError("only one object: pass --self for self-collision, or name two objects")
+    _check_snapshots_dir(args)
     try:
         sc = scanner.Scanner(meshes, mode=args.mode, self_collision=args.self_collision,
                              first_hit=args.first_hit)
@@ -233,6 +234,7 @@ def cmd_scan(args) -> int:
     wrote = ", ".join(p for p in (args.json, args.junit) if p)
     print(f"{len(colliding)} of {len(frame_list)} frames collide; query ms mean {ms.mean():.2f} "
           f"max {ms.max():.2f}" + (f"; wrote {wrote}" if wrote else ""))
+    _scan_snapshots(args, sc, scene, report)
     eps = report.episodes()
     print(contacts.summary(eps))
     if args.fail_on_collision and eps:
@@ -268,6 +270,77 @@ def _write_junit(args, report) -> None:
                                 report.objects, args.self_collision, report.episodes(),
                                 len(report.frames))
     core_report.write_atomic(args.junit, xml)
+
+
+# -- snapshot (and scan --snapshots) ------------------------------------------------------------
+
+def parse_size(text: str) -> tuple[int, int]:
+    """'WxH' -> (W, H), each 16..4096 pixels."""
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise UsageError(f"--size expects WxH in pixels, got '{text}'") from None
+    if not (16 <= w <= 4096 and 16 <= h <= 4096):
+        raise UsageError(f"--size {text}: width and height must be 16-4096 pixels")
+    return w, h
+
+
+def _check_snapshots_dir(args) -> None:
+    folder = getattr(args, "snapshots", None)
+    if folder is not None and not os.path.isdir(folder):
+        raise UsageError(f"the folder for --snapshots does not exist: {folder}")
+
+
+def _scan_snapshots(args, sc, scene, report) -> None:
+    """One viewport picture per collision episode, at its worst frame (--snapshots DIR)."""
+    if getattr(args, "snapshots", None) is None:
+        return
+    from .addon import snapshot
+
+    frames = [r.frame for r in report.frames]
+    counts = [len(r.pairs) for r in report.frames]
+    try:
+        paths = snapshot.episode_snapshots(sc, scene, frames, counts, args.snapshots)
+    except snapshot.GPUUnavailable as exc:
+        raise UsageError(str(exc)) from None
+    print(f"wrote {len(paths)} snapshot(s) to {args.snapshots}"
+          + (": " + ", ".join(os.path.basename(p) for p in paths) if paths else ""))
+
+
+def cmd_snapshot(args) -> int:
+    size = parse_size(args.size)
+    if not args.png.lower().endswith(".png"):
+        raise UsageError(f"--png must name a .png file, got '{args.png}'")
+    out_dir = os.path.dirname(os.path.abspath(args.png))
+    if not os.path.isdir(out_dir):
+        raise UsageError(f"the folder for --png does not exist: {out_dir}")
+    bpy, scene, meshes = _load(args)
+    from .addon import extract, scanner, snapshot
+    if not args.self_collision and len(meshes) < 2:
+        raise UsageError("only one object: pass --self for self-collision, or name two objects")
+    try:
+        sc = scanner.Scanner(meshes, self_collision=args.self_collision)
+        res, _ = snapshot.frame_snapshot(sc, scene, args.frame, os.path.abspath(args.png), size)
+    except extract.RigError as exc:
+        raise UsageError(str(exc)) from None
+    except snapshot.GPUUnavailable as exc:
+        raise UsageError(str(exc)) from None
+    print(f"frame {args.frame}: {res.n_pairs} colliding pair(s); wrote {args.png} "
+          f"({size[0]}x{size[1]})")
+    return 0
+
+
+def _add_snapshot_parser(sub) -> None:
+    sn = sub.add_parser("snapshot", help="picture the viewport at a frame, colliding triangles "
+                        "in the overlay colour (PNG)")
+    sn.add_argument("file", help=".blend, .glb or .gltf")
+    sn.add_argument("--frame", type=int, required=True)
+    sn.add_argument("--object", action="append", help="mesh object name (repeatable; default all)")
+    sn.add_argument("--self", dest="self_collision", action="store_true",
+                    help="also show each object's self-intersections")
+    sn.add_argument("--png", required=True, help="output picture path")
+    sn.add_argument("--size", default="640x400", help="WxH in pixels (default 640x400)")
+    sn.set_defaults(func=cmd_snapshot)
 
 
 def cmd_demo(args) -> int:
@@ -354,7 +427,10 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--allow", metavar="FILE",
                     help="reviewed, accepted polygon pairs: a scan JSON, the panel's exported "
                          "JSON or CSV, or {\"allow\": [[obj_a, poly_a, obj_b, poly_b], ...]}")
+    sc.add_argument("--snapshots", metavar="DIR",
+                    help="also write a viewport picture of each collision episode's worst frame")
     sc.set_defaults(func=cmd_scan)
+    _add_snapshot_parser(sub)
     return p
 
 

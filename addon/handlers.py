@@ -1,34 +1,149 @@
-"""Frame-change and file-load handlers: the live collision check while scrubbing."""
+"""Handlers: the live collision check while scrubbing (frame changes) and while posing
+(depsgraph updates), and re-attaching drawing after a file load.
+
+Posing fires `depsgraph_update_post` on every step of a drag, with no frame change. The
+live update there is throttled: while a query runs, or when updates come faster than the
+queries take, the update is only marked pending and is caught up later, by the next handler
+call or by a one-shot timer (real Blender; `bpy.app.timers` never fire in the pip module,
+where `catch_up()` is called directly or by the next update).
+"""
 from __future__ import annotations
+
+import time
+from contextlib import contextmanager
 
 import bpy
 from bpy.app.handlers import persistent
 
 from . import overlay, session, storage
 
-_busy = False
+_busy = False            # a live query is running
+_quiet = 0               # > 0 while the project itself writes to the scene
+_pending: str = ""       # name of a scene whose pose changed while we could not follow
+_last_end = 0.0          # perf_counter() at the end of the last live query
+_last_seconds = 0.0      # its duration
+# Minimum pause after a live query, as a multiple of its duration (1.0: a drag spends at
+# most half of its time in queries). The tests set it to 0 or to a large value.
+THROTTLE = 1.0
+
+
+@contextmanager
+def quiet():
+    """Around the project's own writes (rest-pose switches, bakes): depsgraph updates they
+    cause are not pose edits and must not start a live query."""
+    global _quiet
+    _quiet += 1
+    try:
+        yield
+    finally:
+        _quiet -= 1
+
+
+def _live_meshes(scene) -> list:
+    return [ob for ob in scene.objects if ob.type == "MESH" and storage.has_data(ob)]
+
+
+def _update(scene, depsgraph) -> None:
+    """Collide the built characters as evaluated now; keep the result and its pair count."""
+    global _busy, _last_end, _last_seconds
+    _busy = True
+    t0 = time.perf_counter()
+    try:
+        meshes = session.built(scene, _live_meshes(scene))
+        res = session.query(scene, depsgraph, meshes)
+        pairs = res.n_pairs
+    except (session.SessionError, ValueError) as exc:
+        session.record_error(scene, str(exc))
+        pairs = 0
+    except Exception as exc:  # noqa: BLE001 - a handler must never raise on every frame
+        session.record_error(scene, f"collision check failed: {type(exc).__name__}: {exc}")
+        pairs = 0
+    finally:
+        _busy = False
+        _last_end = time.perf_counter()
+        _last_seconds = _last_end - t0
+    if scene.skin_collide.live_pairs != pairs:    # a write tags the scene: only on change
+        with quiet():
+            scene.skin_collide.live_pairs = pairs
+
+
+def _live(scene) -> bool:
+    s = getattr(scene, "skin_collide", None)
+    return s is not None and s.live
 
 
 @persistent
 def on_frame_change(scene, depsgraph) -> None:
     """Refit and collide the built characters at the new frame (viewport only)."""
-    global _busy
-    if _busy or depsgraph is None or depsgraph.mode == "RENDER":
+    global _pending
+    if _busy or depsgraph is None or depsgraph.mode == "RENDER" or not _live(scene):
         return
-    s = getattr(scene, "skin_collide", None)
-    if s is None or not s.live:
+    _pending = ""                # the frame's query sees the latest pose too
+    _update(scene, depsgraph)
+
+
+def _relevant(scene, depsgraph) -> bool:
+    """Whether the update touched a built mesh or the armature deforming it."""
+    watched = set()
+    for ob in _live_meshes(scene):
+        watched.add(ob.name_full)
+        for mod in ob.modifiers:
+            if mod.type == "ARMATURE" and mod.object is not None:
+                watched.add(mod.object.name_full)
+        if ob.parent is not None:
+            watched.add(ob.parent.name_full)
+    for upd in depsgraph.updates:
+        idb = upd.id
+        if isinstance(idb, bpy.types.Object) and idb.original.name_full in watched:
+            return True
+    return False
+
+
+@persistent
+def on_depsgraph_update(scene, depsgraph) -> None:
+    """Follow pose edits (no frame change): collide again, throttled."""
+    global _pending
+    if _quiet or depsgraph is None or depsgraph.mode == "RENDER" or not _live(scene):
         return
-    _busy = True
-    try:
-        meshes = [ob for ob in scene.objects if ob.type == "MESH" and storage.has_data(ob)]
-        meshes = session.built(scene, meshes)
-        session.query(scene, depsgraph, meshes)
-    except (session.SessionError, ValueError) as exc:
-        session.record_error(scene, str(exc))
-    except Exception as exc:  # noqa: BLE001 - a handler must never raise on every frame
-        session.record_error(scene, f"collision check failed: {type(exc).__name__}: {exc}")
-    finally:
-        _busy = False
+    if not _relevant(scene, depsgraph) and _pending != scene.name_full:
+        return
+    now = time.perf_counter()
+    if _busy or now - _last_end < THROTTLE * _last_seconds:
+        if not _pending:
+            _pending = scene.name_full
+            _schedule_catch_up()
+        return
+    _pending = ""
+    _update(scene, depsgraph)
+
+
+def catch_up() -> None:
+    """Run the pending live update, if any (what the timer calls)."""
+    global _pending
+    if not _pending or _busy:
+        return
+    scene = bpy.data.scenes.get(_pending)
+    _pending = ""
+    if scene is None or not _live(scene):
+        return
+    _update(scene, bpy.context.evaluated_depsgraph_get())
+
+
+def pending() -> bool:
+    return bool(_pending)
+
+
+def _timer():
+    if _busy:
+        return 0.05
+    catch_up()
+    return None
+
+
+def _schedule_catch_up() -> None:
+    delay = max(0.02, THROTTLE * _last_seconds)
+    if not bpy.app.timers.is_registered(_timer):
+        bpy.app.timers.register(_timer, first_interval=delay)
 
 
 @persistent
@@ -36,9 +151,12 @@ def on_load_post(*_args) -> None:
     """Data and settings come back with the file; drawing and results are re-attached.
     Data of meshes deleted or joined away (in files saved before `on_save_pre` existed)
     is removed."""
+    global _pending
+    _pending = ""
     for scene in bpy.data.scenes:
         session.forget(scene)
     _clean_orphans()
+    overlay.forget_drawn()
     overlay.enable_drawing()
 
 
@@ -55,20 +173,23 @@ def _clean_orphans() -> None:
         print(f"skin_collide: could not clean unused collision data: {exc}")
 
 
+_HANDLERS = ((lambda: bpy.app.handlers.frame_change_post, on_frame_change),
+             (lambda: bpy.app.handlers.depsgraph_update_post, on_depsgraph_update),
+             (lambda: bpy.app.handlers.load_post, on_load_post),
+             (lambda: bpy.app.handlers.save_pre, on_save_pre))
+
+
 def register() -> None:
-    if on_frame_change not in bpy.app.handlers.frame_change_post:
-        bpy.app.handlers.frame_change_post.append(on_frame_change)
-    if on_load_post not in bpy.app.handlers.load_post:
-        bpy.app.handlers.load_post.append(on_load_post)
-    if on_save_pre not in bpy.app.handlers.save_pre:
-        bpy.app.handlers.save_pre.append(on_save_pre)
+    for lst, fn in _HANDLERS:
+        if fn not in lst():
+            lst().append(fn)
     overlay.enable_drawing()
 
 
 def unregister() -> None:
     overlay.disable_drawing()
-    for lst, fn in ((bpy.app.handlers.frame_change_post, on_frame_change),
-                    (bpy.app.handlers.load_post, on_load_post),
-                    (bpy.app.handlers.save_pre, on_save_pre)):
-        while fn in lst:
-            lst.remove(fn)
+    if bpy.app.timers.is_registered(_timer):
+        bpy.app.timers.unregister(_timer)
+    for lst, fn in _HANDLERS:
+        while fn in lst():
+            lst().remove(fn)

@@ -5,6 +5,8 @@ draw callbacks only hand those arrays to `gpu`, which is unavailable in backgrou
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 # The highlight floats this fraction of the triangle's size off the surface, so it does
@@ -90,58 +92,172 @@ def _level_wires(res, name: str, obj, pos: np.ndarray, level: int) -> np.ndarray
     return res.spheres[key]
 
 
-def live_batches(scene):
-    """The viewport's TRIS vertices (and sphere LINES, if shown) for the scene's last result."""
-    from . import session, storage
+def _object_triangles(res, k: int, obj) -> np.ndarray:
+    """The triangles the result's hit indices refer to: the frame's own triangulation when
+    the result carries it, else the rest mesh's."""
+    own = getattr(res, "triangles", None)
+    if own is not None and k < len(own) and own[k] is not None:
+        return own[k]
+    return obj.rig.triangles
 
-    res = session.live_result(scene)
-    s = scene.skin_collide
+
+def result_arrays(res, objects: dict, show_spheres: bool, level: int):
+    """The TRIS vertices of the colliding triangles and the sphere LINES (if shown) of a
+    result.
+
+    Args:
+        res: a `session.LiveResult`; objects: object name -> its `CollisionObject` (names
+            missing from it are skipped).
+    Returns:
+        (3H, 3) float32 and (L, 3) float32.
+    """
     tris, lines = [], []
     if res is None or res.error:
         return np.zeros((0, 3), np.float32), np.zeros((0, 3), np.float32)
-    for name, pos, ftris, hit in zip(res.names, res.positions, res.triangles,
-                                     res.hit_triangles):
-        ob = scene.objects.get(name)
-        if ob is None or not storage.has_data(ob):
+    for k, (name, pos, hit) in enumerate(zip(res.names, res.positions, res.hit_triangles)):
+        obj = objects.get(name)
+        if obj is None:
             continue
-        obj = storage.load(ob)
         if hit.size:
-            # The frame's own triangles: Blender re-splits deformed quads per frame.
-            tris.append(triangle_overlay(pos, ftris, hit))
-        if s.show_spheres:
-            lines.append(_level_wires(res, name, obj, pos, s.sphere_level))
+            tris.append(triangle_overlay(pos, _object_triangles(res, k, obj), hit))
+        if show_spheres:
+            lines.append(_level_wires(res, name, obj, pos, level))
     cat = lambda xs: np.concatenate(xs) if xs else np.zeros((0, 3), np.float32)  # noqa: E731
     return cat(tris), cat(lines)
 
 
-# -- draw callbacks (thin: gpu is unavailable in background mode) ---------------------------
+class _Drawn:
+    """What the viewport draws for one result: built once, reused by every redraw until
+    the result or the sphere settings change (a redraw then costs only the draw calls)."""
+
+    __slots__ = ("res", "key", "tris", "lines", "batches")
+
+    def __init__(self, res, key, tris, lines):
+        self.res, self.key, self.tris, self.lines = res, key, tris, lines
+        self.batches = None          # (tris batch | None, lines batch | None, shader)
+
+
+_drawn: dict[str, _Drawn] = {}
+# How many times the arrays were (re)built; the tests read it to check that redraws reuse.
+build_count = 0
+
+
+def _drawn_for(scene) -> _Drawn:
+    from . import session, storage
+
+    global build_count
+    res = session.live_result(scene)
+    s = scene.skin_collide
+    key = (bool(s.show_spheres), int(s.sphere_level))
+    d = _drawn.get(scene.name_full)
+    if d is not None and d.res is res and d.key == key:
+        return d
+    objects = {}
+    if res is not None and not res.error:
+        for name in res.names:
+            ob = scene.objects.get(name)
+            if ob is not None and storage.has_data(ob):
+                objects[name] = storage.load(ob)
+    tris, lines = result_arrays(res, objects, *key)
+    build_count += 1
+    d = _drawn[scene.name_full] = _Drawn(res, key, tris, lines)
+    return d
+
+
+def live_batches(scene):
+    """The viewport's TRIS vertices (and sphere LINES, if shown) for the scene's last
+    result, built once per result."""
+    d = _drawn_for(scene)
+    return d.tris, d.lines
+
+
+def forget_drawn() -> None:
+    _drawn.clear()
+
+
+# -- draw callbacks (thin: gpu is unavailable in background mode until a GPU context
+#    exists; see addon/snapshot.py) -----------------------------------------------------------
 
 _handles: dict[str, object] = {}
+# Callback name -> the last error message it reported (each distinct failure is printed
+# once, not on every redraw).
+draw_errors: dict[str, str] = {}
 
 
-def _draw_view3d():
-    import bpy
+def _guarded(name: str):
+    """Catch a draw callback's exception: report it once on stderr, draw nothing."""
+    import functools
+
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(*args):
+            try:
+                return fn(*args)
+            except Exception as exc:  # noqa: BLE001 - a draw callback must never raise
+                msg = f"{type(exc).__name__}: {exc}".splitlines()[0]
+                if draw_errors.get(name) != msg:
+                    draw_errors[name] = msg
+                    print(f"skin_collide: the {name} overlay failed and draws nothing: {msg}",
+                          file=sys.stderr)
+                return None
+        return wrapper
+    return deco
+
+
+def draw_arrays(tris: np.ndarray, lines: np.ndarray, colour, batches=None):
+    """Draw highlight triangles (and sphere lines) in the current 3D matrices, depth-tested.
+
+    `batches` (from an earlier call's return value) are reused when given. Returns the
+    batches, for reuse.
+    """
     import gpu
     from gpu_extras.batch import batch_for_shader
+
+    if batches is None:
+        shader = gpu.shader.from_builtin("UNIFORM_COLOR")
+        batches = (batch_for_shader(shader, "TRIS", {"pos": tris}) if tris.size else None,
+                   batch_for_shader(shader, "LINES", {"pos": lines}) if lines.size else None,
+                   shader)
+    tb, lb, shader = batches
+    colour = tuple(colour)
+    gpu.state.blend_set("ALPHA")
+    gpu.state.depth_test_set("LESS_EQUAL")
+    if tb is not None:
+        shader.uniform_float("color", colour)
+        tb.draw(shader)
+    if lb is not None:
+        shader.uniform_float("color", (colour[0], colour[1], colour[2], 0.35))
+        lb.draw(shader)
+    gpu.state.depth_test_set("NONE")
+    gpu.state.blend_set("NONE")
+    return batches
+
+
+@_guarded("3D View")
+def _draw_view3d():
+    import bpy
 
     scene = bpy.context.scene
     if scene is None or not scene.skin_collide.live:
         return
-    tris, lines = live_batches(scene)
-    colour = tuple(scene.skin_collide.overlay_color)
-    shader = gpu.shader.from_builtin("UNIFORM_COLOR")
-    gpu.state.blend_set("ALPHA")
-    gpu.state.depth_test_set("LESS_EQUAL")
-    if tris.size:
-        shader.uniform_float("color", colour)
-        batch_for_shader(shader, "TRIS", {"pos": tris}).draw(shader)
-    if lines.size:
-        shader.uniform_float("color", (colour[0], colour[1], colour[2], 0.35))
-        batch_for_shader(shader, "LINES", {"pos": lines}).draw(shader)
-    gpu.state.depth_test_set("NONE")
-    gpu.state.blend_set("NONE")
+    d = _drawn_for(scene)
+    if not d.tris.size and not d.lines.size:
+        return
+    d.batches = draw_arrays(d.tris, d.lines, scene.skin_collide.overlay_color, d.batches)
 
 
+def strip_arrays(scene) -> tuple[np.ndarray, np.ndarray]:
+    """Frames and pair counts of the last scan, (F,) int each."""
+    fc = scene.skin_collide.frame_counts
+    frames = np.zeros(len(fc), np.int32)
+    counts = np.zeros(len(fc), np.int32)
+    if len(fc):
+        fc.foreach_get("frame", frames)
+        fc.foreach_get("pairs", counts)
+    return frames, counts
+
+
+@_guarded("timeline")
 def _draw_timeline():
     import bpy
     import gpu
@@ -151,12 +267,14 @@ def _draw_timeline():
     region = bpy.context.region
     if scene is None or region is None or not len(scene.skin_collide.frame_counts):
         return
-    fc = scene.skin_collide.frame_counts
-    frames = np.array([item.frame for item in fc])
-    counts = np.array([item.pairs for item in fc])
+    frames, counts = strip_arrays(scene)
     v2d = region.view2d
-    to_x = np.vectorize(lambda f: v2d.view_to_region(float(f), 0.0, clip=False)[0])
-    verts, colours = timeline_strip(frames, counts, to_x, height=6.0, bottom=2.0)
+    # view -> region x is affine: two points give it for every frame at once.
+    x0 = v2d.view_to_region(0.0, 0.0, clip=False)[0]
+    x1 = v2d.view_to_region(1000.0, 0.0, clip=False)[0]
+    scale = (x1 - x0) / 1000.0
+    verts, colours = timeline_strip(frames, counts, lambda f: x0 + scale * f,
+                                    height=6.0, bottom=2.0)
     if not verts.size:
         return
     shader = gpu.shader.from_builtin("SMOOTH_COLOR")
@@ -166,7 +284,8 @@ def _draw_timeline():
 
 
 def enable_drawing() -> None:
-    """Add the draw handlers (no-op in background mode, where gpu drawing does not exist)."""
+    """Add the draw handlers (no-op in background mode, where Blender never draws regions;
+    the tests and `addon/snapshot.py` call the callbacks themselves)."""
     import bpy
 
     if bpy.app.background or _handles:
@@ -184,3 +303,5 @@ def disable_drawing() -> None:
         bpy.types.SpaceView3D.draw_handler_remove(_handles.pop("view3d"), "WINDOW")
     if "timeline" in _handles:
         bpy.types.SpaceDopeSheetEditor.draw_handler_remove(_handles.pop("timeline"), "WINDOW")
+    _drawn.clear()
+    draw_errors.clear()

@@ -56,6 +56,9 @@ class SKINCOLLIDE_PG_settings(bpy.types.PropertyGroup):
     show_spheres: bpy.props.BoolProperty(name="Show Spheres", default=False, update=_redraw)
     sphere_level: bpy.props.IntProperty(name="Sphere Level", min=0, default=3, update=_redraw)
     live: bpy.props.BoolProperty(name="Live Overlay", default=False)
+    live_pairs: bpy.props.IntProperty(
+        name="Live Pairs", description="Colliding polygon pairs found by the last live update "
+        "(frame change or pose edit)", default=0, min=0)
     add_markers: bpy.props.BoolProperty(
         name="Markers", description="Place a timeline marker at the first frame of each "
         "collision episode when scanning", default=False)

@@ -187,7 +187,10 @@ def store_rest_contacts(scene, meshes, objects, self_collision: bool) -> int:
         others, other_objs = [], []
     group = list(meshes) + others
     objs = list(objects) + other_objs
-    pairs = scanner.rest_pose_pairs(group, objs, self_collision)
+    from .handlers import quiet     # the rest-pose switch is not a pose edit
+
+    with quiet():
+        pairs = scanner.rest_pose_pairs(group, objs, self_collision)
     ids = [storage.uid(ob) for ob in group]
     new = set()
     for i, j, p in pairs:

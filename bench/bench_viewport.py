@@ -1,0 +1,126 @@
+"""What the live overlay costs: a viewport redraw against a frame change.
+
+Two MakeHuman copies (26,756 triangles each, 0.55 m apart, arms interpenetrating), built
+and with the live overlay on, headless on Mesa's llvmpipe (see addon/snapshot.py). Per
+frame (every Nth frame of the action), medians over the frames:
+
+* frame change: `scene.frame_set` (Blender's evaluation + the live handler's query);
+* first draw: the overlay callback just after the change (builds arrays and GPU batches);
+* redraw: the callback again with nothing changed (batches reused);
+* redraw, rebuilding: the callback with the cache dropped first (what every redraw cost
+  before the cache: rebuild arrays and batches);
+* the viewport itself: `GPUOffScreen.draw_view3d` at the same size (Blender's own drawing,
+  software OpenGL), for scale.
+Each draw is followed by a 1-pixel read-back, so the GPU (here the CPU) work is counted.
+
+Usage (from the repository root):
+    bash dev python bench/bench_viewport.py --stride 6
+
+Not a test: nothing here asserts on time.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def timed(fn, sync) -> float:
+    t0 = time.perf_counter()
+    fn()
+    sync()
+    return (time.perf_counter() - t0) * 1000.0
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--asset", default="makehuman_default.blend")
+    p.add_argument("--stride", type=int, default=6)
+    p.add_argument("--size", default="640x400")
+    p.add_argument("--redraws", type=int, default=5, help="cached redraws timed per frame")
+    args = p.parse_args()
+
+    import bpy
+    import gpu
+    from mathutils import Matrix
+
+    import bench_table3
+    import skin_collide
+    from skin_collide.addon import overlay, session, snapshot
+
+    if not os.path.isdir(bench_table3.SHARED):
+        sys.exit(f"bench needs ../shared/assets next to the repository ({bench_table3.SHARED})")
+    skin_collide.register()
+    ob, ob2 = bench_table3.load_pair(args.asset, 0, (0.55, 0.0, 0.0), 0.0)
+    scene = bpy.context.scene
+    for o in scene.objects:
+        o.select_set(o in (ob, ob2))
+    bpy.context.view_layer.objects.active = ob
+    t0 = time.perf_counter()
+    bpy.ops.skin_collide.build()
+    print(f"built 2 x {len(ob.data.polygons)} polygons in {time.perf_counter() - t0:.1f} s")
+    arm = ob.find_armature() or ob.parent
+    first, last = (int(x) for x in arm.animation_data.action.frame_range)
+    frames = list(range(first, last + 1, args.stride))
+    snapshot.ensure_gpu()
+    w, h = (int(v) for v in args.size.split("x"))
+    window, area, region, space = snapshot.area_of_type("VIEW_3D")
+    every = np.concatenate([np.array([ob.matrix_world @ v.co for v in o.data.vertices])
+                            for o in (ob, ob2)])
+    view, proj = snapshot.look_at((every.min(0) + every.max(0)) / 2,
+                                  0.5 * np.linalg.norm(np.ptp(every, 0)),
+                                  np.array([0.3, -1.0, 0.35]), w / h)
+    vm, pm = Matrix(view.tolist()), Matrix(proj.tolist())
+    off = gpu.types.GPUOffScreen(w, h)
+    scene.skin_collide.live = True
+    print(f"{len(frames)} frames ({first}-{last}, every {args.stride}), {w}x{h}, "
+          f"{gpu.platform.renderer_get()}")
+    rows = []
+    for self_collision in (False, True):
+        scene.skin_collide.self_collision = self_collision
+        t = {k: [] for k in ("change", "query", "first", "redraw", "rebuild", "viewport", "pairs")}
+        with off.bind():
+            fb = gpu.state.active_framebuffer_get()
+            sync = lambda: fb.read_color(0, 0, 1, 1, 4, 0, "FLOAT")  # noqa: E731
+            with bpy.context.temp_override(window=window, area=area, region=region):
+                for f in frames:
+                    t["change"].append(timed(lambda: scene.frame_set(f), lambda: None))
+                    res = session.live_result(scene)
+                    t["query"].append(res.ms)
+                    t["pairs"].append(res.n_pairs)
+                    gpu.matrix.load_matrix(vm)
+                    gpu.matrix.load_projection_matrix(pm)
+                    t["first"].append(timed(overlay._draw_view3d, sync))
+                    t["redraw"].append(np.median([timed(overlay._draw_view3d, sync)
+                                                  for _ in range(args.redraws)]))
+
+                    def rebuild():
+                        overlay.forget_drawn()
+                        overlay._draw_view3d()
+                    t["rebuild"].append(timed(rebuild, sync))
+        t["viewport"] = [timed(lambda: off.draw_view3d(scene, bpy.context.view_layer, space,
+                                                       region, vm, pm), lambda: None)
+                         for _ in range(3)]
+        rows.append((self_collision, {k: float(np.median(v)) for k, v in t.items()}))
+    off.free()
+    print("\n| | self-collision off | self-collision on |\n|---|---|---|")
+    label = {"pairs": "Colliding polygon pairs (median)", "change": "Frame change ms",
+             "query": "  of which the live query ms", "first": "First draw after a change ms",
+             "redraw": "Redraw, nothing changed, ms", "rebuild": "Redraw rebuilding batches ms "
+             "(before the cache)", "viewport": "Blender's own viewport draw ms (llvmpipe)"}
+    for key in ("pairs", "change", "query", "first", "redraw", "rebuild", "viewport"):
+        print(f"| {label[key]} | " + " | ".join(f"{r[key]:.2f}" if key != "pairs" else
+                                                 f"{r[key]:.0f}" for _, r in rows) + " |")
+    print("| Frame change / redraw | " + " | ".join(f"{r['change'] / r['redraw']:.0f}x"
+                                                  for _, r in rows) + " |")
+    print("| Rebuilding / cached redraw | " + " | ".join(f"{r['rebuild'] / r['redraw']:.1f}x"
+                                                       for _, r in rows) + " |")
+
+
+if __name__ == "__main__":
+    main()

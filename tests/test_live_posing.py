@@ -1,0 +1,169 @@
+"""Live while posing: the depsgraph handler follows pose edits without a frame change,
+throttled; `live_pairs` holds the last live update's pair count; draw callbacks that raise
+report once."""
+import pytest
+
+pytestmark = pytest.mark.blender
+bpy = pytest.importorskip("bpy")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def addon():
+    import skin_collide
+
+    skin_collide.register()
+    yield
+    skin_collide.unregister()
+
+
+@pytest.fixture
+def live_demo():
+    """Two built tube characters, live overlay on, at frame 1 (no collision); throttle off."""
+    from skin_collide.addon import demo_rig, handlers
+
+    a, b = demo_rig.build_demo_scene(rings=16, segments=10, frames=24)
+    for ob in (a, b):
+        ob.select_set(True)
+    bpy.context.view_layer.objects.active = a
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    assert bpy.ops.skin_collide.toggle_overlay() == {"FINISHED"}
+    saved = handlers.THROTTLE
+    handlers.THROTTLE = 0.0
+    yield a, b, bpy.data.objects["Left_rig"]
+    handlers.THROTTLE = saved
+    handlers._pending = ""
+    bpy.ops.wm.read_homefile(use_empty=True)
+
+
+def bend(arm, amount):
+    """Bend the chain as the demo's animation does at its middle, scaled by `amount`."""
+    for i, pb in enumerate(arm.pose.bones):
+        pb.rotation_euler = (-amount * (0.35 if i else 0.0) * (1 + 0.2 * i), 0.4 * amount, 0.0)
+
+
+class Spy:
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, *_args):
+        self.calls += 1
+
+
+def test_frame_change_and_pose_edit_fire_different_handlers(live_demo):
+    _, _, arm = live_demo
+    frame_spy, dg_spy = Spy(), Spy()
+    bpy.app.handlers.frame_change_post.append(frame_spy)
+    bpy.app.handlers.depsgraph_update_post.append(dg_spy)
+    try:
+        bpy.context.scene.frame_set(2)
+        assert frame_spy.calls == 1 and dg_spy.calls == 0
+        bend(arm, 0.5)
+        bpy.context.view_layer.update()
+        assert frame_spy.calls == 1 and dg_spy.calls >= 1
+    finally:
+        bpy.app.handlers.frame_change_post.remove(frame_spy)
+        bpy.app.handlers.depsgraph_update_post.remove(dg_spy)
+
+
+def test_posing_updates_live_pairs_without_a_frame_change(live_demo):
+    from skin_collide.addon import session
+
+    a, b, arm = live_demo
+    scene = bpy.context.scene
+    assert scene.frame_current == 1 and scene.skin_collide.live_pairs == 0
+    bend(arm, 0.33)                         # Left bends into Right (as at frames 3-6)
+    bpy.context.view_layer.update()
+    assert scene.frame_current == 1
+    n = scene.skin_collide.live_pairs
+    assert n > 0 and n == session.live_result(scene).n_pairs
+    # The same as the headless scan of this pose.
+    from skin_collide.addon import scanner
+    sc = scanner.Scanner([a, b])
+    pos, poses = sc.evaluate(bpy.context.evaluated_depsgraph_get())
+    assert set(sc.polygon_pairs(sc.query(pos, poses)[0])) == \
+        set(session.live_result(scene).polygon_pairs)
+    bend(arm, 0.0)                         # undo the pose
+    bpy.context.view_layer.update()
+    assert scene.skin_collide.live_pairs == 0
+
+
+def test_throttled_updates_are_caught_up(live_demo):
+    from skin_collide.addon import handlers
+
+    _, _, arm = live_demo
+    scene = bpy.context.scene
+    bend(arm, 0.1)
+    bpy.context.view_layer.update()                  # runs: sets the query's duration
+    assert scene.skin_collide.live_pairs == 0 and not handlers.pending()
+    handlers.THROTTLE = 1e9                          # the next updates come "too fast"
+    bend(arm, 0.33)
+    bpy.context.view_layer.update()
+    assert handlers.pending() and scene.skin_collide.live_pairs == 0
+    handlers.catch_up()                              # what the timer does in Blender
+    assert not handlers.pending() and scene.skin_collide.live_pairs > 0
+    # While a query runs, an update is only marked; the next handler call catches up.
+    handlers.THROTTLE = 0.0
+    handlers._busy = True
+    try:
+        bend(arm, 0.0)
+        bpy.context.view_layer.update()
+    finally:
+        handlers._busy = False
+    assert handlers.pending() and scene.skin_collide.live_pairs > 0
+    scene.skin_collide.overlay_color = (0, 1, 0, 1)  # an unrelated update
+    bpy.context.view_layer.update()
+    assert not handlers.pending() and scene.skin_collide.live_pairs == 0
+
+
+def test_inert_during_own_writes_renders_and_when_live_is_off(live_demo):
+    from skin_collide.addon import handlers
+
+    _, _, arm = live_demo
+    scene = bpy.context.scene
+    with handlers.quiet():
+        bend(arm, 0.33)
+        bpy.context.view_layer.update()
+    assert scene.skin_collide.live_pairs == 0 and not handlers.pending()
+    # A render's depsgraph (here a stand-in with the armature updated) is ignored.
+    bend(arm, 0.33)
+
+    class RenderGraph:
+        mode = "RENDER"
+        updates = [type("U", (), {"id": arm})()]
+    handlers.on_depsgraph_update(scene, RenderGraph())
+    handlers.on_frame_change(scene, RenderGraph())
+    assert scene.skin_collide.live_pairs == 0 and not handlers.pending()
+    RenderGraph.mode = "VIEWPORT"           # the same call from the viewport does update
+    handlers.on_depsgraph_update(scene, bpy.context.evaluated_depsgraph_get())
+    assert scene.skin_collide.live_pairs > 0
+    bend(arm, 0.0)
+    bpy.context.view_layer.update()
+    assert scene.skin_collide.live_pairs == 0
+    assert bpy.ops.skin_collide.toggle_overlay() == {"FINISHED"}      # off
+    bend(arm, 0.3)
+    bpy.context.view_layer.update()
+    assert scene.skin_collide.live_pairs == 0 and not handlers.pending()
+
+
+def test_handlers_survive_file_load():
+    from skin_collide.addon import handlers
+
+    assert handlers.on_depsgraph_update in bpy.app.handlers.depsgraph_update_post
+    bpy.ops.wm.read_homefile(use_empty=True)
+    assert handlers.on_depsgraph_update in bpy.app.handlers.depsgraph_update_post
+    assert handlers.on_frame_change in bpy.app.handlers.frame_change_post
+
+
+def test_a_failing_draw_callback_reports_once(live_demo, capsys, monkeypatch):
+    from skin_collide.addon import overlay
+
+    def boom(scene):
+        raise KeyError("broken data")
+
+    monkeypatch.setattr(overlay, "_drawn_for", boom)
+    overlay.draw_errors.clear()
+    for _ in range(5):
+        assert overlay._draw_view3d() is None          # never raises into Blender
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "3D View" in err[0] and "broken data" in err[0]
+    assert "broken data" in overlay.draw_errors["3D View"]
