@@ -297,10 +297,9 @@ def _scan_snapshots(args, sc, scene, report) -> None:
         return
     from .addon import snapshot
 
-    frames = [r.frame for r in report.frames]
-    counts = [len(r.pairs) for r in report.frames]
+    worst = [e.worst_frame for e in report.episodes()]
     try:
-        paths = snapshot.episode_snapshots(sc, scene, frames, counts, args.snapshots)
+        paths = snapshot.episode_snapshots(sc, scene, worst, args.snapshots)
     except snapshot.GPUUnavailable as exc:
         raise UsageError(str(exc)) from None
     print(f"wrote {len(paths)} snapshot(s) to {args.snapshots}"

@@ -306,14 +306,12 @@ def frame_snapshot(scanner, scene, frame: int, path: str | None, size=(640, 400)
     return res, snapshot_result(scene, res, objects, path, size, colour)
 
 
-def episode_snapshots(scanner, scene, frames: list[int], counts: list[int], out_dir: str,
+def episode_snapshots(scanner, scene, frames: list[int], out_dir: str,
                       size=(640, 400), colour=None) -> list[str]:
-    """One picture per collision episode (a run of consecutive colliding frames), at its
-    frame with the most pairs: `<out_dir>/frame_<F>.png`. Returns the paths written."""
-    from ..core.episodes import episodes, worst_frames
-
+    """One picture per frame of `frames` (the worst frames of the scan's collision
+    episodes, `core.contacts.episodes`): `<out_dir>/frame_<F>.png`. Returns the paths."""
     paths = []
-    for f in worst_frames(episodes(frames, counts), frames, counts):
+    for f in sorted(set(frames)):
         path = os.path.join(out_dir, f"frame_{f:05d}.png")
         frame_snapshot(scanner, scene, f, path, size, colour)
         paths.append(path)

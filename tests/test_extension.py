@@ -101,3 +101,18 @@ def test_register_and_unregister_twice_directly():
         assert operator_registered(bpy, "doctor")
         pkg.unregister()
         assert not operator_registered(bpy, "doctor")
+
+
+def test_every_package_is_listed_in_pyproject():
+    """A package directory missing from pyproject's list would be left out of a wheel or a
+    non-editable install (an editable one hides the omission)."""
+    import tomllib
+
+    root = Path(__file__).resolve().parent.parent
+    listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {"skin_collide"}
+    for init in root.rglob("__init__.py"):
+        rel = init.parent.relative_to(root)
+        if rel.parts and rel.parts[0] in ("core", "addon", "operators", "panels"):
+            found.add(".".join(("skin_collide",) + rel.parts))
+    assert found - listed == set(), "add these packages to pyproject.toml"

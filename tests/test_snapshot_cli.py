@@ -52,17 +52,18 @@ def demo(tmp_path_factory):
 
 
 def test_scan_writes_one_picture_per_episode(demo, tmp_path):
-    from skin_collide.core.episodes import episodes, worst_frames
-
     shots = tmp_path / "shots"
     shots.mkdir()
     res = run("scan", demo, "--json", tmp_path / "r.json", "--snapshots", shots)
     assert res.returncode == 0, res.stderr
     report = json.loads((tmp_path / "r.json").read_text())
-    frames = [f["frame"] for f in report["frames"]]
-    counts = [len(f["pairs"]) for f in report["frames"]]
-    want = worst_frames(episodes(frames, counts), frames, counts)
+    want = sorted({e["worst_frame"] for e in report["episodes"]})
     assert want
+    # Each is the frame with the most pairs of its object pair within its episode.
+    counts = {f["frame"]: len(f["pairs"]) for f in report["frames"]}
+    for e in report["episodes"]:
+        run_counts = [counts[f] for f in range(e["start"], e["end"] + 1) if f in counts]
+        assert counts[e["worst_frame"]] == max(run_counts) == e["worst_pairs"]
     assert sorted(p.name for p in shots.iterdir()) == [f"frame_{f:05d}.png" for f in want]
     assert all(overlay_pixels(shots / f"frame_{f:05d}.png") > 0 for f in want)
 
