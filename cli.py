@@ -170,18 +170,18 @@ def cmd_scan(args) -> int:
         raise UsageError("only one object: pass --self for self-collision, or name two objects")
     _check_snapshots_dir(args)
     try:
-        sc = scanner.Scanner(meshes, mode=args.mode, self_collision=args.self_collision,
-                             first_hit=args.first_hit)
+        sc = scanner.Scanner(meshes, self_collision=args.self_collision,
+                             first_hit=args.first_hit, method=_scan_method(args))
         sc.allow_polygons = allow
         if args.ignore_rest_contacts:
-            sc.ignore_triangles = sc.rest_pose_contacts(scene)
+            sc.ignore = sc.rest_pose_contacts(scene)
     except extract.RigError as exc:
         raise UsageError(str(exc)) from None
     for obj in sc.objects:
         print(f"object {obj.name}: {obj.rig.n_triangles} triangles, {obj.tree.n_nodes} spheres, "
               f"built in {obj.build_seconds:.2f} s; refit: {sc.refit_label(obj)}")
     if args.ignore_rest_contacts:
-        print(f"ignoring {len(sc.ignore_triangles)} triangle pairs in contact in the rest pose")
+        print(f"ignoring {sc.ignore.count} triangle pairs in contact in the rest pose")
     if args.allow:
         print(f"allowing {len(allow)} reviewed polygon pairs from {args.allow}")
     frame_list = list(range(frames[0], frames[1] + 1))
@@ -369,7 +369,7 @@ def cmd_demo(args) -> int:
     args.file, args.object, args.frames = out, None, None
     status = cmd_doctor(args)
     if status == 0 and args.json:
-        args.mode, args.self_collision, args.first_hit = "on-demand", False, False
+        args.mode, args.method, args.self_collision, args.first_hit = None, None, False, False
         args.junit, args.allow, args.ignore_rest_contacts = None, None, False
         args.fail_on_collision = False
         status = cmd_scan(args)
@@ -410,7 +410,15 @@ def build_parser() -> argparse.ArgumentParser:
                                      "(default: the scene's range)")
     sc.add_argument("--self", dest="self_collision", action="store_true",
                     help="also report each object's self-intersections")
-    sc.add_argument("--mode", choices=("on-demand", "bottom-up", "rebuild"), default="on-demand")
+    from .core.methods import registry
+
+    sc.add_argument("--method", choices=registry.ids(), metavar="ID",
+                    help="the collision method (default sphere-tree, which passes rigs it cannot "
+                         "bound to its fallbacks): " + "; ".join(
+                             f"{m.id}: {m.label}" for m in registry.methods()))
+    sc.add_argument("--mode", choices=tuple(MODE_METHODS),
+                    help="older spelling of --method: on-demand = sphere-tree, "
+                         "bottom-up, rebuild")
     sc.add_argument("--first-hit", action="store_true",
                     help="report at most one colliding pair per frame (a yes/no per frame); "
                          "the query stops at the first batch of pairs it finds")
@@ -447,6 +455,20 @@ def _join_negative_frames(argv: list[str]) -> list[str]:
         out.append(argv[k])
         k += 1
     return out
+
+
+# `--mode` values and the method each one names (as addon.scanner.MODE_METHODS, without
+# importing bpy to parse arguments).
+MODE_METHODS = {"on-demand": "sphere-tree", "bottom-up": "bottom-up", "rebuild": "rebuild"}
+
+
+def _scan_method(args) -> str:
+    """The method id of `--method`, or of the older `--mode`; both must agree."""
+    by_mode = MODE_METHODS[args.mode] if getattr(args, "mode", None) else None
+    method = getattr(args, "method", None)
+    if method and by_mode and method != by_mode:
+        raise UsageError(f"--method {method} and --mode {args.mode} disagree: give one")
+    return method or by_mode or "sphere-tree"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -75,7 +75,7 @@ def collisions(path_or_objects, frames=None, self_collision: bool = True,
     current = scene.frame_current
     try:
         if ignore_rest_contacts:
-            sc.ignore_triangles = sc.rest_pose_contacts(scene)
+            sc.ignore = sc.rest_pose_contacts(scene)
         rep = sc.run(scene, frame_list)
     finally:
         scene.frame_set(current)

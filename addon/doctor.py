@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core import skinning
-from ..core.refit_policy import choose_refit
+from ..core.methods import registry
 from ..core.rig import Rig
 from . import animation, extract
 
@@ -38,7 +38,7 @@ def describe(ob) -> MeshReport:
     n_keys = len(keys.key_blocks) - 1 if keys is not None and len(keys.key_blocks) else 0
     bones = rep.armature.data.bones
     bbones = [b.name for b in bones if b.bbone_segments > 1]
-    method, reason = choose_refit(rig)
+    chosen, passed_over = registry.resolve("sphere-tree", rig)
     off = np.abs(sums[weighted] - 1.0) > 1e-3
     r = MeshReport(ob.name, rep.armature.name, rig)
     r.facts = [
@@ -57,7 +57,8 @@ def describe(ob) -> MeshReport:
         ("modifiers_after", ", ".join(rep.after) or "none"),
         ("bbones", ", ".join(bbones) if bbones else "none"),
         ("unsupported", "; ".join(rig.unsupported) or "none"),
-        ("refit", f"{method} ({reason})"),
+        ("refit", f"{chosen.id}: {chosen.label}"
+                  + (f" (instead of {'; '.join(passed_over)})" if passed_over else "")),
     ]
     for note in rig.notes:
         r.facts.append(("note", note))

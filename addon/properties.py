@@ -3,6 +3,13 @@ from __future__ import annotations
 
 import bpy
 
+from ..core.methods import registry
+from ..core.scan import DEFAULT_METHOD
+
+# The panel's method choice comes from the registry, like the CLI's --method choices.
+# Kept at module level: Blender needs the enum items to stay referenced.
+_METHOD_ITEMS = [(m.id, m.label, m.description) for m in registry.methods()]
+
 
 class SKINCOLLIDE_PG_frame_count(bpy.types.PropertyGroup):
     """Colliding pairs found at one frame by the last scan."""
@@ -39,12 +46,10 @@ class SKINCOLLIDE_PG_settings(bpy.types.PropertyGroup):
     self_collision: bpy.props.BoolProperty(
         name="Self-Collision", description="Also report where a mesh passes through itself",
         default=False)
-    refit_mode: bpy.props.EnumProperty(
-        name="Refit", description="How the sphere trees follow the animation",
-        items=[("ON_DEMAND", "On Demand", "Refit only the spheres a query reaches, from the "
-                "bone matrices (falls back to bottom-up where the rig needs it)"),
-               ("BOTTOM_UP", "Bottom-Up", "Refit every sphere from the evaluated mesh")],
-        default="ON_DEMAND")
+    method: bpy.props.EnumProperty(
+        name="Method", description="The collision method (a rig it cannot bound exactly "
+        "gets its fallback: the scan says which was used)",
+        items=_METHOD_ITEMS, default=DEFAULT_METHOD)
     ignore_rest_contacts: bpy.props.BoolProperty(
         name="Ignore Rest Contacts",
         description="Ignore contacts already present in the rest pose (designed-in overlaps "

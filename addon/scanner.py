@@ -22,26 +22,66 @@ import numpy as np
 from ..core import contacts
 from ..core import report as core_report
 from ..core import scan as core_scan
-from ..core import traversal
+from ..core import welds
+from ..core.methods import registry
 from . import extract
 
 MODES = ("on-demand", "bottom-up", "rebuild")
+#: `--mode` is the older spelling of `--method`: each mode names a registered method.
+MODE_METHODS = {"on-demand": core_scan.DEFAULT_METHOD, "bottom-up": "bottom-up",
+                "rebuild": "rebuild"}
+
+
+class DegeneratePose(extract.RigError):
+    """Bones of the pose collapse space (zero scale): the frame is not checked, because
+    every squashed triangle touches every other one (MakeHuman with spine03 at scale 0:
+    2.1 million triangle pairs; Blender's own BVHTree took 29-58 s for that frame,
+    bench/bench_degenerate.py)."""
 
 
 @dataclass
 class FrameRecord:
+    """One scanned frame: its polygon pairs (named, after the filters; `pairs_total` is the
+    exact count when `pairs` was capped), query and evaluation ms, the method used per
+    object, and why the frame was not checked (empty when it was)."""
+
     frame: int
     pairs: list[tuple[str, int, str, int]]
     ms: float
     eval_ms: float
     modes: list[str] = field(default_factory=list)
+    not_checked: str = ""
+    pairs_total: int = -1
+
+    @property
+    def n_pairs(self) -> int:
+        return self.pairs_total if self.pairs_total >= 0 else len(self.pairs)
+
+
+@dataclass
+class FrameOutcome:
+    """The current frame through the pipeline: what the overlay, selection and bake need
+    besides the report's record.
+
+    Attributes:
+        positions: per object (V, 3) float64 evaluated world positions.
+        triangles: per object (T, 3) int32 the frame's triangles.
+        tri_pairs: per colliding object pair (i, j, (K, 2) int64) triangle pairs after the
+            rest-contact filter (self pairs as (min, max)).
+        record: the report's `FrameRecord` (polygon pairs after every filter).
+    """
+
+    positions: list[np.ndarray]
+    triangles: list[np.ndarray]
+    tri_pairs: list[tuple[int, int, np.ndarray]]
+    record: FrameRecord
 
 
 @dataclass
 class ScanReport:
-    """A scan's frames so far. `refit` maps each object to the refit actually used
-    ("on-demand", "bottom-up", "rebuild"; several joined by "+" if it changed between
-    frames); `complete` is False until every frame was scanned; `interrupted` is True when
+    """A scan's frames so far. `refit` maps each object to the method actually used
+    (registry ids: "sphere-tree", "sphere-tree-pv", "bottom-up", "rebuild", ...; several
+    joined by "+" if it changed between frames); `complete` is False until every frame was scanned; `interrupted` is True when
     the scan was stopped (Ctrl-C)."""
 
     objects: list[str]
@@ -53,102 +93,150 @@ class ScanReport:
     frames_requested: int = 0
 
     def episodes(self) -> list[contacts.Episode]:
-        return contacts.episodes([(f.frame, f.pairs) for f in self.frames])
+        return contacts.episodes([(f.frame, f.pairs) for f in self.frames if not f.not_checked])
 
-    def to_json(self) -> dict:
-        return {
+    def to_json(self, max_total: int | None = None) -> dict:
+        """The report document, the one schema of the headless scan and the panel's Scan
+        Frame Range. `max_total` caps the pairs listed in all (the panel's stored Text):
+        later frames keep their exact count (`pairs_total`) and `truncated`."""
+        frames, room = [], (max_total if max_total is not None else -1)
+        for f in self.frames:
+            pairs = f.pairs if room < 0 else f.pairs[:room]
+            if room >= 0:
+                room -= len(pairs)
+            entry = {"frame": f.frame, "pairs": [list(p) for p in pairs], "ms": round(f.ms, 4)}
+            if f.not_checked:
+                entry["not_checked"] = f.not_checked
+            elif len(pairs) < f.n_pairs:
+                entry["pairs_total"] = f.n_pairs
+                entry["truncated"] = True
+            frames.append(entry)
+        doc = {
             "objects": self.objects,
             "refit": self.refit,
             "complete": self.complete,
             "interrupted": self.interrupted,
             "frames_requested": self.frames_requested or len(self.frames),
-            "frames": [{"frame": f.frame, "pairs": [list(p) for p in f.pairs],
-                        "ms": round(f.ms, 4)} for f in self.frames],
+            "frames": frames,
             "episodes": [e.to_json() for e in self.episodes()],
         }
+        if any(f.get("truncated") for f in frames):
+            doc["limit"] = ("pairs are listed up to a limit (per frame, and "
+                            f"{max_total} in all); pairs_total gives the exact counts")
+        return doc
 
     def write_json(self, path: str) -> None:
         """Atomic: the file is always a whole document (old or new)."""
-        core_report.write_atomic(path, json.dumps(self.to_json(), indent=1))
+        core_report.write_atomic(path, core_report.dumps(self.to_json()))
 
 
 class Scanner:
     """Build once, then query frame after frame."""
 
-    def __init__(self, meshes: list, mode: str = "on-demand", self_collision: bool = False,
-                 first_hit: bool = False):
-        if mode not in MODES:
+    def __init__(self, meshes: list, mode: str | None = None, self_collision: bool = False,
+                 first_hit: bool = False, method: str | None = None,
+                 objects: list | None = None, ids: list | None = None):
+        """`method`: a registered method id (`core.methods.registry`; default
+        "sphere-tree", which hands rigs it cannot bound to its fallbacks). `mode` is the
+        older spelling ("on-demand", "bottom-up", "rebuild"; see MODE_METHODS). `objects`:
+        already built `CollisionObject`s of `meshes` (loaded from the .blend) instead of
+        building them here."""
+        if mode is not None and mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
+        if method is None:
+            method = MODE_METHODS[mode or "on-demand"]
+        try:
+            registry.get(method)
+        except KeyError as exc:
+            raise ValueError(exc.args[0]) from None
         if not meshes:
             raise extract.RigError("no skinned mesh to scan")
         self.meshes = meshes
-        self.mode = mode
+        self.method = method
+        # How query_frame runs: each object's own method, or all refitted bottom-up.
+        self.mode = {"rebuild": "rebuild", "bottom-up": "bottom-up"}.get(method, "on-demand")
         self.self_collision = self_collision
         self.first_hit = first_hit
-        rigs = [extract.rig_from_object(ob) for ob in meshes]
-        for rig in rigs:
-            if rig.n_triangles == 0:
-                raise extract.RigError(f"mesh '{rig.name}' has no faces to collide")
-        self.objects = [core_scan.prepare(rig) for rig in rigs]
+        if objects is None:
+            rigs = [extract.rig_from_object(ob) for ob in meshes]
+            for rig in rigs:
+                if rig.n_triangles == 0:
+                    raise extract.RigError(f"mesh '{rig.name}' has no faces to collide")
+            objects = [core_scan.prepare(rig, method) for rig in rigs]
+        self.objects = objects
+        #: per object, what identifies it in rest contacts (names headless; the panel
+        #: passes stable ids that survive renames).
+        self.ids: list = list(ids) if ids is not None else [o.name for o in objects]
         #: per mesh, the (T, 3) triangles Blender draws at the last evaluated frame.
         self.triangles: list[np.ndarray] | None = None
-        # Contacts not to report: triangle pairs by name (`--ignore-rest-contacts`, see
-        # `rest_pose_contacts`) and accepted polygon pairs (`--allow`); both canonical.
-        self.ignore_triangles: set[contacts.Contact] = set()
+        # Contacts not to report: rest-pose triangle pairs by `ids`
+        # (`--ignore-rest-contacts`, see `rest_pose_contacts`) and accepted polygon pairs by
+        # name (`--allow`, canonical).
+        self.ignore = contacts.ContactIndex()
         self.allow_polygons: set[contacts.Contact] = set()
 
     def refit_label(self, obj) -> str:
-        """The refit this scan will use for `obj`, in words (the mode decides)."""
-        if self.mode == "rebuild":
-            return "Blender BVHTree rebuilt every frame (--mode rebuild)"
-        if self.mode == "bottom-up":
-            return "bottom-up from evaluated positions (--mode bottom-up)"
-        return f"{obj.refit_method} ({obj.refit_reason})"
+        """The method this scan uses for `obj`, in words: id, label and, when the asked
+        method was passed over, why."""
+        m = registry.get(obj.method)
+        why = f"; instead of {obj.reason}" if obj.reason else ""
+        return f"{m.id} ({m.label}{why})"
 
     def refit_id(self, k: int) -> str:
-        """The method id the mode predicts for object `k` (before any frame)."""
-        if self.mode != "on-demand":
-            return self.mode
-        return "on-demand" if self.objects[k].bounds is not None else "bottom-up"
+        """The method id object `k` is built for (before any frame)."""
+        return self.objects[k].method
 
-    def rest_pose_contacts(self, scene) -> set[contacts.Contact]:
+    def rest_pose_contacts(self, scene) -> contacts.ContactIndex:
         """Triangle pairs colliding in the rest pose (armatures switched to Rest Position
-        for the evaluation, then restored): the rule of the panel's *Ignore Rest Contacts*
-        (`addon.session.store_rest_contacts`), queried with this scan's mode."""
+        for the evaluation, then restored), keyed by `ids`: the rule of the panel's *Ignore
+        Rest Contacts* (`addon.session.store_rest_contacts`) and of
+        `--ignore-rest-contacts`. Assign the result to `ignore`."""
         tri_pairs = rest_pose_pairs(self.meshes, self.objects, self.self_collision,
                                     rebuild=self.mode == "rebuild")
-        names = [o.name for o in self.objects]
-        return {contacts.canonical((names[i], a, names[j], b))
-                for i, j, p in tri_pairs for a, b in p.tolist()}
+        return contacts.ContactIndex(
+            (self.ids[i], a, self.ids[j], b) for i, j, p in tri_pairs for a, b in p.tolist())
 
     def evaluate(self, depsgraph) -> tuple[list[np.ndarray], list]:
         """Evaluated world positions and poses of every mesh at the current frame; the
-        frame's triangles are kept in `self.triangles` (used by `query` by default)."""
+        frame's triangles are kept in `self.triangles` (used by `query` by default).
+
+        Raises `extract.RigError` when a mesh no longer matches its data (armature gone or
+        another one, vertex count changed by modifiers), and `DegeneratePose` when bones
+        collapse space (the frame cannot be checked)."""
         positions, poses, tris = [], [], []
+        degenerate: list[str] = []
         for ob, obj in zip(self.meshes, self.objects):
-            pos = extract.evaluated_positions(ob, depsgraph)
-            if pos.shape[0] != obj.rig.n_vertices:
+            check_rig_matches(ob, obj)
+            n = len(ob.evaluated_get(depsgraph).data.vertices)
+            if n != obj.rig.n_vertices:
                 after = extract.modifier_report(ob).after
                 if after:
                     raise extract.RigError(
                         f"'{ob.name}': modifiers after the Armature modifier ({', '.join(after)}) "
-                        f"change the mesh from {obj.rig.n_vertices} to {pos.shape[0]} vertices; "
-                        "disable them in the viewport to scan the skinned cage")
+                        f"change the mesh from {obj.rig.n_vertices} to {n} vertices; "
+                        "disable them in the viewport, or rebuild")
                 raise extract.RigError(
-                    f"'{ob.name}' has {pos.shape[0]} evaluated vertices but was built with "
+                    f"'{ob.name}' evaluates to {n} vertices but was built with "
                     f"{obj.rig.n_vertices}: its topology changed; rebuild")
             pos, t = extract.evaluated_frame(ob, depsgraph, obj.rig)
+            pose = extract.pose_from_object(ob, depsgraph)
             positions.append(pos)
             tris.append(t)
-            poses.append(extract.pose_from_object(ob, depsgraph))
+            poses.append(pose)
+            degenerate += [f"{ob.name}: {b}" for b in degenerate_bones(obj, pose)]
         self.triangles = tris
+        if degenerate:
+            raise DegeneratePose(
+                "bones scaled to (almost) zero squash the skin (" + ", ".join(degenerate[:4])
+                + (" ..." if len(degenerate) > 4 else "") + "): the frame is not checked, "
+                "since every squashed triangle touches every other; fix the pose")
         return positions, poses
 
     def query(self, positions, poses, triangles=None
               ) -> tuple[list[tuple[int, int, np.ndarray]], float, list[str]]:
         """Triangle pairs per object pair (indices into the frame's triangles, which are
         `triangles`, by default those of the last `evaluate`), query milliseconds and the
-        refit used."""
+        method used per object."""
         if triangles is None:
             triangles = self.triangles
         if self.mode == "rebuild":
@@ -161,29 +249,50 @@ class Scanner:
                                     first_hit=self.first_hit, triangles=triangles)
         return res.pairs, res.ms, res.modes
 
+    def keep(self, tri_pairs) -> list[tuple[int, int, np.ndarray]]:
+        """The triangle pairs that count: unique, self pairs as (min, max), without the
+        rest contacts of `ignore`. Whole-array work per object pair."""
+        out = []
+        for i, j, p in tri_pairs:
+            p = contacts.normalized_pairs(p, i == j)
+            if self.ignore:
+                p = self.ignore.drop(self.ids[i], self.ids[j], p)
+            if p.size:
+                out.append((i, j, p))
+        return out
+
     def polygon_pairs(self, tri_pairs) -> list[tuple[str, int, str, int]]:
         res = core_scan.FrameResult(tri_pairs, 0.0)
         names = [o.name for o in self.objects]
         return [(names[i], a, names[j], b)
                 for i, a, j, b in core_scan.polygon_pairs(self.objects, res)]
 
-    def _filtered(self, tri_pairs) -> list[tuple[str, int, str, int]]:
-        """The frame's polygon pairs after the rest-contact and allow-list filters; with
-        `first_hit`, only the first one."""
-        if self.ignore_triangles and tri_pairs:
-            names = [o.name for o in self.objects]
-            found = {(i, a, j, b) for i, j, p in tri_pairs for a, b in p.tolist()}
-            kept = contacts.drop_indexed(found, names, self.ignore_triangles)
-            grouped: dict[tuple[int, int], list] = {}
-            for i, a, j, b in sorted(kept):
-                grouped.setdefault((i, j), []).append((a, b))
-            tri_pairs = [(i, j, np.array(p, dtype=np.int64)) for (i, j), p in grouped.items()]
+    def _polygons(self, tri_pairs) -> list[tuple[str, int, str, int]]:
+        """The frame's reported polygon pairs: after the allow-list; with `first_hit`,
+        only the first one."""
         pairs = self.polygon_pairs(tri_pairs)
         if self.allow_polygons:
             pairs = contacts.drop_named(pairs, self.allow_polygons)
         if self.first_hit:
             pairs = pairs[:1]
         return pairs
+
+    def current(self, scene, depsgraph, eval_ms: float = 0.0) -> FrameOutcome:
+        """The scene's current frame through the whole pipeline: evaluate once, collide,
+        drop rest contacts, map to polygons, filter. A frame whose bones collapse space
+        comes back not checked (no pairs, the reason in its record)."""
+        f = scene.frame_current
+        try:
+            positions, poses = self.evaluate(depsgraph)
+        except DegeneratePose as exc:
+            rec = FrameRecord(f, [], 0.0, eval_ms, [], not_checked=str(exc))
+            return FrameOutcome([], [], [], rec)
+        tri_pairs, ms, modes = self.query(positions, poses)
+        t0 = time.perf_counter()
+        kept = self.keep(tri_pairs)
+        rec = FrameRecord(f, self._polygons(kept), ms + (time.perf_counter() - t0) * 1000.0,
+                          eval_ms, modes)
+        return FrameOutcome(positions, self.triangles, kept, rec)
 
     def step(self, scene, f: int) -> FrameRecord:
         """Evaluate and query one frame."""
@@ -192,10 +301,8 @@ class Scanner:
         t0 = time.perf_counter()
         scene.frame_set(f)
         dg = bpy.context.evaluated_depsgraph_get()
-        positions, poses = self.evaluate(dg)
         eval_ms = (time.perf_counter() - t0) * 1000.0
-        tri_pairs, ms, modes = self.query(positions, poses)
-        return FrameRecord(f, self._filtered(tri_pairs), ms, eval_ms, modes)
+        return self.current(scene, dg, eval_ms).record
 
     def report(self, records: list[FrameRecord], n_requested: int | None = None,
                interrupted: bool = False) -> ScanReport:
@@ -205,7 +312,7 @@ class Scanner:
         for k, o in enumerate(self.objects):
             used = sorted({r.modes[k] for r in records if len(r.modes) > k})
             refit[o.name] = "+".join(used) if used else self.refit_id(k)
-        return ScanReport([o.name for o in self.objects], records, refit,
+        return ScanReport([o.name for o in self.objects], list(records), refit,
                           {o.name: o.build_seconds for o in self.objects},
                           complete=len(records) == n_requested and not interrupted,
                           interrupted=interrupted, frames_requested=n_requested)
@@ -222,6 +329,45 @@ class Scanner:
             if progress is not None:
                 progress(k, len(frames), rec)
         return self.report(records, len(frames))
+
+
+def check_rig_matches(ob, obj) -> None:
+    """The armature the modifier uses now must have the bones the data was built with
+    (RigError otherwise: the data would silently describe another skeleton)."""
+    arm = extract.modifier_report(ob).armature
+    if arm is None:
+        raise extract.RigError(f"'{ob.name}' has no Armature modifier with an armature object "
+                               "any more: restore it, or rebuild")
+    if arm.type != "ARMATURE":
+        raise extract.RigError(f"the Armature modifier of '{ob.name}' points to '{arm.name}', "
+                               "which is not an armature")
+    bones = arm.data.bones
+    names = obj.rig.bone_names
+    if len(bones) != len(names) or any(b.name != n for b, n in zip(bones, names)):
+        raise extract.RigError(f"the armature of '{ob.name}' ('{arm.name}', {len(bones)} "
+                               f"bones) is not the one it was built with ({len(names)} "
+                               "bones): rebuild")
+
+
+def degenerate_bones(obj, pose, tol: float = 1e-3) -> list[str]:
+    """Deform bones weighting the mesh whose pose matrix (nearly) collapses space: a
+    singular value at most `tol` (relative to the rest pose, which is 1). They squash skin
+    to a point, a line, a plane or a millimetre-sized blob, which makes almost every
+    triangle touch every other one."""
+    rig = obj.rig
+    used = getattr(obj, "_used_bones", None)
+    if used is None:                     # once per object, not per frame
+        used = np.zeros(rig.n_bones, dtype=bool)
+        if rig.weight_bone.size:
+            used[np.unique(rig.weight_bone)] = True
+        obj._used_bones = used
+    if not used.any() or pose.deform.shape[0] != rig.n_bones:
+        return []
+    sv = np.linalg.svd(pose.deform[used, :3, :3], compute_uv=False)      # (U, 3), descending
+    # Blender hands the matrices over in float32: allow its rounding at the threshold.
+    bad = ~np.isfinite(sv).all(axis=1) | (sv[:, 2] <= tol * (1 + 1e-6))
+    names = np.array(rig.bone_names, dtype=object)[used]
+    return [str(n) for n in names[bad]]
 
 
 def rest_pose_pairs(meshes: list, objects: list, self_collision: bool,
@@ -290,7 +436,7 @@ def bvhtree_pairs(objects, positions, self_collision: bool,
         if i == j:
             pairs = np.unique(np.sort(pairs, axis=1), axis=0)
             pairs = pairs[pairs[:, 0] != pairs[:, 1]]
-            far = ~traversal.adjacent_pairs(objects[i].vertex_keys[tris[i]], pairs[:, 0],
+            far = ~welds.adjacent_pairs(objects[i].vertex_keys[tris[i]], pairs[:, 0],
                                             pairs[:, 1])
         elif seams[i] is not None and seams[j] is not None and \
                 core_scan.seams_apply(objects[i], objects[j], poses[i], poses[j]):

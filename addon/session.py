@@ -3,12 +3,11 @@ their built data, and the last query's result (kept per scene, in memory)."""
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core import scan as core_scan
+from ..core import contacts
 from . import extract, scanner, storage
 
 
@@ -17,10 +16,8 @@ class SessionError(ValueError):
 
 
 class DegeneratePose(SessionError):
-    """Bones of the pose collapse space (zero scale): the frame is not checked, because
-    every squashed triangle touches every other one (MakeHuman with spine03 at scale 0:
-    2.1 million triangle pairs; Blender's own BVHTree took 29-58 s for that frame,
-    bench/bench_degenerate.py)."""
+    """Bones of the pose collapse space (zero scale): the frame is not checked
+    (`scanner.DegeneratePose`, as a SessionError for the panel)."""
 
 
 @dataclass
@@ -42,6 +39,7 @@ class LiveResult:
     total_pairs: int = -1
     warning: str = ""
     not_checked: bool = False
+    modes: list[str] = field(default_factory=list)
 
     @property
     def n_pairs(self) -> int:
@@ -119,32 +117,27 @@ MAX_PAIRS = 20000
 bake and reports); the count is always exact. More pairs than this means a broken pose."""
 
 
-def _normalized(p: np.ndarray, same: bool) -> np.ndarray:
-    """(K, 2) int64 pairs, unique rows in sorted order, each self pair (`same`) as
-    (min, max). Rows are packed into one int64 key (much faster than unique on rows)."""
-    if not p.size:
-        return p.reshape(0, 2)
-    if same:
-        p = np.sort(p, axis=1)
-    base = int(p.max()) + 1
-    k = np.unique(p[:, 0] * base + p[:, 1])
-    return np.stack([k // base, k % base], axis=1)
+# Parsed rest contacts per scene: (text pointer, version) -> ContactIndex. Bumped by every
+# write of ours, cleared on file load, so frames never re-parse the JSON.
+_contacts_version = 0
+_contact_index: dict[str, tuple[tuple, contacts.ContactIndex]] = {}
 
 
-def _rows_in(p: np.ndarray, known: np.ndarray) -> np.ndarray:
-    """(K,) bool: which rows of `p` (K, 2) are rows of `known` (M, 2)."""
-    base = int(max(p.max(initial=0), known.max(initial=0))) + 1
-    return np.isin(p[:, 0] * base + p[:, 1], known[:, 0] * base + known[:, 1])
+def rest_contact_index(scene) -> contacts.ContactIndex:
+    """The scene's rest contacts (keyed by `storage.uid`), parsed once per change."""
+    text = _contacts_text(scene)
+    key = (text.as_pointer() if text is not None else 0, _contacts_version)
+    hit = _contact_index.get(scene.name_full)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    index = contacts.ContactIndex(_read_contacts(scene))
+    _contact_index[scene.name_full] = (key, index)
+    return index
 
 
-def _rest_by_pair(scene) -> dict:
-    """Rest contacts grouped by (uid a, uid b) as (M, 2) int64 triangle pairs."""
-    grouped: dict = {}
-    for a_id, a, b_id, b in _read_contacts(scene):
-        grouped.setdefault((a_id, b_id), []).append((a, b))
-        if a_id != b_id:        # the objects may come in the other order in a query
-            grouped.setdefault((b_id, a_id), []).append((b, a))
-    return {k: np.array(v, dtype=np.int64).reshape(-1, 2) for k, v in grouped.items()}
+def _contacts_changed() -> None:
+    global _contacts_version
+    _contacts_version += 1
 
 
 def _contacts_text(scene, create: bool = False):
@@ -195,10 +188,11 @@ def store_rest_contacts(scene, meshes, objects, self_collision: bool) -> int:
     new = set()
     for i, j, p in pairs:
         if ids[i] in built_ids or ids[j] in built_ids:
-            p = _normalized(np.asarray(p, dtype=np.int64).reshape(-1, 2), i == j)
+            p = contacts.normalized_pairs(p, i == j)
             new |= {(ids[i], a, ids[j], b) for a, b in p.tolist()}
     kept = {p for p in _read_contacts(scene) if p[0] not in built_ids and p[2] not in built_ids}
     _contacts_text(scene, create=True).from_string(json.dumps(sorted(kept | new)))
+    _contacts_changed()
     return len(new)
 
 
@@ -214,123 +208,56 @@ def forget_contacts(uids: set[str]) -> None:
         kept = [p for p in old if p[0] not in uids and p[2] not in uids]
         if len(kept) != len(old):
             text.from_string(json.dumps(sorted(kept)))
+            _contacts_changed()
 
 
-def _check_rig_matches(ob, obj) -> None:
-    """The armature the modifier uses now must have the bones the data was built with."""
-    arm = extract.modifier_report(ob).armature
-    if arm is None:
-        raise SessionError(f"'{ob.name}' has no Armature modifier with an armature object "
-                           "any more: restore it, or rebuild")
-    if arm.type != "ARMATURE":
-        raise SessionError(f"the Armature modifier of '{ob.name}' points to '{arm.name}', "
-                           "which is not an armature")
-    bones = arm.data.bones
-    names = obj.rig.bone_names
-    if len(bones) != len(names) or any(b.name != n for b, n in zip(bones, names)):
-        raise SessionError(f"the armature of '{ob.name}' ('{arm.name}', {len(bones)} bones) "
-                           f"is not the one it was built with ({len(names)} bones): rebuild")
-
-
-def degenerate_bones(ob, obj, pose, tol: float = 1e-3) -> list[str]:
-    """Deform bones weighting `ob` whose pose matrix (nearly) collapses space: a singular
-    value at most `tol` (relative to the rest pose, which is 1). They squash skin to a
-    point, a line, a plane or a millimetre-sized blob, which makes almost every triangle
-    touch every other one."""
-    rig = obj.rig
-    used = np.zeros(rig.n_bones, dtype=bool)
-    if rig.weight_bone.size:
-        used[np.unique(rig.weight_bone)] = True
-    if not used.any() or pose.deform.shape[0] != rig.n_bones:
-        return []
-    lin = pose.deform[used, :3, :3]
-    sv = np.linalg.svd(lin, compute_uv=False)                     # (U, 3), descending
-    # Blender hands the matrices over in float32: allow its rounding at the threshold.
-    bad = ~np.isfinite(sv).all(axis=1) | (sv[:, 2] <= tol * (1 + 1e-6))
-    names = np.array(rig.bone_names, dtype=object)[used]
-    return [str(n) for n in names[bad]]
+def pipeline(scene, meshes: list, objects: list, first_hit: bool = False) -> scanner.Scanner:
+    """The scene's pipeline (`addon.scanner.Scanner`, the one the headless scan uses) over
+    built `meshes`, with the panel's settings: method, self-collision and the stored rest
+    contacts (by stable ids). Cheap to make: the objects come built."""
+    s = scene.skin_collide
+    sc = scanner.Scanner(meshes, method=s.method, self_collision=s.self_collision,
+                         first_hit=first_hit, objects=objects,
+                         ids=[storage.uid(ob) for ob in meshes])
+    if s.ignore_rest_contacts:
+        sc.ignore = rest_contact_index(scene)
+    return sc
 
 
 def query(scene, depsgraph, meshes: list, objects: list | None = None) -> LiveResult:
-    """Collide `meshes` at the scene's current (already evaluated) frame.
+    """Collide `meshes` at the scene's current (already evaluated) frame, through the
+    scene's `pipeline`.
 
     Raises SessionError (never another exception type for a user-caused problem): missing
     or changed armature, vertex count changed by modifiers, unreadable data. At most
     `MAX_PAIRS` polygon pairs are kept; `LiveResult.total_pairs` is the exact count and
     `LiveResult.warning` says when the list is capped. A pose whose bones collapse space
-    raises `DegeneratePose` before any work (the frame is not checked).
+    raises `DegeneratePose` (the frame is not checked).
     """
-    s = scene.skin_collide
     objects = objects or load_objects(meshes)
-    t0 = time.perf_counter()
-    positions, poses, frame_tris = [], [], []
-    degenerate: list[str] = []
-    for ob, obj in zip(meshes, objects):
-        _check_rig_matches(ob, obj)
-        n = len(ob.evaluated_get(depsgraph).data.vertices)
-        if n != obj.rig.n_vertices:
-            raise SessionError(f"'{ob.name}' evaluates to {n} vertices but was built "
-                               f"with {obj.rig.n_vertices}: rebuild (or disable modifiers after "
-                               "the Armature modifier)")
-        try:
-            pos, tris = extract.evaluated_frame(ob, depsgraph, obj.rig)
-        except extract.RigError as exc:
-            raise SessionError(str(exc)) from None
-        positions.append(pos)
-        frame_tris.append(tris)
-        try:
-            pose = extract.pose_from_object(ob, depsgraph)
-        except extract.RigError as exc:
-            raise SessionError(str(exc)) from None
-        poses.append(pose)
-        degenerate += [f"{ob.name}: {b}" for b in degenerate_bones(ob, obj, pose)]
-    if degenerate:
-        raise DegeneratePose(
-            "bones scaled to (almost) zero squash the skin (" + ", ".join(degenerate[:4])
-            + (" ..." if len(degenerate) > 4 else "") + f"): frame {scene.frame_current} is "
-            "not checked, since every squashed triangle touches every other; fix the pose")
-    mode = "on-demand" if s.refit_mode == "ON_DEMAND" else "bottom-up"
-    res = core_scan.query_frame(objects, positions, poses, mode=mode,
-                                self_collision=s.self_collision, triangles=frame_tris)
-    ids = [storage.uid(ob) for ob in meshes]
+    sc = pipeline(scene, meshes, objects)
+    try:
+        out = sc.current(scene, depsgraph)
+    except extract.RigError as exc:
+        raise SessionError(str(exc)) from None
+    rec = out.record
+    if rec.not_checked:
+        raise DegeneratePose(rec.not_checked)
     names = [ob.name for ob in meshes]
-    rest = _rest_by_pair(scene) if s.ignore_rest_contacts else {}
     hits = [[] for _ in meshes]
-    poly_rows = []
-    for i, j, p in res.pairs:
-        p = _normalized(np.asarray(p, dtype=np.int64).reshape(-1, 2), i == j)
-        known = rest.get((ids[i], ids[j]))
-        if known is not None and p.size:
-            p = p[~_rows_in(p, known)]
-        if not p.size:
-            continue
+    for i, j, p in out.tri_pairs:
         hits[i].append(p[:, 0])
         hits[j].append(p[:, 1])
-        pp = np.stack([objects[i].rig.tri_polygon[p[:, 0]],
-                       objects[j].rig.tri_polygon[p[:, 1]]], axis=1).astype(np.int64)
-        pp = _normalized(pp, i == j)
-        if i == j:
-            pp = pp[pp[:, 0] != pp[:, 1]]                 # a polygon never pairs with itself
-        if pp.size:
-            poly_rows.append((i, j, pp))
-    # Sorted by (name a, polygon a, name b, polygon b), as core.scan.polygon_pairs would.
-    poly_rows.sort(key=lambda r: (names[r[0]], names[r[1]]))
-    n_polys = sum(r[2].shape[0] for r in poly_rows)
-    polys = []
-    for i, j, pp in poly_rows:
-        room = MAX_PAIRS - len(polys)
-        if room <= 0:
-            break
-        polys += [(names[i], a, names[j], b) for a, b in pp[:room].tolist()]
-    polys.sort()
+    hit_tris = [np.unique(np.concatenate(h)) if h else np.zeros(0, dtype=np.int64)
+                for h in hits]
+    n_polys = len(rec.pairs)
     warning = ""
     if n_polys > MAX_PAIRS:
         warning = f"{n_polys} colliding pairs: only the first {MAX_PAIRS} are kept"
-    hit_tris = [np.unique(np.concatenate(h)) if h else np.zeros(0, dtype=np.int64)
-                for h in hits]
-    result = LiveResult(scene.frame_current, (time.perf_counter() - t0) * 1000.0, names,
-                        positions, [t.astype(np.int64) for t in hit_tris], polys,
-                        total_pairs=n_polys, warning=warning, triangles=frame_tris)
+    result = LiveResult(scene.frame_current, rec.ms, names, out.positions,
+                        [t.astype(np.int64) for t in hit_tris], rec.pairs[:MAX_PAIRS],
+                        total_pairs=n_polys, warning=warning, triangles=out.triangles,
+                        modes=rec.modes)
     _live[scene.name_full] = result
     return result
 
@@ -350,3 +277,4 @@ def record_error(scene, message: str) -> None:
 
 def forget(scene) -> None:
     _live.pop(scene.name_full, None)
+    _contact_index.pop(scene.name_full, None)

@@ -50,14 +50,21 @@ def load_one(asset: str, level: int):
 
 def old_self(obj, pos, pose, mode):
     from skin_collide.core import scan as core_scan
-    from skin_collide.core import traversal, triangles
+    from skin_collide.core import triangles, welds
+    from skin_collide.core.query import traversal
 
     t0 = time.perf_counter()
-    spheres, _ = core_scan._spheres(obj, pos, pose, mode)
-    tris = obj.rig.triangles
-    pairs, _ = traversal.collide(
-        spheres, None, lambda a, b: triangles.triangle_pairs_intersect(pos, tris, a, pos, tris, b),
-        self_keys=obj.keys)
+    tris = core_scan.frame_triangles(obj, pos)
+    spheres = core_scan.volumes(obj, pos, pose, mode, tris)
+    keys = obj.vertex_keys[tris]
+
+    def test(a, b):
+        hit = np.zeros(a.size, dtype=bool)
+        far = np.nonzero(~welds.adjacent_pairs(keys, a, b))[0]
+        hit[far] = triangles.triangle_pairs_intersect(pos, tris, a[far], pos, tris, b[far])
+        return hit
+
+    pairs, _ = traversal.collide(spheres, None, test)
     return pairs, (time.perf_counter() - t0) * 1000.0
 
 

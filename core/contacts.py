@@ -15,7 +15,9 @@ import csv
 import json
 import os
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Hashable, Iterable, Sequence
+
+import numpy as np
 
 Contact = tuple[str, int, str, int]
 
@@ -35,16 +37,57 @@ def contact_set(pairs: Iterable[Sequence]) -> set[Contact]:
     return {canonical(p) for p in pairs}
 
 
-def drop_indexed(found: Iterable[tuple[int, int, int, int]], names: Sequence[str],
-                 excluded: set[Contact]) -> set[tuple[int, int, int, int]]:
-    """Keep the contacts of `found`, given by object INDEX ``(i, a, j, b)`` into `names`,
-    whose named form is not in `excluded` (a set of canonical contacts).
+def normalized_pairs(p: np.ndarray, same: bool) -> np.ndarray:
+    """(K, 2) int64 index pairs as unique rows in sorted order; with `same` (both indices
+    into one object) each row as (min, max). Rows are packed into one int64 key, which is
+    much faster than `np.unique(axis=0)`."""
+    p = np.asarray(p, dtype=np.int64).reshape(-1, 2)
+    if not p.size:
+        return p
+    if same:
+        p = np.sort(p, axis=1)
+    base = int(p.max()) + 1
+    k = np.unique(p[:, 0] * base + p[:, 1])
+    return np.stack([k // base, k % base], axis=1)
 
-    This is the rule of *Ignore Rest Contacts*: the panel applies it to each frame's
-    triangle pairs, the headless scan too (`--ignore-rest-contacts`)."""
-    if not excluded:
-        return set(found)
-    return {p for p in found if canonical((names[p[0]], p[1], names[p[2]], p[3])) not in excluded}
+
+def rows_in(p: np.ndarray, known: np.ndarray) -> np.ndarray:
+    """(K,) bool: which rows of `p` (K, 2) int are rows of `known` (M, 2) int."""
+    if not p.size or not known.size:
+        return np.zeros(p.shape[0], dtype=bool)
+    base = int(max(p.max(), known.max())) + 1
+    return np.isin(p[:, 0] * base + p[:, 1], known[:, 0] * base + known[:, 1])
+
+
+class ContactIndex:
+    """Contacts ``(key_a, index_a, key_b, index_b)`` grouped by object pair, to drop them
+    from a frame's index pairs with whole-array operations (the rest-contact rule, for the
+    panel and the headless scan alike). Keys are whatever identifies an object across the
+    session: names headless, stable ids in the panel (they survive renames)."""
+
+    def __init__(self, contacts: Iterable[Sequence] = ()):
+        grouped: dict[tuple, list] = {}
+        self.count = 0                     # contacts given (each unordered pair once)
+        for ka, a, kb, b in contacts:
+            self.count += 1
+            grouped.setdefault((ka, kb), []).append((int(a), int(b)))
+            if ka != kb:            # the objects may come in the other order in a query
+                grouped.setdefault((kb, ka), []).append((int(b), int(a)))
+            else:                   # self pairs: either order
+                grouped[(ka, kb)].append((int(b), int(a)))
+        self._by_pair = {k: np.array(v, dtype=np.int64).reshape(-1, 2)
+                         for k, v in grouped.items()}
+
+    def __bool__(self) -> bool:
+        return bool(self._by_pair)
+
+    def drop(self, key_a: Hashable, key_b: Hashable, pairs: np.ndarray) -> np.ndarray:
+        """The rows of `pairs` ((K, 2) int indices of objects `key_a`, `key_b`) that are
+        not known contacts."""
+        known = self._by_pair.get((key_a, key_b))
+        if known is None or not pairs.size:
+            return pairs
+        return pairs[~rows_in(pairs, known)]
 
 
 def drop_named(pairs: Iterable[Sequence], excluded: set[Contact]) -> list[Contact]:

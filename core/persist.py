@@ -7,16 +7,16 @@ import io
 
 import numpy as np
 
-from .refit import LbsBounds
-from .refit_dqs import DqsBounds
+from . import welds
+from .methods import registry
 from .rig import Rig
 from .scan import CollisionObject
-from .sphere_tree import SphereTree
 
+# 3: a registered method's id and its prepared data ("data." arrays); weld ids recomputed.
 # 2: polygon loops (Blender re-splits quads per frame), the armature's name and rest
 # mesh-to-armature matrix (seams), weld ids by position and weights, float32 magnitudes in
 # the bounds.
-FORMAT = 2
+FORMAT = 3
 _RIG_ARRAYS = ("rest_positions", "triangles", "tri_polygon", "weight_ptr", "weight_bone",
                "weight_value", "bone_parents", "bone_rest", "bone_deform", "poly_ptr",
                "poly_verts", "mesh_to_armature")
@@ -35,7 +35,8 @@ def rig_signature(rig: Rig) -> str:
 
 
 def to_bytes(obj: CollisionObject) -> bytes:
-    """Serialize a prepared object (rig, tree, bounds, adjacency keys) to npz bytes."""
+    """Serialize a prepared object (rig, method id and its prepared data) to npz bytes.
+    Weld ids are recomputed at load (cheap, and derived from the rig alone)."""
     arrays: dict[str, np.ndarray] = {"format": np.array(FORMAT)}
     rig = obj.rig
     for name in _RIG_ARRAYS:
@@ -46,14 +47,11 @@ def to_bytes(obj: CollisionObject) -> bytes:
     arrays["rig.unsupported"] = np.array(rig.unsupported, dtype=str)
     arrays["rig.notes"] = np.array(rig.notes, dtype=str)
     arrays["rig.armature"] = np.array(rig.armature)
-    for k, v in obj.tree.arrays().items():
-        arrays[f"tree.{k}"] = v
-    if obj.bounds is not None:
-        for k, v in obj.bounds.arrays().items():
-            arrays[f"bounds.{k}"] = v
-    arrays["vertex_keys"] = obj.vertex_keys
-    arrays["refit_method"] = np.array(obj.refit_method)
-    arrays["refit_reason"] = np.array(obj.refit_reason)
+    for k, v in obj.data.arrays().items():
+        arrays[f"data.{k}"] = v
+    arrays["method"] = np.array(obj.method)
+    arrays["asked"] = np.array(obj.asked)
+    arrays["reason"] = np.array(obj.reason)
     arrays["build_seconds"] = np.array(obj.build_seconds)
     buf = io.BytesIO()
     np.savez_compressed(buf, **arrays)
@@ -61,7 +59,8 @@ def to_bytes(obj: CollisionObject) -> bytes:
 
 
 def from_bytes(data: bytes) -> CollisionObject:
-    """Inverse of `to_bytes`. Raises ValueError for data of another format."""
+    """Inverse of `to_bytes`. Raises ValueError for data of another format or of a method
+    this version does not know."""
     with np.load(io.BytesIO(data), allow_pickle=False) as z:
         d = {k: z[k] for k in z.files}
     if int(d.get("format", -1)) != FORMAT:
@@ -75,9 +74,11 @@ def from_bytes(data: bytes) -> CollisionObject:
               unsupported=strings("rig.unsupported"), notes=strings("rig.notes"),
               armature=str(d["rig.armature"]),
               **{n: d[f"rig.{n}"] for n in _RIG_ARRAYS})
-    tree = SphereTree(**{k[5:]: v for k, v in d.items() if k.startswith("tree.")})
-    b = {k[7:]: v for k, v in d.items() if k.startswith("bounds.")}
-    bounds = (DqsBounds(**b) if "q_low" in b else LbsBounds(**b)) if b else None
-    return CollisionObject(rig.name, rig, tree, bounds, str(d["refit_method"]),
-                           str(d["refit_reason"]), d["vertex_keys"].astype(np.int64),
-                           float(d["build_seconds"]))
+    try:
+        method = registry.get(str(d["method"]))
+    except KeyError as exc:
+        raise ValueError(f"collision data built by {exc.args[0]}; rebuild it") from None
+    prepared = method.load({k[5:]: v for k, v in d.items() if k.startswith("data.")})
+    return CollisionObject(rig.name, rig, method.id, prepared, str(d["reason"]),
+                           welds.vertex_weld_ids(rig), float(d["build_seconds"]),
+                           asked=str(d["asked"]))

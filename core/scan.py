@@ -15,14 +15,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import refit, refit_dqs, sphere_tree, traversal, welds
+from . import contacts, sphere_tree, welds
 from . import triangles as tri_test
 from .geometry import triangulation
-from .refit_policy import ON_DEMAND_LBS, ON_DEMAND_PV, choose_refit
+from .methods import registry
+from .methods.base import Frame, Volumes
+from .methods.sphere_tree import TreeData, bottom_up_volumes, build_tree
+from .query import traversal
 from .rig import Pose, Rig
 from .self_collision import object_self_pairs
 
+# What a query may be asked for: each object's own method (with its fallbacks), or every
+# object's sphere tree refitted bottom-up from the evaluated mesh (exact for anything).
 MODES = ("on-demand", "bottom-up")
+DEFAULT_METHOD = "sphere-tree"
 
 
 @dataclass
@@ -30,40 +36,66 @@ class CollisionObject:
     """Everything a query needs about one rig, built once.
 
     Attributes:
-        name: object name. rig: the `Rig`. tree: its `SphereTree` over the rest pose.
-        bounds: `LbsBounds` for the on-demand refit (`refit_dqs.DqsBounds` with Preserve
-            Volume), or None when the rig needs the bottom-up fallback.
-            refit_method, refit_reason: as `choose_refit` says.
+        name: object name. rig: the `Rig`.
+        method: id of the registered method (`core.methods.registry`) actually built for
+            the rig, after the fallback chain of the one asked for (`asked`).
+        data: that method's prepared data (`Method.prepare`; arrays, storable).
+        reason: why the asked method was passed over ("" when it is used).
         vertex_keys: (V,) int64 weld ids (`welds.vertex_weld_ids`: equal ids ⇔ same
             vertex, or same armature-space rest position and same weights); adjacency keys
             of a frame's triangles are ``vertex_keys[frame_triangles]``.
-        build_seconds: time to build tree and bounds.
+        build_seconds: time to build the method's data.
+        asked: the method id asked for at build.
     """
 
     name: str
     rig: Rig
-    tree: sphere_tree.SphereTree
-    bounds: refit.LbsBounds | None
-    refit_method: str
-    refit_reason: str
+    method: str
+    data: object
+    reason: str
     vertex_keys: np.ndarray
     build_seconds: float = 0.0
-    # Built on the first self-collision query (`self_collision.for_object`), not persisted.
-    self_tree: object = None
+    asked: str = DEFAULT_METHOD
+    # Built on first use, never persisted: the self-collision tree
+    # (`self_collision.for_object`) and, for methods without a sphere tree, the tree that
+    # `mode="bottom-up"` refits.
+    self_tree: object = field(default=None, repr=False)
+    _bottom_up_tree: object = field(default=None, repr=False)
+
+    @property
+    def tree(self) -> sphere_tree.SphereTree:
+        """The sphere tree of the method's data, or one built for bottom-up queries."""
+        t = getattr(self.data, "tree", None)
+        if t is None:
+            if self._bottom_up_tree is None:
+                self._bottom_up_tree = build_tree(self.rig)
+            t = self._bottom_up_tree
+        return t
+
+    @property
+    def bounds(self):
+        """The on-demand bounds of a sphere-tree method (None for others)."""
+        return getattr(self.data, "bounds", None)
+
+    @property
+    def refit_method(self) -> str:
+        """The method's label, for people."""
+        return registry.get(self.method).label
+
+    @property
+    def refit_reason(self) -> str:
+        return self.reason or registry.get(self.method).description
 
 
-def prepare(rig: Rig, collapse_c: float = sphere_tree.COLLAPSE_C) -> CollisionObject:
-    """Build the sphere tree (and the LBS or Preserve Volume bounds when valid) for `rig`."""
+def prepare(rig: Rig, method: str = DEFAULT_METHOD) -> CollisionObject:
+    """Build the data of `method` for `rig`, or of the first method of its fallback chain
+    that is exact for the rig (`registry.resolve`). Raises KeyError for an unknown id."""
     t0 = time.perf_counter()
-    tree = sphere_tree.build(rig.rest_positions, rig.triangles, collapse_c=collapse_c,
-                             tri_polygon=rig.tri_polygon, poly_ptr=rig.poly_ptr,
-                             poly_verts=rig.poly_verts)
-    method, reason = choose_refit(rig)
-    bounds = (refit.lbs_bounds(tree, rig) if method == ON_DEMAND_LBS
-              else refit_dqs.dqs_bounds(tree, rig) if method == ON_DEMAND_PV else None)
+    m, reasons = registry.resolve(method, rig)
+    data = m.prepare(rig)
     keys = welds.vertex_weld_ids(rig)
-    return CollisionObject(rig.name, rig, tree, bounds, method, reason, keys,
-                           time.perf_counter() - t0)
+    return CollisionObject(rig.name, rig, m.id, data, "; ".join(reasons), keys,
+                           time.perf_counter() - t0, asked=method)
 
 
 # Seam ids of the last few object sets (strong references, so ids of objects in the cache
@@ -123,7 +155,8 @@ class FrameResult:
         pairs: list of (object index a, object index b, (K, 2) int64 triangle pairs).
         ms: query time in milliseconds (refit, traversal and triangle tests).
         stats: per object pair, `traversal.QueryStats`.
-        modes: the refit actually used per object ("on-demand" or "bottom-up").
+        modes: the method actually used per object this frame (registry ids, e.g.
+            "sphere-tree", "sphere-tree-pv", "bottom-up").
         triangles: per object, the (T, 3) int32 triangles of the frame the pairs index.
     """
 
@@ -138,32 +171,18 @@ class FrameResult:
         return int(sum(p.shape[0] for _, _, p in self.pairs))
 
 
-def _spheres(obj: CollisionObject, positions: np.ndarray, pose: Pose | None,
-             mode: str, tris: np.ndarray) -> tuple[traversal.LazySpheres, str]:
-    if mode == "on-demand" and obj.bounds is not None and pose is not None:
-        tree, bounds = obj.tree, obj.bounds
-        if isinstance(bounds, refit_dqs.DqsBounds):     # Preserve Volume
-            frame = refit_dqs.with_float32(
-                refit_dqs.dqs_frame(pose, tree, obj.rig.bone_rest), pose, bounds)
-            inner_refit = refit_dqs.refit_on_demand_dqs
-        else:
-            frame = refit.frame_transforms(pose, tree)
-            inner_refit = refit.refit_on_demand
-
-        def refit_nodes(nodes):
-            # Leaves take their triangle's evaluated vertices (exact); inner nodes the bound.
-            leaf = tree.leaf_tri[nodes] >= 0
-            if leaf.all():
-                return refit.leaf_spheres(tree, tris, positions, nodes)
-            c = np.empty((nodes.size, 3))
-            r = np.empty(nodes.size)
-            c[leaf], r[leaf] = refit.leaf_spheres(tree, tris, positions, nodes[leaf])
-            c[~leaf], r[~leaf] = inner_refit(tree, bounds, frame, nodes[~leaf])
-            return c, r
-
-        return traversal.LazySpheres(tree, refit=refit_nodes), "on-demand"
-    eager = refit.refit_bottom_up(obj.tree, tris, positions)
-    return traversal.LazySpheres(obj.tree, eager=eager), "bottom-up"
+def volumes(obj: CollisionObject, positions: np.ndarray, pose: Pose | None, mode: str,
+            tris: np.ndarray) -> Volumes:
+    """The frame's volumes of `obj`: its method's, or (``mode="bottom-up"``) its sphere tree
+    refitted bottom-up. `Volumes.method_id` says which method answered."""
+    frame = Frame(positions, tris, pose)
+    if mode == "bottom-up":
+        return bottom_up_volumes(obj.tree, frame)
+    m = registry.get(obj.method)
+    v = m.volumes(obj.rig, obj.data, frame)
+    if v.method_id is None:
+        v.method_id = m.id
+    return v
 
 
 def frame_triangles(obj: CollisionObject, positions: np.ndarray) -> np.ndarray:
@@ -189,8 +208,9 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
         positions: per object, (V, 3) float64 world-space evaluated positions: the single
             source of geometric truth for the exact triangle tests.
         poses: per object, the frame's `Pose` (needed by the on-demand refit).
-        mode: "on-demand" (falls back to bottom-up per object where the rig requires it)
-            or "bottom-up".
+        mode: "on-demand": each object's own method (`CollisionObject.method`; a
+            sphere-tree method refits bottom-up when its pose is None), or "bottom-up":
+            every object's sphere tree refitted from the evaluated mesh.
         first_hit: stop at the first intersecting triangle pair found.
         triangles: per object, the (T, 3) triangles Blender draws at this frame (from
             `frame_triangles` on the mesh-local evaluated positions, or Blender's evaluated
@@ -204,15 +224,17 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
         triangles = [None] * len(objects)
     tris_all = [frame_triangles(obj, pos) if t is None else np.asarray(t, dtype=np.int32)
                 for obj, pos, t in zip(objects, positions, triangles)]
-    spheres, modes = [], []
+    vols, modes = [], []
     for obj, pos, pose, tris in zip(objects, positions, poses, tris_all):
         if len(objects) == 1:
-            # Only self pairs, which do not use the sphere tree: skip its refit set-up.
-            s = None
-            m = "on-demand" if mode == "on-demand" and obj.bounds is not None and pose is not None else "bottom-up"
+            # Only self pairs, which use their own tree: skip the method's set-up.
+            v = None
+            m = ("bottom-up" if mode == "bottom-up" or (pose is None and obj.bounds is not None)
+                 else obj.method)
         else:
-            s, m = _spheres(obj, pos, pose, mode, tris)
-        spheres.append(s)
+            v = volumes(obj, pos, pose, mode, tris)
+            m = v.method_id
+        vols.append(v)
         modes.append(m)
     result = FrameResult([], 0.0, modes=modes, triangles=tris_all)
     seams = seam_ids(objects)
@@ -245,7 +267,7 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
             else:
                 test_apart = test
 
-            pairs, st = traversal.collide(spheres[i], spheres[j], test_apart, first_hit=first_hit)
+            pairs, st = traversal.collide(vols[i], vols[j], test_apart, first_hit=first_hit)
         result.stats.append(st)
         if pairs.size:
             result.pairs.append((i, j, pairs))
@@ -262,17 +284,23 @@ def polygon_pairs(objects: list[CollisionObject],
     Triangle pairs map to the mesh's own polygon indices; several triangle pairs of the
     same two polygons (quads) count once, and a polygon never pairs with itself.
     """
-    out = set()
+    rows = []
     for i, j, pairs in result.pairs:
-        pa = objects[i].rig.tri_polygon[pairs[:, 0]]
-        pb = objects[j].rig.tri_polygon[pairs[:, 1]]
-        for a, b in zip(pa.tolist(), pb.tolist()):
-            if i == j:
-                if a == b:
-                    continue
-                a, b = min(a, b), max(a, b)
-            out.add((i, a, j, b))
-    return sorted(out)
+        if not pairs.size:
+            continue
+        pp = np.stack([objects[i].rig.tri_polygon[pairs[:, 0]],
+                       objects[j].rig.tri_polygon[pairs[:, 1]]], axis=1)
+        pp = contacts.normalized_pairs(pp, i == j)
+        if i == j:
+            pp = pp[pp[:, 0] != pp[:, 1]]
+        if pp.size:
+            rows.append(np.column_stack([np.full(pp.shape[0], i), pp[:, 0],
+                                         np.full(pp.shape[0], j), pp[:, 1]]))
+    if not rows:
+        return []
+    r = np.concatenate(rows)
+    r = r[np.lexsort((r[:, 3], r[:, 2], r[:, 1], r[:, 0]))]
+    return [tuple(x) for x in r.tolist()]
 
 
 def brute_force_pairs(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray | None = None,
@@ -296,7 +324,7 @@ def brute_force_pairs(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray | 
         if self_mode:
             keep = ia < ib
             ia, ib = ia[keep], ib[keep]
-            far = ~traversal.adjacent_pairs(keys, ia, ib)
+            far = ~welds.adjacent_pairs(keys, ia, ib)
             ia, ib = ia[far], ib[far]
             hit = tri_test.triangle_pairs_intersect(pos_a, tri_a, ia, pos_a, tri_a, ib)
         else:

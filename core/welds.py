@@ -8,7 +8,7 @@ seams, split normals) or between meshes (a character split into parts). Vertices
 coincide at rest but carry different weights (lip corners, eyelids, a pinned part) separate
 when posed and are NOT welded.
 
-The per-frame test is then an index compare (`traversal.adjacent_pairs`): no tolerance,
+The per-frame test is then an index compare (`adjacent_pairs`): no tolerance,
 nothing that grows with the world coordinates. Everything here is pure numpy.
 """
 from __future__ import annotations
@@ -86,3 +86,16 @@ def vertex_weld_ids(rig: Rig) -> np.ndarray:
     """(V,) int64 weld id of each vertex of one mesh (self-collision adjacency): vertices
     with the same rest position AND the same weights share an id."""
     return global_weld_ids([rig])[0]
+
+
+def adjacent_pairs(tri_keys: np.ndarray, ta: np.ndarray, tb: np.ndarray) -> np.ndarray:
+    """(K,) bool: triangles ta[k], tb[k] share a vertex key.
+
+    Args:
+        tri_keys: (T, 3) int64 per-triangle weld ids (``vertex_weld_ids(rig)[triangles]``,
+            so that split vertices with the same rest position and weights count as one).
+        ta, tb: (K,) int triangle indices.
+    """
+    a = tri_keys[ta]
+    b = tri_keys[tb]
+    return np.any(a[:, :, None] == b[:, None, :], axis=(1, 2))

@@ -8,6 +8,15 @@ from ..core import scan as core_scan
 from .stepping import TimerSteps, guard_operators, object_mode_poll
 
 
+def build_method(scene) -> str:
+    """The method to build for: the panel's, or the default one when the panel asks for a
+    method the numpy core does not answer (Blender's BVHTree rebuild, the reference)."""
+    from ..core.methods import registry
+
+    m = registry.get(scene.skin_collide.method)
+    return m.id if m.in_core else core_scan.DEFAULT_METHOD
+
+
 class SKINCOLLIDE_OT_build(TimerSteps, bpy.types.Operator):
     """Build sphere trees for the characters (selected meshes or the chosen collection);
     they are saved with the file. Esc cancels and keeps the old data"""
@@ -36,7 +45,7 @@ class SKINCOLLIDE_OT_build(TimerSteps, bpy.types.Operator):
         s = context.scene.skin_collide
         n_rest = session.store_rest_contacts(context.scene, meshes, objects, True)
         session.forget(context.scene)
-        methods = ", ".join(sorted({o.refit_method.split(" (")[0] for o in objects}))
+        methods = ", ".join(sorted({o.method for o in objects}))
         self.report({"INFO"}, f"Built {len(objects)} character(s) ({methods}); "
                               f"{n_rest} contact(s) in the rest pose")
         if s.live:
@@ -53,7 +62,7 @@ class SKINCOLLIDE_OT_build(TimerSteps, bpy.types.Operator):
         objects = []
         try:
             for k, rig in enumerate(rigs):
-                objects.append(core_scan.prepare(rig))
+                objects.append(core_scan.prepare(rig, build_method(context.scene)))
                 wm.progress_update(k + 1)
         finally:
             wm.progress_end()
@@ -72,7 +81,8 @@ class SKINCOLLIDE_OT_build(TimerSteps, bpy.types.Operator):
         return self._begin_steps(context, len(self._rigs))
 
     def _step(self, context) -> bool:
-        self._objects.append(core_scan.prepare(self._rigs[len(self._objects)]))
+        self._objects.append(core_scan.prepare(self._rigs[len(self._objects)],
+                                               build_method(context.scene)))
         return len(self._objects) == len(self._rigs)
 
     def _finish(self, context) -> None:

@@ -8,8 +8,8 @@ import os
 import bpy
 from bpy_extras.io_utils import ExportHelper
 
-from ..addon import extract, session, storage
-from ..core import contacts
+from ..addon import extract, scanner, session, storage
+from ..core import report as core_report
 from .stepping import TimerSteps, guard_operators, object_mode_poll
 
 MARKER_PREFIX = "collide "
@@ -19,17 +19,20 @@ their exact count, `"pairs_total"`, with `"truncated": true`); per frame at most
 `session.MAX_PAIRS`."""
 
 
-def report_text(report: dict) -> str:
-    """The report as JSON with one frame per line (Blender's Text is slow on one huge
-    line); `json.loads` reads it back as the same dict."""
-    head = json.dumps({"objects": report["objects"]})[:-1]
-    frames = ",\n".join(json.dumps(f) for f in report["frames"])
-    extra = "".join(f", {json.dumps(k)}: {json.dumps(v)}" for k, v in report.items()
-                    if k not in ("objects", "frames"))
-    return f'{head}, "frames": [\n{frames}\n]{extra}}}\n'
+def report_document(scene, meshes, objects, records, n_requested: int) -> dict:
+    """The scan's report in the headless scan's schema, built by the same code
+    (`addon.scanner.ScanReport` of the scene's `session.pipeline`), capped at
+    REPORT_MAX_PAIRS pairs in all."""
+    sc = session.pipeline(scene, meshes, objects)
+    frame_records = [
+        scanner.FrameRecord(f, r.polygon_pairs, r.ms, 0.0, list(r.modes),
+                            not_checked=r.error if r.not_checked else "",
+                            pairs_total=r.n_pairs)
+        for f, r in records]
+    return sc.report(frame_records, n_requested).to_json(max_total=REPORT_MAX_PAIRS)
 
 
-def _record(scene, records) -> int:
+def _record(scene, meshes, objects, records, n_requested: int) -> int:
     """Store a finished scan: per-frame counts (the timeline strip), the report (JSON in
     the headless scan's schema, as a Text) and, if asked, episode markers."""
     s = scene.skin_collide
@@ -37,27 +40,10 @@ def _record(scene, records) -> int:
     for frame, res in records:
         item = s.frame_counts.add()
         item.frame, item.pairs = frame, (-1 if res.not_checked else res.n_pairs)
-    names = records[0][1].names if records else []
-    frames, room = [], REPORT_MAX_PAIRS
-    for f, r in records:
-        pairs = r.polygon_pairs[:max(room, 0)]
-        room -= len(pairs)
-        entry = {"frame": f, "pairs": [list(p) for p in pairs], "ms": round(r.ms, 4)}
-        if r.not_checked:
-            entry["not_checked"] = r.error
-        elif len(pairs) < r.n_pairs:
-            entry["pairs_total"] = r.n_pairs
-            entry["truncated"] = True
-        frames.append(entry)
-    report = {"objects": names, "complete": True, "interrupted": False, "frames": frames,
-              "episodes": [e.to_json() for e in contacts.episodes(
-                  [(f, r.polygon_pairs) for f, r in records if not r.not_checked])]}
-    if any(fr.get("truncated") for fr in frames):
-        report["limit"] = (f"at most {session.MAX_PAIRS} pairs per frame and "
-                           f"{REPORT_MAX_PAIRS} in all are listed")
+    report = report_document(scene, meshes, objects, records, n_requested)
     if s.report is None:
         s.report = bpy.data.texts.new(storage.TEXT_PREFIX + "report.json")
-    s.report.from_string(report_text(report))
+    s.report.from_string(core_report.dumps(report))
     for m in [m for m in scene.timeline_markers if m.name.startswith(MARKER_PREFIX)]:
         scene.timeline_markers.remove(m)
     episodes = 0
@@ -124,7 +110,8 @@ class SKINCOLLIDE_OT_scan(TimerSteps, bpy.types.Operator):
     def _finish(self, context):
         scene = context.scene
         scene.frame_set(self._start_frame)
-        episodes = _record(scene, self._records)
+        episodes = _record(scene, self._meshes, self._objects, self._records,
+                           len(self._frames))
         n = sum(1 for _, r in self._records if r.n_pairs > 0)
         skipped = [r for _, r in self._records if r.not_checked]
         self.report({"WARNING" if skipped else "INFO"},
@@ -203,7 +190,7 @@ class SKINCOLLIDE_OT_export_report(bpy.types.Operator, ExportHelper):
                             w.writerow([fr["frame"], a, pa, b, pb, fr["ms"]])
             else:
                 with open(path, "w", encoding="utf-8") as fh:
-                    json.dump(report, fh, indent=1)
+                    fh.write(core_report.dumps(report))
         except OSError as exc:
             self.report({"ERROR"}, f"cannot write {path}: {exc.strerror or exc}")
             return {"CANCELLED"}

@@ -36,7 +36,7 @@ class SKINCOLLIDE_PT_main(bpy.types.Panel):
         else:
             box.label(text="No collision data yet", icon="INFO")
         layout.prop(s, "self_collision")
-        layout.prop(s, "refit_mode")
+        layout.prop(s, "method")
         layout.prop(s, "ignore_rest_contacts")
         row = layout.row(align=True)
         row.operator("skin_collide.toggle_overlay", depress=s.live,

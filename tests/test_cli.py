@@ -46,7 +46,7 @@ def test_doctor_reports_the_facts_a_rigger_needs(demo_blend):
     assert res.returncode == 0, res.stderr
     for key in ("vertices:", "triangles:", "bones:", "max_influences:", "weight_sums:",
                 "preserve_volume: off", "shape_keys: 0", "modifiers_before: none",
-                "modifiers_after: none", "bbones: none", "refit: on-demand LBS"):
+                "modifiers_after: none", "bbones: none", "refit: sphere-tree: Sphere tree, on-demand LBS refit"):
         assert key in res.stdout, key
     assert "frames: frames 1-6" in res.stdout
     assert len(deviations(res.stdout)) == 1
@@ -131,13 +131,11 @@ def test_scan_modes_agree_and_first_hit_is_a_subset(demo_blend, tmp_path):
         assert res.returncode == 0, res.stderr
         results[mode] = [{tuple(p) for p in f["pairs"]} for f in json.loads(out.read_text())["frames"]]
         refit = json.loads(out.read_text())["refit"]
-        assert refit == {"Left": mode, "Right": mode}     # the method actually used
+        want = {"on-demand": "sphere-tree"}.get(mode, mode)
+        assert refit == {"Left": want, "Right": want}     # the method actually used
         lines = [ln for ln in res.stdout.splitlines() if ln.startswith("object ")]
         assert len(lines) == 2
-        if mode == "on-demand":
-            assert all("on-demand LBS" in ln for ln in lines)
-        else:
-            assert all("on-demand" not in ln and f"--mode {mode}" in ln for ln in lines), lines
+        assert all(f"refit: {want} (" in ln for ln in lines), lines
     assert results["on-demand"] == results["bottom-up"] == results["rebuild"]
     out = tmp_path / "first.json"
     assert run("scan", str(path), "--first-hit", "--json", str(out)).returncode == 0

@@ -71,7 +71,7 @@ def test_crossing_characters_fail_with_episodes_and_junit(crossing_scan):
     assert res.returncode == 1, res.stderr
     data = json.loads(out.read_text())
     assert data["complete"] is True and data["interrupted"] is False
-    assert data["refit"] == {"Left": "on-demand", "Right": "on-demand"}
+    assert data["refit"] == {"Left": "sphere-tree", "Right": "sphere-tree"}
     assert [f["frame"] for f in data["frames"]] == list(range(-2, 13))
     colliding = [f["frame"] for f in data["frames"] if f["pairs"]]
     assert colliding

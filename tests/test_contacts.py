@@ -15,12 +15,30 @@ def test_canonical_is_unordered():
     assert contacts.canonical(("A", 9, "A", 2)) == ("A", 2, "A", 9)
 
 
-def test_drop_indexed_is_the_rest_contact_rule():
-    names = ["L", "R"]
-    found = {(0, 1, 1, 2), (0, 5, 1, 6), (0, 3, 0, 8)}
-    rest = contacts.contact_set([("R", 2, "L", 1), ("L", 8, "L", 3)])
-    assert contacts.drop_indexed(found, names, rest) == {(0, 5, 1, 6)}
-    assert contacts.drop_indexed(found, names, set()) == found
+def test_contact_index_is_the_rest_contact_rule():
+    """Rest contacts drop a frame's pairs in either object order, self pairs in either
+    index order; other pairs and other objects stay."""
+    import numpy as np
+
+    rest = contacts.ContactIndex([("R", 2, "L", 1), ("L", 8, "L", 3)])
+    assert rest and rest.count == 2
+    cross = np.array([[1, 2], [5, 6]])
+    assert rest.drop("L", "R", cross).tolist() == [[5, 6]]
+    assert rest.drop("R", "L", cross[:, ::-1]).tolist() == [[6, 5]]
+    self_ = np.array([[3, 8], [8, 3], [2, 4]])
+    assert rest.drop("L", "L", self_).tolist() == [[2, 4]]
+    assert rest.drop("X", "L", cross).tolist() == cross.tolist()
+    assert not contacts.ContactIndex()
+
+
+def test_normalized_pairs_and_rows_in():
+    import numpy as np
+
+    p = np.array([[5, 2], [2, 5], [1, 9], [1, 9]])
+    assert contacts.normalized_pairs(p, True).tolist() == [[1, 9], [2, 5]]
+    assert contacts.normalized_pairs(p, False).tolist() == [[1, 9], [2, 5], [5, 2]]
+    assert contacts.rows_in(p, np.array([[1, 9]])).tolist() == [False, False, True, True]
+    assert contacts.rows_in(p, np.zeros((0, 2), int)).tolist() == [False] * 4
 
 
 def test_episodes_are_runs_of_consecutive_scanned_frames_per_pair():

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from skin_collide.core import procedural, scan, skinning, triangles, welds
-from skin_collide.core import traversal as old_traversal
 from skin_collide.core.methods import registry
 from skin_collide.core.methods.base import Frame
 from skin_collide.core.query import traversal
@@ -59,7 +58,7 @@ def test_generic_traversal_equals_brute_force(rig, method_id):
             return triangles.triangle_pairs_intersect(A, tris, ta, B, tris, tb)
 
         def self_(ta, tb):
-            far = ~old_traversal.adjacent_pairs(keys, ta, tb)
+            far = ~welds.adjacent_pairs(keys, ta, tb)
             hit = np.zeros(ta.size, bool)
             hit[far] = triangles.triangle_pairs_intersect(A, tris, ta[far], A, tris, tb[far])
             return hit

@@ -12,7 +12,7 @@ from blender_helpers import awkward_character, random_blender_pose
 from conftest import ASSETS
 from test_refit import awkward_rig, excess, poses
 
-from skin_collide.core import (persist, procedural, refit, refit_dqs, refit_policy, scan,
+from skin_collide.core import (persist, procedural, refit, refit_dqs, scan,
                                skinning, sphere_tree)
 
 PV_ASSETS = [a for a in ("makehuman_default.blend", "cesium_man.glb", "mannequiny.glb")
@@ -105,7 +105,9 @@ def test_sbs_refit_encloses_spherical_blending(setup):
 
 def test_preserve_volume_rigs_get_the_on_demand_refit_and_persist(setup):
     rig, _, _ = setup
-    assert refit_policy.choose_refit(rig)[0] == refit_policy.ON_DEMAND_PV
+    from skin_collide.core.methods import registry
+
+    assert registry.resolve("sphere-tree", rig)[0].id == "sphere-tree-pv"
     obj = scan.prepare(rig)
     assert isinstance(obj.bounds, refit_dqs.DqsBounds)
     back = persist.from_bytes(persist.to_bytes(obj))
@@ -131,7 +133,7 @@ def test_preserve_volume_scan_equals_brute_force():
         pose2.mesh_world = shift @ pose2.mesh_world
         P, P2 = skinning.dqs_rig(rig, pose), skinning.dqs_rig(rig, pose2)
         res = scan.query_frame([obj, other], [P, P2], [pose, pose2], self_collision=True)
-        assert res.modes == ["on-demand", "on-demand"]
+        assert res.modes == ["sphere-tree-pv", "sphere-tree-pv"]
         got = {(i, j): np.sort(p, axis=1) if i == j else p for i, j, p in res.pairs}
         t0, t1 = res.triangles
         for (i, j), (pa, ta, pb, tb) in {(0, 0): (P, t0, None, None), (1, 1): (P2, t1, None, None),
@@ -163,7 +165,7 @@ def _enclosure_and_scan(bpy, sc, judge_pairs=True):
         from test_scan_assets import judge
 
         ours, _, modes = sc.query(pos, poses_)
-        assert set(modes) == {"on-demand"}
+        assert set(modes) == {"sphere-tree-pv"}
         ref = scanner.bvhtree_pairs(sc.objects, pos, True, sc.triangles, poses_)
         missed, extra, *_ = judge(sc.objects, pos, ours, ref, sc.triangles)
         assert missed == [] and extra == []
@@ -176,7 +178,7 @@ def test_blender_preserve_volume_generated_rig(bpy_module):
     bpy = bpy_module
     ob, arm = awkward_character(bpy, preserve_volume=True)
     sc = scanner.Scanner([ob], mode="on-demand", self_collision=True)
-    assert sc.objects[0].refit_method == refit_policy.ON_DEMAND_PV
+    assert sc.objects[0].method == "sphere-tree-pv"
     arm.animation_data_clear()
     rng = np.random.default_rng(21)
     for k in range(6):
@@ -201,7 +203,7 @@ def test_blender_preserve_volume_assets(bpy_module, assets_dir, asset):
                 mod.use_deform_preserve_volume = True
     arm = extract.modifier_report(meshes[0]).armature
     sc = scanner.Scanner(meshes, mode="on-demand", self_collision=True)
-    assert all(o.refit_method == refit_policy.ON_DEMAND_PV for o in sc.objects)
+    assert all(o.method == "sphere-tree-pv" for o in sc.objects)
     arm.animation_data_clear()
     rng = np.random.default_rng(22)
     n = 1 if asset.startswith("makehuman") else 2
@@ -229,7 +231,15 @@ def test_registry_passes_preserve_volume_rigs_to_the_pv_method(setup):
     for pose in poses(rig, 3, 17):
         P = skinning.dqs_rig(rig, pose)
         vol = m.volumes(rig, prepared, Frame(P, rig.triangles, pose))
-        nodes = np.arange(prepared.tree.n_nodes)
+        tree = prepared.tree
+        nodes = np.arange(tree.n_nodes)
         vol.ensure(nodes)
         c, r = vol.spheres(nodes)
-        assert excess(prepared.tree, P, c, r) <= 0
+        # Inner nodes bound their whole vertex set (every polygon corner: Blender may
+        # re-split a quad); a leaf is the exact ball of the frame's triangle it holds.
+        r = np.where(tree.leaf_tri >= 0, np.inf, r)
+        assert excess(tree, P, c, r) <= 0
+        leaf = np.nonzero(tree.leaf_tri >= 0)[0]
+        corners = P[rig.triangles[tree.leaf_tri[leaf]]]
+        d = np.linalg.norm(corners - c[leaf][:, None], axis=2).max(axis=1)
+        assert np.all(d <= vol.radii[leaf] * (1 + 1e-12) + 1e-12)

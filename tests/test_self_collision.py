@@ -13,7 +13,9 @@ import math
 import numpy as np
 import pytest
 
-from skin_collide.core import procedural, refit, scan, skinning, traversal, triangles
+from skin_collide.core import procedural, refit, scan, skinning, triangles, welds
+from skin_collide.core.methods.sphere_tree import SphereVolumes
+from skin_collide.core.query import traversal
 from skin_collide.core import self_collision as sc
 from skin_collide.core.self_collision import query as q
 from skin_collide.core.rig import Pose
@@ -31,11 +33,16 @@ def as_set(pairs):
 
 def old_self_pairs(obj, pos, tris):
     """The sphere-tree self query `scan.query_frame` ran before (bottom-up refit)."""
-    spheres = traversal.LazySpheres(obj.tree, eager=refit.refit_bottom_up(obj.tree, tris, pos))
+    spheres = SphereVolumes(obj.tree, eager=refit.refit_bottom_up(obj.tree, tris, pos))
     keys = obj.vertex_keys[tris]
-    pairs, _ = traversal.collide(
-        spheres, None, lambda a, b: triangles.triangle_pairs_intersect(pos, tris, a, pos, tris, b),
-        self_keys=keys)
+
+    def test(a, b):
+        hit = np.zeros(a.size, dtype=bool)
+        far = np.nonzero(~welds.adjacent_pairs(keys, a, b))[0]
+        hit[far] = triangles.triangle_pairs_intersect(pos, tris, a[far], pos, tris, b[far])
+        return hit
+
+    pairs, _ = traversal.collide(spheres, None, test)
     return pairs
 
 
@@ -179,7 +186,7 @@ def test_structure(tube):
         if level == tree.height:
             ta, tb = tree.slot_tri[a], tree.slot_tri[b]
             assert np.all(ta >= 0) and np.all(tb >= 0)
-            assert not traversal.adjacent_pairs(keys, ta, tb).any()
+            assert not welds.adjacent_pairs(keys, ta, tb).any()
 
 
 def test_float32_boxes_never_drop_float64_overlaps():

@@ -4,7 +4,7 @@ A *method* (sphere tree with an LBS or Preserve Volume refit, sphere sets, spher
 OBB trees, ...) turns a `Rig` into prepared data once (`Method.prepare`, arrays only, so
 that it can be stored in the .blend) and, per frame, into `Volumes`: a fixed hierarchy of
 nodes whose volumes are computed lazily, only for the nodes a query reaches. The generic
-traversal (`core.traversal.collide`) needs nothing else: it asks `Volumes.overlap` for
+traversal (`core.query.traversal.collide`) needs nothing else: it asks `Volumes.overlap` for
 node pairs, descends into the larger node (`Volumes.size`), and sends the triangles of
 overlapping leaf pairs to the exact triangle test.
 
@@ -80,9 +80,12 @@ class Volumes(ABC):
 
     kind: ClassVar[str] = "sphere"
 
-    def __init__(self, hierarchy: Hierarchy):
+    def __init__(self, hierarchy: Hierarchy, method_id: str | None = None):
         self.hierarchy = hierarchy
         self.refitted = 0
+        #: the method that actually made these volumes (a method may hand over to its
+        #: fallback for one frame, e.g. when the pose is unknown): the JSON `refit` id.
+        self.method_id = method_id
 
     @abstractmethod
     def ensure(self, nodes: np.ndarray) -> None:
@@ -132,6 +135,9 @@ class Method(ABC):
     label: ClassVar[str]
     fallback: ClassVar[str | None] = None
     description: ClassVar[str] = ""
+    #: False for methods whose pairs come from outside the numpy core (Blender's own
+    #: BVHTree, the reference): they have no `Volumes`, and the Blender glue answers.
+    in_core: ClassVar[bool] = True
 
     def supports(self, rig: Rig) -> str | None:
         """None when this method is exact for `rig`, else the reason it is not."""

@@ -13,7 +13,7 @@ from .. import refit, refit_dqs, sphere_tree
 from ..rig import Rig
 from .base import Frame, Method
 from .registry import register
-from .sphere_tree import SphereVolumes, TreeData, rig_limits
+from .sphere_tree import SphereVolumes, TreeData, bottom_up_volumes, build_tree, rig_limits
 
 
 @dataclass
@@ -42,7 +42,7 @@ class PvSphereTree(Method):
         return None
 
     def prepare(self, rig: Rig) -> PvTreeData:
-        tree = sphere_tree.build(rig.rest_positions, rig.triangles)
+        tree = build_tree(rig)
         return PvTreeData(tree, refit_dqs.dqs_bounds(tree, rig))
 
     def load(self, arrays: dict[str, np.ndarray]) -> PvTreeData:
@@ -51,21 +51,23 @@ class PvSphereTree(Method):
     def volumes(self, rig: Rig, prepared: PvTreeData, frame: Frame) -> SphereVolumes:
         tree, bounds = prepared.tree, prepared.bounds
         if frame.pose is None or bounds is None:
-            eager = refit.refit_bottom_up(tree, frame.triangles, frame.positions)
-            return SphereVolumes(tree, eager=eager)
-        dq_frame = refit_dqs.dqs_frame(frame.pose, tree, rig.bone_rest)
+            return bottom_up_volumes(tree, frame)
+        dq_frame = refit_dqs.with_float32(refit_dqs.dqs_frame(frame.pose, tree, rig.bone_rest),
+                                          frame.pose, bounds)
         positions, tris = frame.positions, frame.triangles
 
         def refit_nodes(nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             # Leaves: their evaluated triangle's exact ball; inner nodes: the PV bound.
             leaf = tree.leaf_tri[nodes] >= 0
+            if leaf.all():
+                return refit.leaf_spheres(tree, tris, positions, nodes)
             c = np.empty((nodes.size, 3))
             r = np.empty(nodes.size)
             c[leaf], r[leaf] = refit.leaf_spheres(tree, tris, positions, nodes[leaf])
             c[~leaf], r[~leaf] = refit_dqs.refit_on_demand_dqs(tree, bounds, dq_frame, nodes[~leaf])
             return c, r
 
-        return SphereVolumes(tree, refit_fn=refit_nodes)
+        return SphereVolumes(tree, refit_fn=refit_nodes, method_id=self.id)
 
 
 register(PvSphereTree())

@@ -25,6 +25,22 @@ def build_tree(rig: Rig) -> sphere_tree.SphereTree:
                              poly_ptr=rig.poly_ptr, poly_verts=rig.poly_verts)
 
 
+def _hierarchy(tree: sphere_tree.SphereTree) -> Hierarchy:
+    """The tree's `Hierarchy`, made once per tree (every frame's volumes share it)."""
+    h = getattr(tree, "_hierarchy", None)
+    if h is None:
+        h = Hierarchy.one_triangle_per_leaf(tree.first_child, tree.child_count, tree.leaf_tri)
+        tree._hierarchy = h
+    return h
+
+
+def bottom_up_volumes(tree: sphere_tree.SphereTree, frame: Frame) -> "SphereVolumes":
+    """Every sphere of `tree` refitted from the frame's evaluated mesh (exact for any
+    deformation): what every sphere-tree method does when the pose is unknown."""
+    eager = refit.refit_bottom_up(tree, frame.triangles, frame.positions)
+    return SphereVolumes(tree, eager=eager, method_id="bottom-up")
+
+
 class SphereVolumes(Volumes):
     """World-space spheres of one tree at one frame, computed the first time they are
     needed by `refit(nodes) -> (centers, radii)`; `eager` gives all of them up front."""
@@ -33,9 +49,9 @@ class SphereVolumes(Volumes):
 
     def __init__(self, tree: sphere_tree.SphereTree,
                  refit_fn: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None,
-                 eager: tuple[np.ndarray, np.ndarray] | None = None):
-        super().__init__(Hierarchy.one_triangle_per_leaf(tree.first_child, tree.child_count,
-                                                         tree.leaf_tri))
+                 eager: tuple[np.ndarray, np.ndarray] | None = None,
+                 method_id: str | None = None):
+        super().__init__(_hierarchy(tree), method_id)
         self.tree = tree
         self.refit = refit_fn
         if eager is not None:
@@ -113,7 +129,7 @@ class LbsSphereTree(Method):
     def volumes(self, rig: Rig, prepared: TreeData, frame: Frame) -> SphereVolumes:
         tree, bounds = prepared.tree, prepared.bounds
         if frame.pose is None or bounds is None:
-            return BottomUpSphereTree().volumes(rig, prepared, frame)
+            return bottom_up_volumes(tree, frame)
         transforms = refit.frame_transforms(frame.pose, tree)
         positions = frame.positions
         tris = frame.triangles
@@ -130,7 +146,7 @@ class LbsSphereTree(Method):
             c[~leaf], r[~leaf] = refit.refit_on_demand(tree, bounds, transforms, nodes[~leaf])
             return c, r
 
-        return SphereVolumes(tree, refit_fn=refit_nodes)
+        return SphereVolumes(tree, refit_fn=refit_nodes, method_id=self.id)
 
 
 class BottomUpSphereTree(Method):
@@ -146,8 +162,7 @@ class BottomUpSphereTree(Method):
         return TreeData.from_arrays(arrays)
 
     def volumes(self, rig: Rig, prepared: TreeData, frame: Frame) -> SphereVolumes:
-        eager = refit.refit_bottom_up(prepared.tree, frame.triangles, frame.positions)
-        return SphereVolumes(prepared.tree, eager=eager)
+        return bottom_up_volumes(prepared.tree, frame)
 
 
 register(LbsSphereTree())

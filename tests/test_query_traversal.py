@@ -1,10 +1,12 @@
-"""The traversal finds exactly the pairs brute force finds (core only)."""
+"""The generic traversal (core.query.traversal) finds exactly the pairs brute force finds,
+through `scan.query_frame` and directly (core only)."""
 import math
 
 import numpy as np
 import pytest
 
-from skin_collide.core import procedural, scan, skinning, traversal
+from skin_collide.core import procedural, scan, skinning
+from skin_collide.core.query import traversal
 from skin_collide.core.rig import Pose
 
 
@@ -55,9 +57,11 @@ def test_small_chunks_give_the_same_pairs(world):
         if scan.query_frame([obj, obj], [A, B], [pa, pb]).n_pairs > 20:
             break
 
+    from skin_collide.core.methods.sphere_tree import SphereVolumes
+
     def spheres(pose):
         fr = refit.frame_transforms(pose, obj.tree)
-        return traversal.LazySpheres(obj.tree, lambda n: refit.refit_on_demand(obj.tree, obj.bounds, fr, n))
+        return SphereVolumes(obj.tree, lambda n: refit.refit_on_demand(obj.tree, obj.bounds, fr, n))
 
     def test(ta, tb):
         return triangles.triangle_pairs_intersect(A, rig.triangles, ta, B, rig.triangles, tb)
@@ -100,4 +104,4 @@ def test_adjacency_uses_welded_positions():
               ["b"], np.array([-1]), np.eye(4)[None], np.ones(1, bool))
     keys = welds.vertex_weld_ids(rig)[tris]
     # Vertex 3 duplicates vertex 1's position and weights (a seam): triangles 0 and 1 share it.
-    assert traversal.adjacent_pairs(keys, np.array([0, 0]), np.array([1, 2])).tolist() == [True, True]
+    assert welds.adjacent_pairs(keys, np.array([0, 0]), np.array([1, 2])).tolist() == [True, True]
