@@ -224,7 +224,8 @@ def pipeline(scene, meshes: list, objects: list, first_hit: bool = False) -> sca
     return sc
 
 
-def query(scene, depsgraph, meshes: list, objects: list | None = None) -> LiveResult:
+def query(scene, depsgraph, meshes: list, objects: list | None = None,
+          first_hit: bool = False) -> LiveResult:
     """Collide `meshes` at the scene's current (already evaluated) frame, through the
     scene's `pipeline`.
 
@@ -235,7 +236,7 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None) -> LiveRe
     raises `DegeneratePose` (the frame is not checked).
     """
     objects = objects or load_objects(meshes)
-    sc = pipeline(scene, meshes, objects)
+    sc = pipeline(scene, meshes, objects, first_hit=first_hit)
     try:
         out = sc.current(scene, depsgraph)
     except extract.RigError as exc:

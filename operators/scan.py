@@ -23,7 +23,7 @@ def report_document(scene, meshes, objects, records, n_requested: int) -> dict:
     """The scan's report in the headless scan's schema, built by the same code
     (`addon.scanner.ScanReport` of the scene's `session.pipeline`), capped at
     REPORT_MAX_PAIRS pairs in all."""
-    sc = session.pipeline(scene, meshes, objects)
+    sc = session.pipeline(scene, meshes, objects)    # the report does not depend on first_hit
     frame_records = [
         scanner.FrameRecord(f, r.polygon_pairs, r.ms, 0.0, list(r.modes),
                             not_checked=r.error if r.not_checked else "",
@@ -69,6 +69,9 @@ class SKINCOLLIDE_OT_scan(TimerSteps, bpy.types.Operator):
     use_scene_range: bpy.props.BoolProperty(name="Scene Range", default=True)
     frame_start: bpy.props.IntProperty(name="Start", default=1)
     frame_end: bpy.props.IntProperty(name="End", default=250)
+    first_hit: bpy.props.BoolProperty(
+        name="First Hit", description="Stop each frame at the first colliding pair (a "
+        "yes/no per frame, faster)", default=False)
 
     @classmethod
     def poll(cls, context):
@@ -94,7 +97,7 @@ class SKINCOLLIDE_OT_scan(TimerSteps, bpy.types.Operator):
         scene.frame_set(f)
         try:
             res = session.query(scene, context.evaluated_depsgraph_get(), self._meshes,
-                                self._objects)
+                                self._objects, first_hit=self.first_hit)
         except session.DegeneratePose as exc:
             res = session.not_checked(scene, str(exc))
         self._records.append((f, res))

@@ -34,6 +34,49 @@ def test_fallback_chain_is_decided_by_supports(rig):
         rig.unsupported = []
 
 
+def test_the_whole_fallback_policy(rig):
+    """LBS rig -> sphere-tree; Preserve Volume -> sphere-tree-pv; anything the bone
+    matrices do not determine -> bottom-up, whatever was asked; a method's own
+    requirement (PV asked on an LBS rig) passes to its fallback; a chain that ends without
+    a method is a ValueError; every registered fallback is itself registered."""
+    ids = set(registry.ids())
+    for m in registry.methods():
+        assert m.fallback is None or m.fallback in ids, m.id
+    assert registry.resolve("sphere-tree-pv", rig)[0].id == "bottom-up"
+    rig.preserve_volume = True
+    try:
+        m, why = registry.resolve("sphere-tree", rig)
+        assert m.id == "sphere-tree-pv" and len(why) == 1
+        rig.unsupported = ["B-Bones"]
+        m, why = registry.resolve("sphere-tree", rig)
+        assert m.id == "bottom-up" and len(why) == 2 and all("B-Bones" in w for w in why)
+    finally:
+        rig.preserve_volume = False
+        rig.unsupported = []
+
+    class Picky(registry.Method):
+        id, label, fallback = "picky-test", "never", None
+
+        def supports(self, rig):
+            return "never supports anything"
+
+        def prepare(self, rig):
+            raise AssertionError
+
+        def load(self, arrays):
+            raise AssertionError
+
+        def volumes(self, rig, prepared, frame):
+            raise AssertionError
+
+    registry.register(Picky())
+    try:
+        with pytest.raises(ValueError, match="no method can collide"):
+            registry.resolve("picky-test", rig)
+    finally:
+        registry._METHODS.pop("picky-test")
+
+
 def _poses(rig, n, seed):
     rng = np.random.default_rng(seed)
     for _ in range(n):
