@@ -237,8 +237,15 @@ def rig_from_object(ob) -> Rig:
     )
 
 
-def pose_from_object(ob, depsgraph) -> Pose:
-    """The current frame's `Pose` of mesh object `ob` (world space, evaluated)."""
+def pose_from_object(ob, depsgraph, built_rest: tuple[np.ndarray, np.ndarray] | None = None
+                     ) -> Pose:
+    """The current frame's `Pose` of mesh object `ob` (world space, evaluated).
+
+    `built_rest`: (rest, inverse), (J, 4, 4) float64 each: the bones' rest matrices the
+    data was built with (`Rig.bone_rest`) and their inverses, kept by the caller. The
+    current rest matrices are still read (a cheap copy) and must equal them bit for bit,
+    else RigError: an edited rest skeleton makes built data stale. Only the inversion is
+    saved."""
     arm_ob = modifier_report(ob).armature
     if arm_ob is None:
         raise RigError(f"mesh '{ob.name}' has no Armature modifier with an armature object")
@@ -247,13 +254,21 @@ def pose_from_object(ob, depsgraph) -> Pose:
     pbones = arm_eval.pose.bones
     J = len(pbones)
     pose_mats = np.empty(J * 16, dtype=np.float32)
-    rest = np.empty(J * 16, dtype=np.float32)
     if J:
         pbones.foreach_get("matrix", pose_mats)
-        arm_eval.data.bones.foreach_get("matrix_local", rest)
     pose_mats = pose_mats.reshape(J, 4, 4).transpose(0, 2, 1).astype(np.float64)
+    rest = np.empty(J * 16, dtype=np.float32)
+    if J:
+        arm_eval.data.bones.foreach_get("matrix_local", rest)
     rest = rest.reshape(J, 4, 4).transpose(0, 2, 1).astype(np.float64)
-    deform = pose_mats @ np.linalg.inv(rest)
+    if built_rest is not None:
+        if built_rest[0].shape != rest.shape or not np.array_equal(built_rest[0], rest):
+            raise RigError(f"the rest pose of '{arm_ob.name}' changed since the collision data "
+                           f"of '{ob.name}' was built: rebuild")
+        rest_inverse = built_rest[1]
+    else:
+        rest_inverse = np.linalg.inv(rest)
+    deform = pose_mats @ rest_inverse
     return Pose(deform, _matrix_to_np(arm_eval.matrix_world), _matrix_to_np(ob_eval.matrix_world))
 
 

@@ -219,7 +219,7 @@ class Scanner:
                     f"'{ob.name}' evaluates to {n} vertices but was built with "
                     f"{obj.rig.n_vertices}: its topology changed; rebuild")
             pos, t = extract.evaluated_frame(ob, depsgraph, obj.rig)
-            pose = extract.pose_from_object(ob, depsgraph)
+            pose = extract.pose_from_object(ob, depsgraph, _built_rest(obj))
             positions.append(pos)
             tris.append(t)
             poses.append(pose)
@@ -329,6 +329,14 @@ class Scanner:
             if progress is not None:
                 progress(k, len(frames), rec)
         return self.report(records, len(frames))
+
+
+def _built_rest(obj) -> tuple[np.ndarray, np.ndarray]:
+    """The rig's bone rest matrices and their inverses, inverted once per object."""
+    inv = getattr(obj, "_rest_inverse", None)
+    if inv is None:
+        inv = obj._rest_inverse = np.linalg.inv(obj.rig.bone_rest)
+    return obj.rig.bone_rest, inv
 
 
 def check_rig_matches(ob, obj) -> None:

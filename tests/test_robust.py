@@ -462,3 +462,22 @@ def test_cli_unwritable_output_is_one_line_exit_2(demo, tmp_path):
     assert res.returncode == 2, res.stderr[-1500:]
     assert "Traceback" not in res.stderr
     assert [ln for ln in res.stderr.splitlines() if ln.startswith("skin_collide: error:")]
+
+
+def test_edited_rest_skeleton_is_stale_not_silently_wrong(demo):
+    """Moving a bone in Edit Mode changes what Blender evaluates; the built data (made
+    with the old rest skeleton) must say so instead of answering for the old one."""
+    from skin_collide.addon import session
+
+    a, b = demo
+    arm = a.modifiers["Armature"].object if "Armature" in a.modifiers else \
+        next(m.object for m in a.modifiers if m.type == "ARMATURE")
+    bpy.context.view_layer.objects.active = arm
+    bpy.ops.object.mode_set(mode="EDIT")
+    arm.data.edit_bones[-1].tail.x += 0.3          # the bone turns: its rest matrix changes
+    bpy.ops.object.mode_set(mode="OBJECT")
+    bpy.context.view_layer.objects.active = a
+    res, msg = run_op(bpy.ops.skin_collide.refresh)
+    assert res == {"CANCELLED"} and "rest pose" in msg and "rebuild" in msg
+    assert session.live_result(bpy.context.scene) is None or \
+        session.live_result(bpy.context.scene).error
