@@ -1,6 +1,7 @@
-"""Pairs between two characters: the float32 AABB trees of `core.self_collision` (bottom-up
-box refit from the evaluated positions, level-synchronous traversal) against the sphere
-tree's on-demand query and Blender's world-space ``FromPolygons`` + ``overlap``.
+"""Pairs between two characters: the `box-tree` method (the float32 AABB trees of
+`core.self_collision`, bottom-up box refit from the evaluated positions, level-synchronous
+traversal), through `core.scan.query_frame` like any method, against the sphere tree's
+on-demand query and Blender's world-space ``FromPolygons`` + ``overlap``.
 
 Same scene as bench_table3.py (two interpenetrating copies), one process, same frames,
 medians. Checks that the AABB pairs equal the sphere query's pairs on every frame.
@@ -34,11 +35,10 @@ def main() -> None:
 
     from skin_collide.addon import animation, extract, scanner
     from skin_collide.core import scan as core_scan
-    from skin_collide.core import self_collision
 
     ob, ob2 = bench_table3.load_pair(args.asset, args.level, args.offset, 0.0)
     sc = scanner.Scanner([ob, ob2])
-    trees = [self_collision.for_object(o) for o in sc.objects]
+    boxes = [core_scan.prepare(o.rig, "box-tree") for o in sc.objects]
     arm = extract.modifier_report(ob).armature
     frames = animation.action_frames(arm.animation_data.action)[::args.stride]
     tri_lists = [o.rig.triangles.tolist() for o in sc.objects]
@@ -46,11 +46,11 @@ def main() -> None:
     for f in frames:
         bpy.context.scene.frame_set(f)
         pos, poses = sc.evaluate(bpy.context.evaluated_depsgraph_get())
-        od = core_scan.query_frame(sc.objects, pos, poses)
-        t0 = time.perf_counter()
-        ta, tb = sc.triangles          # two characters on two armatures: no seams to drop
-        pairs = self_collision.cross_pairs(trees[0], pos[0], ta, trees[1], pos[1], tb)
-        rows["aabb"].append((time.perf_counter() - t0) * 1000)
+        od = core_scan.query_frame(sc.objects, pos, poses, triangles=sc.triangles)
+        box = core_scan.query_frame(boxes, pos, poses, triangles=sc.triangles)
+        assert box.modes == ["box-tree", "box-tree"]
+        pairs = box.pairs[0][2] if box.pairs else np.zeros((0, 2), np.int64)
+        rows["aabb"].append(box.ms)
         t0 = time.perf_counter()
         wa = BVHTree.FromPolygons(pos[0].tolist(), tri_lists[0], all_triangles=True)
         wb = BVHTree.FromPolygons(pos[1].tolist(), tri_lists[1], all_triangles=True)

@@ -85,7 +85,7 @@ def _poses(rig, n, seed):
         yield a, Pose(b.deform, a.armature_world, a.mesh_world)
 
 
-@pytest.mark.parametrize("method_id", ["sphere-tree", "bottom-up"])
+@pytest.mark.parametrize("method_id", ["sphere-tree", "bottom-up", "box-tree"])
 def test_generic_traversal_equals_brute_force(rig, method_id):
     m = registry.get(method_id)
     prepared = m.load(m.prepare(rig).arrays())          # through the stored form
@@ -113,6 +113,34 @@ def test_generic_traversal_equals_brute_force(rig, method_id):
         want_s = scan.brute_force_pairs(A, tris, keys=keys)
         assert {tuple(p) for p in got_s.tolist()} == {tuple(p) for p in want_s.tolist()}
         seen += len(want) + len(want_s)
+    assert seen > 50
+
+
+def test_mixed_methods_in_one_scene_equal_brute_force(rig):
+    """Objects built with different methods collide through the same query (box trees
+    against sphere trees by enclosing spheres, box against box by the whole-tree pass),
+    in strong poses and 1 km from the origin."""
+    objs = [scan.prepare(rig, m) for m in ("sphere-tree", "box-tree", "box-tree")]
+    assert [o.method for o in objs] == ["sphere-tree", "box-tree", "box-tree"]
+    far = np.eye(4)
+    far[:3, 3] = (1000.0, -500.0, 20.0)
+    seen = 0
+    for pa, pb in _poses(rig, 4, 9):
+        pc = Pose(pa.deform, pb.armature_world, pb.mesh_world)
+        poses = [Pose(p.deform, far @ p.armature_world, far @ p.mesh_world) for p in (pa, pb, pc)]
+        pos = [skinning.lbs_rig(rig, p) for p in poses]
+        res = scan.query_frame(objs, pos, poses, self_collision=True)
+        assert res.modes == ["sphere-tree", "box-tree", "box-tree"]
+        got = {(i, j): {tuple(p) for p in q.tolist()} for i, j, q in res.pairs}
+        for i in range(3):
+            for j in range(i, 3):
+                ti, tj = res.triangles[i], res.triangles[j]
+                if i == j:
+                    want = scan.brute_force_pairs(pos[i], ti, keys=objs[i].vertex_keys[ti])
+                else:
+                    want = scan.brute_force_pairs(pos[i], ti, pos[j], tj)
+                assert got.get((i, j), set()) == {tuple(p) for p in want.tolist()}, (i, j)
+                seen += len(want)
     assert seen > 50
 
 

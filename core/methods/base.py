@@ -111,7 +111,9 @@ class Volumes(ABC):
         ca, ra = self.spheres(na)
         cb, rb = other.spheres(nb)
         d = ca - cb
-        return np.einsum("ij,ij->i", d, d) <= (ra + rb) ** 2
+        s = ra + rb
+        # A negative radius marks an empty node (it meets nothing).
+        return (s >= 0) & (np.einsum("ij,ij->i", d, d) <= s * s)
 
 
 class Prepared(Protocol):

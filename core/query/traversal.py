@@ -107,6 +107,15 @@ def collide(a: Volumes, b: Volumes | None,
         (K, 2) int64 triangle pairs (for self-collision each unordered pair once, smaller
         index first) and statistics.
     """
+    fast = getattr(a, "collide_fast", None)
+    if fast is not None and b is not None and type(b) is type(a) and roots is None:
+        # Kinds with a whole-tree pass of their own (box trees): same contract.
+        ta, tb, tests = fast(b, triangle_test)
+        pairs = np.stack([ta, tb], axis=1).astype(np.int64)
+        if first_hit:
+            pairs = pairs[:1]
+        stats = QueryStats(triangle_tests=tests, refitted=a.refitted + b.refitted)
+        return pairs, stats
     if chunk is None:
         chunk = FIRST_HIT_CHUNK if first_hit else CHUNK
     self_mode = b is None
