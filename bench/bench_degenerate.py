@@ -2,7 +2,7 @@
 add-on (degenerate-pose check and its message) against Blender's own BVHTree on the same
 evaluated frame (FromPolygons on world-space loop triangles + self overlap).
 
-    bash dev python bench/bench_degenerate.py [BONE [SCALE]]     (spine03, 0 by default)
+    bash dev python bench/bench_degenerate.py [BONE [SCALE | X,Y,Z]]   (spine03, 0 by default)
 """
 import os
 import sys
@@ -29,9 +29,12 @@ def main():
     scene.skin_collide.self_collision = True
     bpy.ops.skin_collide.build()
     arm = ob.modifiers[[m.type for m in ob.modifiers].index("ARMATURE")].object
+    t0 = time.perf_counter()
+    bpy.ops.skin_collide.refresh()        # warm: the self-collision tree is built on first use
+    print(f"first query at rest (builds the self-collision tree) {time.perf_counter() - t0:.3f} s")
     bone = sys.argv[1] if len(sys.argv) > 1 else "spine03"
-    scale = float(sys.argv[2]) if len(sys.argv) > 2 else 0.0
-    arm.pose.bones[bone].scale = (scale, scale, scale)
+    scale = tuple(float(v) for v in (sys.argv[2] if len(sys.argv) > 2 else "0").split(","))
+    arm.pose.bones[bone].scale = scale * 3 if len(scale) == 1 else scale
     bpy.context.view_layer.update()
     dg = bpy.context.evaluated_depsgraph_get()
     me = ob.evaluated_get(dg).data
