@@ -66,3 +66,18 @@ def deviation(bpy, ob, rig):
     ref = extract.evaluated_positions(ob, dg)
     ours = skinning.skin_rig(rig, extract.pose_from_object(ob, dg))
     return float(np.abs(ours - ref).max() / np.ptp(ref, axis=0).max())
+
+
+def selected_demo(bpy, build: bool = False, rings: int = 16, segments: int = 10,
+                  frames: int = 24):
+    """The two generated tube characters, selected (the first one active), built with the
+    add-on's Build when `build`. Returns (a, b)."""
+    from skin_collide.addon import demo_rig
+
+    a, b = demo_rig.build_demo_scene(rings=rings, segments=segments, frames=frames)
+    for ob in (a, b):
+        ob.select_set(True)
+    bpy.context.view_layer.objects.active = a
+    if build:
+        assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    return a, b

@@ -61,3 +61,14 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "asset" in item.keywords and ASSETS is None:
             item.add_marker(pytest.mark.skip(reason="../shared/assets is not present"))
+
+
+@pytest.fixture(scope="module")
+def registered_addon():
+    """The add-on registered for the module's tests, unregistered after (use with
+    ``pytestmark = pytest.mark.usefixtures("registered_addon")``)."""
+    import skin_collide
+
+    skin_collide.register()
+    yield
+    skin_collide.unregister()

@@ -8,24 +8,17 @@ bpy = pytest.importorskip("bpy")
 
 
 @pytest.fixture(scope="module", autouse=True)
-def addon():
-    import skin_collide
-
-    skin_collide.register()
-    yield
-    skin_collide.unregister()
+def addon(registered_addon):
+    """Every test here runs with the add-on registered."""
 
 
 @pytest.fixture
 def live_demo():
     """Two built tube characters, live overlay on, at frame 1 (no collision); throttle off."""
-    from skin_collide.addon import demo_rig, handlers
+    from blender_helpers import selected_demo
+    from skin_collide.addon import handlers
 
-    a, b = demo_rig.build_demo_scene(rings=16, segments=10, frames=24)
-    for ob in (a, b):
-        ob.select_set(True)
-    bpy.context.view_layer.objects.active = a
-    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    a, b = selected_demo(bpy, build=True)
     assert bpy.ops.skin_collide.toggle_overlay() == {"FINISHED"}
     saved = handlers.THROTTLE
     handlers.THROTTLE = 0.0

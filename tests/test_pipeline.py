@@ -18,12 +18,8 @@ if inside_blender_binary():
 
 
 @pytest.fixture(scope="module", autouse=True)
-def addon():
-    import skin_collide
-
-    skin_collide.register()
-    yield
-    skin_collide.unregister()
+def addon(registered_addon):
+    """Every test here runs with the add-on registered."""
 
 
 @pytest.fixture(scope="module")

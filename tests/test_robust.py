@@ -18,25 +18,16 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module", autouse=True)
-def addon():
-    import skin_collide
-
-    skin_collide.register()
-    yield
-    skin_collide.unregister()
+def addon(registered_addon):
+    """Every test here runs with the add-on registered."""
 
 
 @pytest.fixture
 def demo():
     """The two generated characters, selected and built."""
-    from skin_collide.addon import demo_rig
+    from blender_helpers import selected_demo
 
-    a, b = demo_rig.build_demo_scene(rings=16, segments=10, frames=24)
-    for ob in (a, b):
-        ob.select_set(True)
-    bpy.context.view_layer.objects.active = a
-    assert bpy.ops.skin_collide.build() == {"FINISHED"}
-    yield a, b
+    yield selected_demo(bpy, build=True)
     bpy.ops.wm.read_homefile(use_empty=True)
 
 

@@ -10,24 +10,16 @@ bpy = pytest.importorskip("bpy")
 
 
 @pytest.fixture(scope="module", autouse=True)
-def addon():
-    import skin_collide
-
-    skin_collide.register()
-    yield
-    skin_collide.unregister()
+def addon(registered_addon):
+    """Every test here runs with the add-on registered."""
 
 
 @pytest.fixture
 def demo():
     """The two generated characters, selected; frame 24 is mid-collision."""
-    from skin_collide.addon import demo_rig
+    from blender_helpers import selected_demo
 
-    a, b = demo_rig.build_demo_scene(rings=16, segments=10, frames=24)
-    for ob in (a, b):
-        ob.select_set(True)
-    bpy.context.view_layer.objects.active = a
-    yield a, b
+    yield selected_demo(bpy)
     bpy.ops.wm.read_homefile(use_empty=True)
 
 

@@ -9,11 +9,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import refit, refit_dqs, sphere_tree
+from .. import refit_dqs, sphere_tree
 from ..rig import Rig
 from .base import Frame, Method
 from .registry import register
-from .sphere_tree import SphereVolumes, TreeData, bottom_up_volumes, build_tree, rig_limits
+from .sphere_tree import (SphereVolumes, TreeData, bottom_up_volumes, build_tree,
+                          on_demand_volumes, rig_limits)
 
 
 @dataclass
@@ -54,20 +55,9 @@ class PvSphereTree(Method):
             return bottom_up_volumes(tree, frame)
         dq_frame = refit_dqs.with_float32(refit_dqs.dqs_frame(frame.pose, tree, rig.bone_rest),
                                           frame.pose, bounds)
-        positions, tris = frame.positions, frame.triangles
-
-        def refit_nodes(nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            # Leaves: their evaluated triangle's exact ball; inner nodes: the PV bound.
-            leaf = tree.leaf_tri[nodes] >= 0
-            if leaf.all():
-                return refit.leaf_spheres(tree, tris, positions, nodes)
-            c = np.empty((nodes.size, 3))
-            r = np.empty(nodes.size)
-            c[leaf], r[leaf] = refit.leaf_spheres(tree, tris, positions, nodes[leaf])
-            c[~leaf], r[~leaf] = refit_dqs.refit_on_demand_dqs(tree, bounds, dq_frame, nodes[~leaf])
-            return c, r
-
-        return SphereVolumes(tree, refit_fn=refit_nodes, method_id=self.id)
+        return on_demand_volumes(
+            tree, frame,
+            lambda nodes: refit_dqs.refit_on_demand_dqs(tree, bounds, dq_frame, nodes), self.id)
 
 
 register(PvSphereTree())

@@ -41,6 +41,27 @@ def bottom_up_volumes(tree: sphere_tree.SphereTree, frame: Frame) -> "SphereVolu
     return SphereVolumes(tree, eager=eager, method_id="bottom-up")
 
 
+def on_demand_volumes(tree: sphere_tree.SphereTree, frame: Frame,
+                      inner_refit: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
+                      method_id: str) -> "SphereVolumes":
+    """Lazy spheres of an on-demand method: leaves take the exact ball of their frame
+    triangle (cheaper than any bound, and exact), inner nodes `inner_refit(nodes)`, the
+    method's bound of the node's deformed vertices."""
+    positions, tris = frame.positions, frame.triangles
+
+    def refit_nodes(nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        leaf = tree.leaf_tri[nodes] >= 0
+        if leaf.all():
+            return refit.leaf_spheres(tree, tris, positions, nodes)
+        c = np.empty((nodes.size, 3))
+        r = np.empty(nodes.size)
+        c[leaf], r[leaf] = refit.leaf_spheres(tree, tris, positions, nodes[leaf])
+        c[~leaf], r[~leaf] = inner_refit(nodes[~leaf])
+        return c, r
+
+    return SphereVolumes(tree, refit_fn=refit_nodes, method_id=method_id)
+
+
 class SphereVolumes(Volumes):
     """World-space spheres of one tree at one frame, computed the first time they are
     needed by `refit(nodes) -> (centers, radii)`; `eager` gives all of them up front."""
@@ -131,22 +152,9 @@ class LbsSphereTree(Method):
         if frame.pose is None or bounds is None:
             return bottom_up_volumes(tree, frame)
         transforms = refit.frame_transforms(frame.pose, tree)
-        positions = frame.positions
-        tris = frame.triangles
-
-        def refit_nodes(nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            # Leaves take their frame triangle's evaluated vertices (exact); inner nodes
-            # the bound.
-            leaf = tree.leaf_tri[nodes] >= 0
-            if leaf.all():
-                return refit.leaf_spheres(tree, tris, positions, nodes)
-            c = np.empty((nodes.size, 3))
-            r = np.empty(nodes.size)
-            c[leaf], r[leaf] = refit.leaf_spheres(tree, tris, positions, nodes[leaf])
-            c[~leaf], r[~leaf] = refit.refit_on_demand(tree, bounds, transforms, nodes[~leaf])
-            return c, r
-
-        return SphereVolumes(tree, refit_fn=refit_nodes, method_id=self.id)
+        return on_demand_volumes(
+            tree, frame, lambda nodes: refit.refit_on_demand(tree, bounds, transforms, nodes),
+            self.id)
 
 
 class BottomUpSphereTree(Method):
