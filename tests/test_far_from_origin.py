@@ -72,9 +72,9 @@ def split_mesh(ob):
     return parts
 
 
-def check(meshes, expect_parts=()):
+def check(meshes, expect_parts=(), method="sphere-tree"):
     from skin_collide.addon import scanner
-    from skin_collide.core import refit
+    from skin_collide.core import scan as core_scan
     from test_scan_assets import judge
 
     sc = scanner.Scanner(meshes, mode="on-demand")
@@ -91,12 +91,19 @@ def check(meshes, expect_parts=()):
             # Parts of one character: Blender's raw overlap sees the seam, we do not.
             assert not any((a, b) == (i, j) for a, b, _ in ours), f
         found += n
-        for o, p, pose in zip(sc.objects, pos, poses):
-            fr = refit.frame_transforms(pose, o.tree)
-            c, r = refit.refit_on_demand(o.tree, o.bounds, fr, np.arange(o.tree.n_nodes))
-            seg = np.repeat(np.arange(o.tree.n_nodes), np.diff(o.tree.node_vert_ptr))
-            d = np.linalg.norm(p[o.tree.node_verts] - c[seg], axis=1)
-            assert (d <= r[seg]).all(), (o.name, f, int((d > r[seg]).sum()))
+        for o, p, pose, tris in zip(sc.objects, pos, poses, sc.triangles):
+            assert o.method == method
+            # Every sphere the method gives (inner nodes: the on-demand bound, float32
+            # margin included; leaves: their frame triangle's ball) holds Blender's vertices.
+            v = core_scan.volumes(o, p, pose, "on-demand", tris)
+            nodes = np.arange(o.tree.n_nodes)
+            v.ensure(nodes)
+            c, r = v.spheres(nodes)
+            inner = o.tree.leaf_tri < 0
+            seg = np.repeat(nodes, np.diff(o.tree.node_vert_ptr))
+            keep = inner[seg]
+            d = np.linalg.norm(p[o.tree.node_verts[keep]] - c[seg[keep]], axis=1)
+            assert (d <= r[seg[keep]]).all(), (o.name, f, int((d > r[seg[keep]]).sum()))
     assert found > 0, "the characters never crossed: the test would prove nothing"
 
 
@@ -110,6 +117,18 @@ def test_crossing_far_from_origin(bpy_module, kind, offset):
     arms = [extract.modifier_report(ob).armature for ob in meshes]
     place_far(kind, offset, arms, meshes)
     check(meshes)
+
+
+@pytest.mark.parametrize("kind", ["object", "modelled"])
+def test_preserve_volume_crossing_10_km_out(bpy_module, kind):
+    """The Preserve Volume refit's float32 margin (docs/refit_dqs.md §5) at 10 km."""
+    from skin_collide.addon import demo_rig, extract
+
+    demo_rig.build_demo_scene(rings=24, segments=16, frames=48, preserve_volume=True)
+    meshes = extract.skinned_meshes(bpy.context.scene)
+    arms = [extract.modifier_report(ob).armature for ob in meshes]
+    place_far(kind, 1e4, arms, meshes)
+    check(meshes, method="sphere-tree-pv")
 
 
 @pytest.mark.parametrize("offset", [0.0, 1e4])
