@@ -76,14 +76,47 @@ def timeline_strip(frames: np.ndarray, counts: np.ndarray, frame_to_x, height: f
     return quads.reshape(-1, 2).astype(np.float32), colours.reshape(-1, 4).astype(np.float32)
 
 
-def _level_wires(res, name: str, obj, pos: np.ndarray, level: int) -> np.ndarray:
-    """Wireframes of one tree level's spheres at this frame: the exact balls of those
-    nodes' deformed vertices, computed once per frame and level (draws repeat often)."""
-    from ..core.balls import minimal_balls
+# The 12 edges of a box, as pairs of corner indices (corner k: bits x, y, z of k).
+_BOX_EDGES = np.array([(0, 1), (2, 3), (4, 5), (6, 7), (0, 2), (1, 3), (4, 6), (5, 7),
+                       (0, 4), (1, 5), (2, 6), (3, 7)])
 
+
+def box_wires(corners: np.ndarray) -> np.ndarray:
+    """(n, 8, 3) box corners -> (n * 24, 3) float32 LINES vertices (12 edges each)."""
+    return corners[:, _BOX_EDGES.ravel(), :].reshape(-1, 3).astype(np.float32)
+
+
+def drawable_wires(d) -> np.ndarray:
+    """A method's `Drawable` as LINES vertices."""
+    parts = []
+    if d.centers is not None and d.radii is not None and len(d.radii):
+        parts.append(sphere_wires(np.asarray(d.centers), np.asarray(d.radii)))
+    if d.corners is not None and len(d.corners):
+        parts.append(box_wires(np.asarray(d.corners)))
+    return np.concatenate(parts) if parts else np.zeros((0, 3), np.float32)
+
+
+def _level_wires(res, name: str, obj, pos: np.ndarray, level: int, k: int = -1) -> np.ndarray:
+    """Wireframes of one level of the object's volumes at this frame, computed once per
+    frame and level (draws repeat often): the method's own (`Method.drawable`: sphere
+    sets, boxes ...) when it has them, else the exact balls of the sphere tree's nodes."""
+    from ..core.balls import minimal_balls
+    from ..core.methods import registry
+    from ..core.methods.base import Frame
+
+    key = (name, level)
+    if key in res.spheres:
+        return res.spheres[key]
+    poses = getattr(res, "poses", None) or []
+    if 0 <= k < len(poses):
+        m = registry.get(obj.method)
+        d = m.drawable(obj.rig, obj.data, Frame(pos, _object_triangles(res, k, obj), poses[k]),
+                       level)
+        if d is not None:
+            res.spheres[key] = drawable_wires(d)
+            return res.spheres[key]
     lp = obj.tree.level_ptr
     level = min(level, lp.size - 2)
-    key = (name, level)
     if key not in res.spheres:
         ptr = obj.tree.node_vert_ptr[lp[level]:lp[level + 1] + 1]
         verts = obj.tree.node_verts[ptr[0]:ptr[-1]]
@@ -121,7 +154,7 @@ def result_arrays(res, objects: dict, show_spheres: bool, level: int):
         if hit.size:
             tris.append(triangle_overlay(pos, _object_triangles(res, k, obj), hit))
         if show_spheres:
-            lines.append(_level_wires(res, name, obj, pos, level))
+            lines.append(_level_wires(res, name, obj, pos, level, k))
     cat = lambda xs: np.concatenate(xs) if xs else np.zeros((0, 3), np.float32)  # noqa: E731
     return cat(tris), cat(lines)
 

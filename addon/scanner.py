@@ -69,12 +69,14 @@ class FrameOutcome:
         tri_pairs: per colliding object pair (i, j, (K, 2) int64) triangle pairs after the
             rest-contact filter (self pairs as (min, max)).
         record: the report's `FrameRecord` (polygon pairs after every filter).
+        poses: per object, the frame's `Pose`.
     """
 
     positions: list[np.ndarray]
     triangles: list[np.ndarray]
     tri_pairs: list[tuple[int, int, np.ndarray]]
     record: FrameRecord
+    poses: list = field(default_factory=list)
 
 
 @dataclass
@@ -292,7 +294,7 @@ class Scanner:
         kept = self.keep(tri_pairs)
         rec = FrameRecord(f, self._polygons(kept), ms + (time.perf_counter() - t0) * 1000.0,
                           eval_ms, modes)
-        return FrameOutcome(positions, self.triangles, kept, rec)
+        return FrameOutcome(positions, self.triangles, kept, rec, poses)
 
     def step(self, scene, f: int) -> FrameRecord:
         """Evaluate and query one frame."""

@@ -40,6 +40,7 @@ class LiveResult:
     warning: str = ""
     not_checked: bool = False
     modes: list[str] = field(default_factory=list)
+    poses: list = field(default_factory=list)
 
     @property
     def n_pairs(self) -> int:
@@ -258,7 +259,7 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
     result = LiveResult(scene.frame_current, rec.ms, names, out.positions,
                         [t.astype(np.int64) for t in hit_tris], rec.pairs[:MAX_PAIRS],
                         total_pairs=n_polys, warning=warning, triangles=out.triangles,
-                        modes=rec.modes)
+                        modes=rec.modes, poses=out.poses)
     _live[scene.name_full] = result
     return result
 

@@ -66,7 +66,7 @@ class CollisionObject:
     def tree(self) -> sphere_tree.SphereTree:
         """The sphere tree of the method's data, or one built for bottom-up queries."""
         t = getattr(self.data, "tree", None)
-        if t is None:
+        if not isinstance(t, sphere_tree.SphereTree):
             if self._bottom_up_tree is None:
                 self._bottom_up_tree = build_tree(self.rig)
             t = self._bottom_up_tree

@@ -352,3 +352,35 @@ def test_workflow_on_a_shared_asset(assets_dir, tmp_path, asset):
     assert bpy.ops.skin_collide.clear() == {"FINISHED"}
     assert not [t for t in bpy.data.texts if t.name.startswith(".skin_collide/" + name)]
     bpy.ops.wm.read_homefile(use_empty=True)
+
+
+def test_show_spheres_draws_the_methods_own_volumes(demo):
+    """With the panel's Method set to box-tree, Build makes box trees and *Show Spheres*
+    draws the boxes of the chosen level (12 edges each, enclosing the level's triangles),
+    through `Method.drawable`; the sphere tree keeps its balls."""
+    from skin_collide.addon import overlay, session, storage
+
+    scene = bpy.context.scene
+    scene.skin_collide.method = "box-tree"
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    objs = {ob.name: storage.load(ob) for ob in demo}
+    assert {o.method for o in objs.values()} == {"box-tree"}
+    for f in range(1, 25):
+        scene.frame_set(f)
+        assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
+        res = session.live_result(scene)
+        if res.n_pairs:
+            break
+    assert res.modes == ["box-tree", "box-tree"] and res.n_pairs > 0
+    for level in (0, 3):
+        _, lines = overlay.result_arrays(res, objs, True, level)
+        n_boxes = 0
+        for k, name in enumerate(res.names):
+            tree = objs[name].data.tree
+            n_boxes += int((tree.slot_tri.reshape(2 ** level, -1) >= 0).any(axis=1).sum())
+        assert lines.shape == (24 * n_boxes, 3)
+    # The root box encloses every evaluated vertex of its object.
+    _, root = overlay.result_arrays(res, {res.names[0]: objs[res.names[0]]}, True, 0)
+    lo, hi = root.min(axis=0), root.max(axis=0)
+    pos = res.positions[0]
+    assert (pos >= lo - 1e-6).all() and (pos <= hi + 1e-6).all()

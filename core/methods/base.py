@@ -116,6 +116,18 @@ class Volumes(ABC):
         return (s >= 0) & (np.einsum("ij,ij->i", d, d) <= s * s)
 
 
+@dataclass
+class Drawable:
+    """What a method shows in the viewport for one level of its hierarchy at one frame
+    (*Show Spheres*): spheres ``centers`` (n, 3) / ``radii`` (n,), or boxes ``corners``
+    (n, 8, 3) with corner k at bits (x, y, z) = (k & 1, k >> 1 & 1, k >> 2 & 1) of the
+    box's local axes. World space, float64. The Blender glue turns it into lines."""
+
+    centers: np.ndarray | None = None
+    radii: np.ndarray | None = None
+    corners: np.ndarray | None = None
+
+
 class Prepared(Protocol):
     """What a method builds once per rig. Arrays only, so that it can be stored."""
 
@@ -156,3 +168,9 @@ class Method(ABC):
     @abstractmethod
     def volumes(self, rig: Rig, prepared: Prepared, frame: Frame) -> Volumes:
         """The frame's volumes. Must enclose every triangle Blender evaluates."""
+
+    def drawable(self, rig: Rig, prepared: Prepared, frame: Frame, level: int
+                 ) -> Drawable | None:
+        """The volumes of hierarchy level `level` (clamped to the deepest) at this frame,
+        for the viewport; None lets the viewport show the object's sphere tree."""
+        return None

@@ -21,7 +21,7 @@ from .. import welds
 from ..rig import Rig
 from ..self_collision import query as box_query
 from ..self_collision.tree import SelfTree, build
-from .base import Frame, Hierarchy, Method, Volumes
+from .base import Drawable, Frame, Hierarchy, Method, Volumes
 from .registry import register
 
 
@@ -162,6 +162,17 @@ class BoxTree(Method):
 
     def volumes(self, rig: Rig, prepared: BoxTreeData, frame: Frame) -> BoxVolumes:
         return BoxVolumes(prepared.tree, frame, self.id)
+
+    def drawable(self, rig: Rig, prepared: BoxTreeData, frame: Frame, level: int) -> Drawable:
+        """The non-empty boxes of one level of the tree at this frame."""
+        rows = BoxVolumes(prepared.tree, frame)._refit()[min(max(level, 0), prepared.tree.height)]
+        lo = rows[:, :3].astype(np.float64)
+        hi = -rows[:, 3:6].astype(np.float64)
+        keep = np.isfinite(lo).all(axis=1)
+        lo, hi = lo[keep], hi[keep]
+        bits = np.array([[k & 1, k >> 1 & 1, k >> 2 & 1] for k in range(8)], dtype=bool)
+        corners = np.where(bits[None], hi[:, None, :], lo[:, None, :])
+        return Drawable(corners=corners)
 
 
 register(BoxTree())
