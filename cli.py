@@ -151,9 +151,6 @@ def cmd_scan(args) -> int:
 
     frames = parse_frames(args.frames)
     _check_outputs(args)
-    if args.first_hit and (args.allow or args.ignore_rest_contacts):
-        raise UsageError("--first-hit cannot be combined with --allow or --ignore-rest-contacts "
-                         "(the first pair found may be an accepted one)")
     allow = set()
     if args.allow:
         try:

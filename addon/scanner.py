@@ -246,9 +246,12 @@ class Scanner:
             pairs = bvhtree_pairs(self.objects, positions, self.self_collision, triangles,
                                   poses)
             return pairs, (time.perf_counter() - t0) * 1000.0, ["rebuild"] * len(self.objects)
+        # With filters, the first pair found may be one they drop: then the whole frame is
+        # queried and the first pair kept after the filters (never a false "clean").
+        first = self.first_hit and not self.ignore and not self.allow_polygons
         res = core_scan.query_frame(self.objects, positions, poses, mode=self.mode,
                                     self_collision=self.self_collision,
-                                    first_hit=self.first_hit, triangles=triangles)
+                                    first_hit=first, triangles=triangles)
         return res.pairs, res.ms, res.modes
 
     def keep(self, tri_pairs) -> list[tuple[int, int, np.ndarray]]:

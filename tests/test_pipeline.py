@@ -70,7 +70,7 @@ def cli_report(path, tmp_path, self_collision, ignore_rest, first_hit):
 
 
 @pytest.mark.parametrize("self_collision, ignore_rest, first_hit", [
-    (True, True, False), (False, False, False), (True, False, True)])
+    (True, True, False), (False, False, False), (True, False, True), (True, True, True)])
 def test_panel_scan_and_headless_scan_write_the_same_report(demo_file, tmp_path,
                                                             self_collision, ignore_rest,
                                                             first_hit):
@@ -81,6 +81,10 @@ def test_panel_scan_and_headless_scan_write_the_same_report(demo_file, tmp_path,
     assert pairs > 0                         # the scene does collide: the test can fail
     if first_hit:
         assert all(len(f["pairs"]) <= 1 for f in cli["frames"])
+        # A frame is reported colliding exactly when the full scan (same filters) has pairs.
+        full = cli_report(demo_file, tmp_path, self_collision, ignore_rest, False)
+        assert [bool(f["pairs"]) for f in cli["frames"]] == \
+            [bool(f["pairs"]) for f in full["frames"]]
 
 
 def test_rest_contacts_are_dropped_in_both(demo_file, tmp_path):
