@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import contacts, sphere_tree, welds
+from . import broad_phase, contacts, sphere_tree, welds
 from . import triangles as tri_test
 from .geometry import triangulation
 from .methods import registry
 from .methods.base import Frame, Volumes
 from .methods.sphere_tree import TreeData, bottom_up_volumes, build_tree
-from .query import traversal
+from .query import multi, traversal
 from .rig import Pose, Rig
 from .self_collision import object_self_pairs
 
@@ -71,6 +71,14 @@ class CollisionObject:
                 self._bottom_up_tree = build_tree(self.rig)
             t = self._bottom_up_tree
         return t
+
+    def tree_hierarchy(self, vols: Volumes | None = None):
+        """The `Hierarchy` of this frame's volumes (of the method's tree when `vols` is
+        None: every sphere-tree method shares it, bottom-up refits included)."""
+        if vols is not None:
+            return vols.hierarchy
+        from .methods.sphere_tree import _hierarchy
+        return _hierarchy(self.tree)
 
     @property
     def bounds(self):
@@ -220,61 +228,135 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
     t0 = time.perf_counter()
+    n = len(objects)
     if triangles is None:
-        triangles = [None] * len(objects)
+        triangles = [None] * n
     tris_all = [frame_triangles(obj, pos) if t is None else np.asarray(t, dtype=np.int32)
                 for obj, pos, t in zip(objects, positions, triangles)]
-    vols, modes = [], []
-    for obj, pos, pose, tris in zip(objects, positions, poses, tris_all):
-        if len(objects) == 1:
-            # Only self pairs, which use their own tree: skip the method's set-up.
-            v = None
-            m = ("bottom-up" if mode == "bottom-up" or (pose is None and obj.bounds is not None)
-                 else obj.method)
-        else:
-            v = volumes(obj, pos, pose, mode, tris)
-            m = v.method_id
-        vols.append(v)
-        modes.append(m)
+    # Object-level broad phase (core.broad_phase): only objects whose boxes meet another's
+    # get volumes and a traversal; the others cost their box.
+    if n > 1:
+        candidates = broad_phase.meeting_pairs(positions)
+    else:
+        candidates = np.zeros((0, 2), np.int64)
+    vols: list[Volumes | None] = [None] * n
+    modes = [frame_method(obj, pose, mode) for obj, pose in zip(objects, poses)]
+    for k in np.unique(candidates).tolist():
+        vols[k] = volumes(objects[k], positions[k], poses[k], mode, tris_all[k])
+        modes[k] = vols[k].method_id
     result = FrameResult([], 0.0, modes=modes, triangles=tris_all)
     seams = seam_ids(objects)
-    jobs = [(i, j) for i in range(len(objects)) for j in range(i + 1, len(objects))]
-    if self_collision:
-        jobs += [(i, i) for i in range(len(objects))]
-    for i, j in jobs:
-        tri_i, tri_j = tris_all[i], tris_all[j]
-        pos_i, pos_j = positions[i], positions[j]
-
-        def test(ta, tb, pos_i=pos_i, pos_j=pos_j, tri_i=tri_i, tri_j=tri_j):
-            return tri_test.triangle_pairs_intersect(pos_i, tri_i, ta, pos_j, tri_j, tb)
-
-        if i == j:
+    if first_hit:
+        # First hit: pair after pair, each stopping at its first hit (deepest overlaps first).
+        for i, j in candidates.tolist():
+            pairs, st = traversal.collide(vols[i], vols[j],
+                                          _pair_test(objects, positions, poses, tris_all,
+                                                     seams, i, j), first_hit=True)
+            result.stats.append(st)
+            if pairs.size:
+                result.pairs.append((i, j, pairs))
+                break
+    elif n > 1:
+        result.pairs, st = _collide_candidates(objects, positions, poses, tris_all, seams,
+                                               vols, candidates)
+        result.stats.append(st)
+    if self_collision and not (first_hit and result.pairs):
+        for i in range(n):
             # Exact self-collision on its own AABB tree (docs/self_collision.md).
             st = traversal.QueryStats()
-            pairs = object_self_pairs(objects[i], pos_i, tri_i, stats=st)
+            pairs = object_self_pairs(objects[i], positions[i], tris_all[i], stats=st)
             if first_hit:
                 pairs = pairs[:1]
-        else:
-            if seams[i] is not None and seams[j] is not None and \
-                    seams_apply(objects[i], objects[j], poses[i], poses[j]):
-                # Mesh parts of one character meet along seams decided at build.
-                def test_apart(ta, tb, test=test, ids_i=seams[i], ids_j=seams[j],
-                               tri_i=tri_i, tri_j=tri_j):
-                    hit = np.zeros(ta.size, dtype=bool)
-                    far = np.nonzero(~seam_pairs(ids_i, tri_i, ta, ids_j, tri_j, tb))[0]
-                    hit[far] = test(ta[far], tb[far])
-                    return hit
-            else:
-                test_apart = test
-
-            pairs, st = traversal.collide(vols[i], vols[j], test_apart, first_hit=first_hit)
-        result.stats.append(st)
-        if pairs.size:
-            result.pairs.append((i, j, pairs))
-            if first_hit:
-                break
+            result.stats.append(st)
+            if pairs.size:
+                result.pairs.append((i, i, pairs))
+                if first_hit:
+                    break
     result.ms = (time.perf_counter() - t0) * 1000.0
     return result
+
+
+def frame_method(obj: CollisionObject, pose: Pose | None, mode: str) -> str:
+    """The method whose volumes `volumes` would hand out for `obj` this frame (the JSON
+    `refit` id), without making them: sphere-tree methods pass a frame without a pose to
+    the bottom-up refit."""
+    if mode == "bottom-up":
+        return "bottom-up"
+    if obj.method in ("sphere-tree", "sphere-tree-pv") and (pose is None or obj.bounds is None):
+        return "bottom-up"
+    return obj.method
+
+
+def _seams_hold(objects, poses, seams, i: int, j: int) -> bool:
+    return (seams[i] is not None and seams[j] is not None
+            and seams_apply(objects[i], objects[j], poses[i], poses[j]))
+
+
+def _pair_test(objects, positions, poses, tris_all, seams, i: int, j: int):
+    """The exact test of object pair (i, j) on local triangle ids, seams dropped."""
+    pos_i, pos_j, tri_i, tri_j = positions[i], positions[j], tris_all[i], tris_all[j]
+
+    def test(ta, tb):
+        return tri_test.triangle_pairs_intersect(pos_i, tri_i, ta, pos_j, tri_j, tb)
+
+    if not _seams_hold(objects, poses, seams, i, j):
+        return test
+
+    def test_apart(ta, tb):
+        # Mesh parts of one character meet along seams decided at build.
+        hit = np.zeros(ta.size, dtype=bool)
+        far = np.nonzero(~seam_pairs(seams[i], tri_i, ta, seams[j], tri_j, tb))[0]
+        hit[far] = test(ta[far], tb[far])
+        return hit
+
+    return test_apart
+
+
+def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candidates
+                        ) -> tuple[list[tuple[int, int, np.ndarray]], traversal.QueryStats]:
+    """Every intersecting triangle pair of the candidate object pairs, in one traversal
+    (`core.query.multi`): positions and triangles of all objects stacked, seams dropped
+    with one index compare."""
+    n = len(objects)
+    if not candidates.size:
+        st = traversal.QueryStats()
+        st.extra["object_pairs"] = 0
+        return [], st
+    stk = multi.stacked([o.tree_hierarchy(v) for o, v in zip(objects, vols)],
+                        [t.shape[0] for t in tris_all])
+    v_off = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum([p.shape[0] for p in positions], out=v_off[1:])
+    P = np.concatenate(positions)
+    T = np.concatenate([t.astype(np.int64) + o for t, o in zip(tris_all, v_off[:-1])])
+    # Seams hold between some pairs of parts of one character: their vertices compare by
+    # global seam id; every other vertex gets an id of its own (negative, unique).
+    seam_ok = np.zeros((n, n), dtype=bool)
+    for i, j in candidates.tolist():
+        if seams[i] is not None and seams[j] is not None:
+            seam_ok[i, j] = _seams_hold(objects, poses, seams, i, j)
+    G = None
+    if seam_ok.any():
+        G = np.concatenate([np.asarray(s, dtype=np.int64) if s is not None
+                            else -(np.arange(p.shape[0], dtype=np.int64) + o + 1)
+                            for s, p, o in zip(seams, positions, v_off[:-1])])
+
+    def test(ga, gb):
+        apart = np.ones(ga.size, dtype=bool)
+        if G is not None:
+            oa = np.searchsorted(stk.tri_off, ga, side="right") - 1
+            ob = np.searchsorted(stk.tri_off, gb, side="right") - 1
+            s = np.nonzero(seam_ok[oa, ob])[0]
+            if s.size:
+                ka, kb = G[T[ga[s]]], G[T[gb[s]]]
+                apart[s] = ~np.any(ka[:, :, None] == kb[:, None, :], axis=(1, 2))
+        hit = np.zeros(ga.size, dtype=bool)
+        idx = np.nonzero(apart)[0]
+        hit[idx] = tri_test.triangle_pairs_intersect(P, T, ga[idx], P, T, gb[idx])
+        return hit
+
+    found, st = multi.collide_many(vols, candidates, stk, test)
+    st.extra["object_pairs"] = int(candidates.shape[0])
+    return multi.split_pairs(found, stk), st
 
 
 def polygon_pairs(objects: list[CollisionObject],

@@ -83,7 +83,7 @@ def test_first_hit_is_a_true_subset_and_cheaper(world):
         assert sum(s.sphere_tests for s in first.stats) <= sum(s.sphere_tests for s in full.stats)
 
 
-def test_far_apart_objects_stop_at_the_root(world):
+def test_far_apart_objects_cost_only_their_box(world):
     rig, obj = world
     pa, pb = next(frames(rig, 1, 14))
     far = pb.armature_world.copy()
@@ -91,7 +91,9 @@ def test_far_apart_objects_stop_at_the_root(world):
     pb = Pose(pb.deform, far, far @ np.linalg.solve(pb.armature_world, pb.mesh_world))
     A, B = skinning.lbs_rig(rig, pa), skinning.lbs_rig(rig, pb)
     res = scan.query_frame([obj, obj], [A, B], [pa, pb])
-    assert res.n_pairs == 0 and res.stats[0].sphere_tests == 1
+    # The object-level broad phase drops the pair: no volume is refitted or tested.
+    assert res.n_pairs == 0 and res.stats[0].sphere_tests == 0
+    assert res.stats[0].refitted == 0 and res.stats[0].extra["object_pairs"] == 0
 
 
 def test_adjacency_uses_welded_positions():

@@ -1,0 +1,142 @@
+"""Crowds (issue 13), core only: the object-level broad phase (core.broad_phase) and the one
+traversal for all object pairs (core.query.multi) behind `scan.query_frame`.
+
+* sort-and-sweep returns exactly the pairs of boxes that meet (touching included);
+* crowds of strongly posed tube characters 1 km from the origin: `query_frame` equals
+  brute force on every object pair (zero missed pairs), and the pairs of the old loop of
+  one `traversal.collide` per object pair; objects that meet nobody get no volumes.
+"""
+import math
+
+import numpy as np
+import pytest
+
+from skin_collide.core import broad_phase, procedural, scan, skinning
+from skin_collide.core import triangles as tri_test
+from skin_collide.core.query import traversal
+from skin_collide.core.rig import Pose
+
+
+def brute_boxes(lo, hi):
+    n = lo.shape[0]
+    return [(i, j) for i in range(n) for j in range(i + 1, n)
+            if np.all(lo[i] <= hi[i]) and np.all(lo[j] <= hi[j])
+            and np.all(lo[i] <= hi[j]) and np.all(lo[j] <= hi[i])]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sweep_equals_all_pairs(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 60))
+    # Coordinates on a coarse grid, so that touching faces and equal starts are common.
+    lo = rng.integers(0, 12, size=(n, 3)).astype(float)
+    hi = lo + rng.integers(0, 4, size=(n, 3))
+    if n > 3:
+        hi[0] = lo[0] - 1.0                 # an empty box meets nothing
+    got = [tuple(p) for p in broad_phase.sweep_pairs(lo, hi).tolist()]
+    assert got == brute_boxes(lo, hi)
+    if n > 10:
+        assert got                          # the case is not trivial
+
+
+def test_boxes_enclose_positions():
+    rng = np.random.default_rng(3)
+    pos = [rng.normal(size=(k, 3)) * 1000.0 + 1e3 for k in (5, 1, 40)] + [np.zeros((0, 3))]
+    lo, hi = broad_phase.position_boxes(pos)
+    for p, a, b in zip(pos[:3], lo, hi):
+        assert np.all(p >= a) and np.all(p <= b)
+    assert [tuple(p) for p in broad_phase.sweep_pairs(lo, hi).tolist()] == brute_boxes(lo, hi)
+
+
+@pytest.fixture(scope="module")
+def tube():
+    rig = procedural.tube_rig(rings=12, segments=8, n_bones=5)
+    return rig, scan.prepare(rig)
+
+
+def crowd(rig, n, spacing, seed, far=1000.0):
+    """`n` tubes on a grid `spacing` apart, strong random poses, `far` metres out."""
+    rng = np.random.default_rng(seed)
+    side = int(math.ceil(math.sqrt(n)))
+    poses, positions = [], []
+    for k in range(n):
+        p = procedural.random_pose(rig, rng, max_angle=math.radians(130), scale_range=(0.7, 1.4))
+        t = np.eye(4)
+        t[:3, 3] = np.array([k % side, k // side, 0.0]) * spacing + far - p.armature_world[:3, 3]
+        p = Pose(p.deform, t @ p.armature_world, t @ p.mesh_world)
+        poses.append(p)
+        positions.append(skinning.lbs_rig(rig, p))
+    return poses, positions
+
+
+def per_pair_loop(objs, positions, poses, tris):
+    """The old query: one traversal per object pair, every pair."""
+    out = {}
+    for i in range(len(objs)):
+        for j in range(i + 1, len(objs)):
+            va = scan.volumes(objs[i], positions[i], poses[i], "on-demand", tris[i])
+            vb = scan.volumes(objs[j], positions[j], poses[j], "on-demand", tris[j])
+
+            def test(ta, tb, i=i, j=j):
+                return tri_test.triangle_pairs_intersect(positions[i], tris[i], ta,
+                                                         positions[j], tris[j], tb)
+
+            p, _ = traversal.collide(va, vb, test)
+            if p.size:
+                out[(i, j)] = {tuple(x) for x in p.tolist()}
+    return out
+
+
+def as_dict(res):
+    return {(i, j): {tuple(x) for x in p.tolist()} for i, j, p in res.pairs if i != j}
+
+
+@pytest.mark.parametrize("mode", ["on-demand", "bottom-up"])
+def test_crowd_equals_brute_force_far_from_origin(tube, mode):
+    rig, obj = tube
+    seen = 0
+    for n, spacing, seed in [(9, 1.0, 2), (12, 1.2, 2), (9, 1.6, 0)]:
+        poses, positions = crowd(rig, n, spacing, seed)
+        objs = [obj] * n
+        res = scan.query_frame(objs, positions, poses, mode=mode)
+        tris = res.triangles
+        brute = {}
+        for i in range(n):
+            for j in range(i + 1, n):
+                p = scan.brute_force_pairs(positions[i], tris[i], positions[j], tris[j])
+                if p.size:
+                    brute[(i, j)] = {tuple(x) for x in p.tolist()}
+        assert as_dict(res) == brute
+        seen += len(brute)
+        if mode == "on-demand":
+            assert as_dict(res) == per_pair_loop(objs, positions, poses, tris)
+    assert seen >= 15                     # crowds that really collide
+
+
+def test_objects_meeting_nobody_get_no_volumes(tube, monkeypatch):
+    rig, obj = tube
+    poses, positions = crowd(rig, 6, 1.6, seed=5)
+    far = np.eye(4)
+    far[:3, 3] = 50.0                       # object 5 stands alone
+    poses[5] = Pose(poses[5].deform, far @ poses[5].armature_world, far @ poses[5].mesh_world)
+    positions[5] = skinning.lbs_rig(rig, poses[5])
+    asked = []
+    real = scan.volumes
+    monkeypatch.setattr(scan, "volumes", lambda o, pos, *a: asked.append(
+        next(k for k, p in enumerate(positions) if p is pos)) or real(o, pos, *a))
+    res = scan.query_frame([obj] * 6, positions, poses, self_collision=True)
+    assert 5 not in asked and asked
+    assert res.modes == ["sphere-tree"] * 6
+    # Self-collision still runs for every object, the lonely one included.
+    assert sum(1 for i, j, _ in res.pairs if i == j) >= 1
+    assert not any(5 in (i, j) for i, j, _ in res.pairs if i != j)
+
+
+def test_first_hit_in_crowds_is_a_true_subset(tube):
+    rig, obj = tube
+    poses, positions = crowd(rig, 9, 1.0, seed=2)
+    full = scan.query_frame([obj] * 9, positions, poses)
+    first = scan.query_frame([obj] * 9, positions, poses, first_hit=True)
+    assert full.n_pairs > 0 and first.n_pairs > 0
+    f, g = as_dict(full), as_dict(first)
+    assert len(g) == 1 and all(g[k] <= f[k] for k in g)
