@@ -235,10 +235,11 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
                 for obj, pos, t in zip(objects, positions, triangles)]
     # Object-level broad phase (core.broad_phase): only objects whose boxes meet another's
     # get volumes and a traversal; the others cost their box.
+    boxes = None
+    candidates = np.zeros((0, 2), np.int64)
     if n > 1:
-        candidates = broad_phase.meeting_pairs(positions)
-    else:
-        candidates = np.zeros((0, 2), np.int64)
+        boxes = broad_phase.position_boxes(positions)
+        candidates = broad_phase.sweep_pairs(*boxes)
     vols: list[Volumes | None] = [None] * n
     modes = [frame_method(obj, pose, mode) for obj, pose in zip(objects, poses)]
     for k in np.unique(candidates).tolist():
@@ -246,19 +247,9 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
         modes[k] = vols[k].method_id
     result = FrameResult([], 0.0, modes=modes, triangles=tris_all)
     seams = seam_ids(objects)
-    if first_hit:
-        # First hit: pair after pair, each stopping at its first hit (deepest overlaps first).
-        for i, j in candidates.tolist():
-            pairs, st = traversal.collide(vols[i], vols[j],
-                                          _pair_test(objects, positions, poses, tris_all,
-                                                     seams, i, j), first_hit=True)
-            result.stats.append(st)
-            if pairs.size:
-                result.pairs.append((i, j, pairs))
-                break
-    elif n > 1:
+    if n > 1:
         result.pairs, st = _collide_candidates(objects, positions, poses, tris_all, seams,
-                                               vols, candidates)
+                                               vols, candidates, boxes, first_hit)
         result.stats.append(st)
     if self_collision and not (first_hit and result.pairs):
         for i in range(n):
@@ -292,28 +283,8 @@ def _seams_hold(objects, poses, seams, i: int, j: int) -> bool:
             and seams_apply(objects[i], objects[j], poses[i], poses[j]))
 
 
-def _pair_test(objects, positions, poses, tris_all, seams, i: int, j: int):
-    """The exact test of object pair (i, j) on local triangle ids, seams dropped."""
-    pos_i, pos_j, tri_i, tri_j = positions[i], positions[j], tris_all[i], tris_all[j]
-
-    def test(ta, tb):
-        return tri_test.triangle_pairs_intersect(pos_i, tri_i, ta, pos_j, tri_j, tb)
-
-    if not _seams_hold(objects, poses, seams, i, j):
-        return test
-
-    def test_apart(ta, tb):
-        # Mesh parts of one character meet along seams decided at build.
-        hit = np.zeros(ta.size, dtype=bool)
-        far = np.nonzero(~seam_pairs(seams[i], tri_i, ta, seams[j], tri_j, tb))[0]
-        hit[far] = test(ta[far], tb[far])
-        return hit
-
-    return test_apart
-
-
-def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candidates
-                        ) -> tuple[list[tuple[int, int, np.ndarray]], traversal.QueryStats]:
+def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candidates, boxes,
+                        first_hit: bool = False) -> tuple[list[tuple[int, int, np.ndarray]], traversal.QueryStats]:
     """Every intersecting triangle pair of the candidate object pairs, in one traversal
     (`core.query.multi`): positions and triangles of all objects stacked, seams dropped
     with one index compare."""
@@ -354,9 +325,11 @@ def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candid
         hit[idx] = tri_test.triangle_pairs_intersect(P, T, ga[idx], P, T, gb[idx])
         return hit
 
-    found, st = multi.collide_many(vols, candidates, stk, test)
+    found, st = multi.collide_many(vols, candidates, stk, test, boxes=boxes,
+                                   first_hit=first_hit)
     st.extra["object_pairs"] = int(candidates.shape[0])
-    return multi.split_pairs(found, stk), st
+    out = multi.split_pairs(found, stk)
+    return (out[:1] if first_hit else out), st
 
 
 def polygon_pairs(objects: list[CollisionObject],

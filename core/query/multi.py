@@ -19,7 +19,13 @@ from typing import Callable
 import numpy as np
 
 from ..methods.base import Hierarchy, Volumes
-from .traversal import CHUNK, QueryStats, children, leaf_triangle_pairs
+from .traversal import CHUNK, FIRST_HIT_CHUNK, QueryStats, children, leaf_triangle_pairs
+
+
+#: Node pairs per vectorized step: bigger than `traversal.CHUNK`, since every step calls
+#: each object's refit once and a crowd has many objects.
+MULTI_CHUNK = 65536
+SPLIT_BOTH = False
 
 
 @dataclass
@@ -96,9 +102,20 @@ def _gather(vols: list[Volumes | None], st: Stacked, nodes: np.ndarray
     return c, r, s
 
 
+def _sphere_meets_box(c: np.ndarray, r: np.ndarray, lo: np.ndarray, hi: np.ndarray
+                      ) -> np.ndarray:
+    """(n,) bool: may sphere (c[k], r[k]) meet the closed box [lo[k], hi[k]]? Rounding of
+    the distance is covered by a relative slack of 1e-9 of the coordinates' size (1 µm at
+    1 km), so the answer is never a wrong False."""
+    d = c - np.clip(c, lo, hi)
+    slack = 1e-9 * (np.abs(c).max(axis=1) + r)
+    return np.einsum("ij,ij->i", d, d) <= (r + slack) ** 2
+
+
 def collide_many(vols: list[Volumes | None], pairs: np.ndarray, st: Stacked,
                  triangle_test: Callable[[np.ndarray, np.ndarray], np.ndarray],
-                 chunk: int = CHUNK) -> tuple[np.ndarray, QueryStats]:
+                 chunk: int | None = None, boxes: tuple[np.ndarray, np.ndarray] | None = None,
+                 first_hit: bool = False) -> tuple[np.ndarray, QueryStats]:
     """All intersecting triangle pairs of the object pairs `pairs`, in one traversal.
 
     Args:
@@ -107,11 +124,20 @@ def collide_many(vols: list[Volumes | None], pairs: np.ndarray, st: Stacked,
         st: the stacked hierarchies of all objects (`stacked`), in the order of `vols`.
         triangle_test: f(ga (K,), gb (K,)) -> (K,) bool on GLOBAL triangle ids (object
             k's triangle t is ``st.tri_off[k] + t``); False for pairs not to report.
-        chunk: maximum node pairs per vectorized step.
+        chunk: maximum node pairs per vectorized step (default CHUNK, or FIRST_HIT_CHUNK).
+        first_hit: stop after the first chunk with an intersecting pair (deepest
+            overlaps first, as `traversal.collide`); the pairs are then a non-empty subset,
+            or empty when none exist.
+        boxes: per object the closed box (lo (n, 3), hi (n, 3)) holding every triangle of
+            the frame (`broad_phase.position_boxes`). Where two objects touch lies in both
+            boxes, so a node pair is also dropped when either sphere misses the
+            intersection of the two boxes (docs/broad_phase.md).
     Returns:
         (K, 2) int64 global triangle pairs, the first column from the first object of its
         pair; and statistics (all object pairs together).
     """
+    if chunk is None:
+        chunk = FIRST_HIT_CHUNK if first_hit else MULTI_CHUNK
     h = st.hierarchy
     stats = QueryStats()
     found: list[np.ndarray] = []
@@ -125,12 +151,24 @@ def collide_many(vols: list[Volumes | None], pairs: np.ndarray, st: Stacked,
             stack_.append((na[chunk:], nb[chunk:]))
             na, nb = na[:chunk], nb[:chunk]
         stats.chunks += 1
-        ca, ra, sa = _gather(vols, st, na)
-        cb, rb, sb = _gather(vols, st, nb)
+        # One `ensure` per object present in the chunk, for both columns together.
+        c, r, s = _gather(vols, st, np.concatenate([na, nb]))
+        m = na.size
+        ca, ra, sa, cb, rb, sb = c[:m], r[:m], s[:m], c[m:], r[m:], s[m:]
         d = ca - cb
         ok = np.einsum("ij,ij->i", d, d) <= (ra + rb) ** 2     # as Volumes.overlap
+        if boxes is not None:
+            oa, ob = st.node_obj[na], st.node_obj[nb]
+            lo = np.maximum(boxes[0][oa], boxes[0][ob])
+            hi = np.minimum(boxes[1][oa], boxes[1][ob])
+            ok &= _sphere_meets_box(ca, ra, lo, hi) & _sphere_meets_box(cb, rb, lo, hi)
         stats.volume_tests += int(na.size)
         na, nb, sa, sb = na[ok], nb[ok], sa[ok], sb[ok]
+        if first_hit:
+            # Deepest overlaps first: their children are the likeliest to hold a hit.
+            depth = (ra[ok] + rb[ok]) - np.linalg.norm(d[ok], axis=1)
+            order = np.argsort(-depth, kind="stable")
+            na, nb, sa, sb = na[order], nb[order], sa[order], sb[order]
         leaf_a = h.first_child[na] < 0
         leaf_b = h.first_child[nb] < 0
         both = leaf_a & leaf_b
@@ -141,19 +179,33 @@ def collide_many(vols: list[Volumes | None], pairs: np.ndarray, st: Stacked,
                 stats.triangle_tests += int(ta.size)
                 if hit.any():
                     found.append(np.stack([ta[hit], tb[hit]], axis=1))
+                    if first_hit:
+                        break
         rest = ~both
         if rest.any():
             ra_, rb_ = na[rest], nb[rest]
-            split_a = ~leaf_a[rest] & (leaf_b[rest] | (sa[rest] >= sb[rest]))
+            la, lb = leaf_a[rest], leaf_b[rest]
             new_a, new_b = [], []
+            if SPLIT_BOTH:
+                # Two inner nodes: split both at once (half the levels, so half the calls
+                # into each object's refit, which cost more than the extra sphere tests).
+                split_a, split_b, two = ~la & lb, la & ~lb, ~la & ~lb
+            else:
+                split_a = ~la & (lb | (sa[rest] >= sb[rest]))
+                split_b, two = ~split_a, np.zeros_like(split_a)
             if split_a.any():
                 owner, kids = children(h, ra_[split_a])
                 new_a.append(kids)
                 new_b.append(rb_[split_a][owner])
-            if (~split_a).any():
-                owner, kids = children(h, rb_[~split_a])
-                new_a.append(ra_[~split_a][owner])
+            if split_b.any():
+                owner, kids = children(h, rb_[split_b])
+                new_a.append(ra_[split_b][owner])
                 new_b.append(kids)
+            if two.any():
+                owner, kids_a = children(h, ra_[two])
+                owner2, kids_b = children(h, rb_[two][owner])
+                new_a.append(kids_a[owner2])
+                new_b.append(kids_b)
             stack_.append((np.concatenate(new_a), np.concatenate(new_b)))
     stats.refitted = int(sum(v.refitted for v in vols if v is not None))
     out = np.concatenate(found) if found else np.zeros((0, 2), np.int64)
