@@ -157,6 +157,20 @@ def cmd_scan(args) -> int:
             allow = contacts.load_allow_list(args.allow)
         except contacts.AllowListError as exc:
             raise UsageError(str(exc)) from None
+    jobs = getattr(args, "jobs", 1) or 1
+    if jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, got {jobs}")
+    if jobs > 1:
+        if getattr(args, "snapshots", None) is not None:
+            raise UsageError("--snapshots cannot be combined with --jobs (run it with --jobs 1)")
+        if frames is None:
+            _, scene, _ = _load(args)
+            if scene.frame_end < scene.frame_start:
+                raise UsageError(f"the scene's frame range {scene.frame_start}:{scene.frame_end} is empty")
+            frames = (scene.frame_start, scene.frame_end)
+        if not os.path.isfile(args.file):
+            raise UsageError(f"no such file: {args.file}")
+        return _scan_jobs(args, frames, jobs)
     bpy, scene, meshes = _load(args)
     from .addon import extract, scanner
     if frames is None:
@@ -170,6 +184,7 @@ def cmd_scan(args) -> int:
         sc = scanner.Scanner(meshes, self_collision=args.self_collision,
                              first_hit=args.first_hit, method=_scan_method(args))
         sc.allow_polygons = allow
+        sc.source = _source(args)
         if args.ignore_rest_contacts:
             sc.ignore = sc.rest_pose_contacts(scene)
     except extract.RigError as exc:
@@ -236,6 +251,178 @@ def cmd_scan(args) -> int:
     print(contacts.summary(eps))
     if args.fail_on_collision and eps:
         return EXIT_COLLISIONS
+    return EXIT_CLEAN
+
+
+def _source(args) -> dict:
+    """The report's "source": what `merge` checks before combining chunk reports (the
+    file's name, the method, the flags that change which pairs are reported, and the
+    allow-list's content digest)."""
+    import hashlib
+
+    allow = None
+    if args.allow:
+        with open(args.allow, "rb") as fh:
+            allow = hashlib.sha256(fh.read()).hexdigest()[:16]
+    from .addon import scanner
+
+    return scanner.report_source(args.file, _scan_method(args), args.self_collision,
+                                 args.first_hit, args.ignore_rest_contacts, allow)
+
+
+def _chunks(start: int, end: int, n: int) -> list[tuple[int, int]]:
+    """[start, end] split into at most `n` contiguous chunks of nearly equal length."""
+    total = end - start + 1
+    n = max(1, min(n, total))
+    bounds = [start + (total * k) // n for k in range(n + 1)]
+    return [(bounds[k], bounds[k + 1] - 1) for k in range(n)]
+
+
+def _worker_flags(args) -> list[str]:
+    """The scan flags a worker repeats (the report's content), not the outputs."""
+    out = []
+    for name in args.object or []:
+        out += ["--object", name]
+    if args.self_collision:
+        out.append("--self")
+    out += ["--method", _scan_method(args)]
+    if args.first_hit:
+        out.append("--first-hit")
+    if args.ignore_rest_contacts:
+        out.append("--ignore-rest-contacts")
+    if args.allow:
+        out += ["--allow", os.path.abspath(args.allow)]
+    return out
+
+
+def _scan_jobs(args, frames: tuple[int, int], jobs: int) -> int:
+    """`scan --jobs N`: one worker process per contiguous chunk of frames (each loads the
+    file and builds once), their reports merged into one. Ctrl-C (or SIGTERM) stops every
+    worker; the frames they finished are kept, the report marked interrupted."""
+    import shutil
+    import signal
+    import subprocess
+    import tempfile
+
+    from .core import contacts
+    from .core import merge as core_merge
+    from .core import report as core_report
+
+    chunks = _chunks(frames[0], frames[1], jobs)
+    tmp = tempfile.mkdtemp(prefix="skin_collide_jobs_")
+    parts = [os.path.join(tmp, f"part_{k}.json") for k in range(len(chunks))]
+    logs = [os.path.join(tmp, f"part_{k}.log") for k in range(len(chunks))]
+    base = [sys.executable, "-m", "skin_collide", "scan", os.path.abspath(args.file)]
+    flags = _worker_flags(args)
+    print(f"scanning frames {frames[0]}-{frames[1]} in {len(chunks)} worker processes: "
+          + ", ".join(f"{a}-{b}" for a, b in chunks), flush=True)
+    _sigterm_interrupts()
+    procs = []
+    interrupted = False
+    t0 = time.perf_counter()
+    try:
+        for (a, b), part, log in zip(chunks, parts, logs):
+            with open(log, "w") as fh:
+                procs.append(subprocess.Popen(base + [f"--frames={a}:{b}", "--json", part] + flags,
+                                              stdout=fh, stderr=subprocess.STDOUT))
+        for k, p in enumerate(procs):
+            p.wait()
+            print(f"worker {k + 1}/{len(procs)} (frames {chunks[k][0]}-{chunks[k][1]}) "
+                  f"finished, exit {p.returncode}", flush=True)
+    except KeyboardInterrupt:
+        interrupted = True
+        # A Ctrl-C in a terminal reaches the workers too (same process group): give them a
+        # moment to write their reports, then interrupt those still running.
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline and any(p.poll() is None for p in procs):
+            time.sleep(0.05)
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        for p in procs:
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+    try:
+        for p, log in zip(procs, logs):
+            if p.returncode == EXIT_USAGE:
+                with open(log) as fh:
+                    errs = [ln.strip() for ln in fh if ln.startswith("skin_collide: error:")]
+                raise UsageError(errs[-1][len("skin_collide: error: "):] if errs
+                                 else f"a worker failed (log: {log})")
+            if p.returncode not in (EXIT_CLEAN, EXIT_COLLISIONS, EXIT_INTERRUPTED) and not interrupted:
+                raise UsageError(f"a worker exited with {p.returncode}; its log: {log}")
+        docs = [core_merge.load(part) for part in parts if os.path.isfile(part)]
+        if not docs:
+            print("skin_collide: interrupted before any frame was scanned", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        try:
+            doc = core_merge.merge_reports(docs)
+        except core_merge.MergeError as exc:
+            raise UsageError(str(exc)) from None
+        n_frames = frames[1] - frames[0] + 1
+        doc["frames_requested"] = n_frames
+        if interrupted or len(doc["frames"]) < n_frames:
+            doc["interrupted"] = doc["interrupted"] or interrupted
+            doc["complete"] = False
+        if args.json:
+            core_report.write_atomic(args.json, core_report.dumps(doc))
+        report = _report_from_doc(doc)
+        if args.junit:
+            _write_junit(args, report)
+        done = len(doc["frames"])
+        if interrupted:
+            where = f"; the report in {args.json} is marked interrupted" if args.json else ""
+            print(f"skin_collide: interrupted after {done} of {n_frames} frames{where}",
+                  file=sys.stderr, flush=True)
+            return EXIT_INTERRUPTED
+        colliding = sum(1 for f in doc["frames"] if f["pairs"])
+        wrote = ", ".join(p for p in (args.json, args.junit) if p)
+        print(f"{colliding} of {n_frames} frames collide; {len(procs)} workers, "
+              f"{time.perf_counter() - t0:.1f} s wall" + (f"; wrote {wrote}" if wrote else ""))
+        eps = report.episodes()
+        print(contacts.summary(eps))
+        if args.fail_on_collision and eps:
+            return EXIT_COLLISIONS
+        return EXIT_CLEAN
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _report_from_doc(doc: dict):
+    """A report document as an object with what the JUnit writer and summary read."""
+    from types import SimpleNamespace
+
+    from .core import contacts
+
+    frames = [SimpleNamespace(frame=f["frame"], pairs=[tuple(p) for p in f["pairs"]],
+                              not_checked=f.get("not_checked", "")) for f in doc["frames"]]
+    eps = contacts.episodes([(f.frame, f.pairs) for f in frames if not f.not_checked])
+    return SimpleNamespace(objects=doc["objects"], frames=frames, episodes=lambda: eps)
+
+
+def cmd_merge(args) -> int:
+    """`merge REPORT... --json OUT`: chunk reports into the report of the whole range."""
+    from .core import contacts
+    from .core import merge as core_merge
+    from .core import report as core_report
+
+    try:
+        core_report.check_output_path(args.json, "--json")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        docs = [core_merge.load(p) for p in args.reports]
+        doc = core_merge.merge_reports(docs, names=args.reports)
+    except core_merge.MergeError as exc:
+        raise UsageError(str(exc)) from None
+    core_report.write_atomic(args.json, core_report.dumps(doc))
+    eps = _report_from_doc(doc).episodes()
+    print(f"merged {len(docs)} reports: {len(doc['frames'])} frames, "
+          f"{sum(1 for f in doc['frames'] if f['pairs'])} colliding; wrote {args.json}")
+    print(contacts.summary(eps))
     return EXIT_CLEAN
 
 
@@ -368,7 +555,7 @@ def cmd_demo(args) -> int:
     if status == 0 and args.json:
         args.mode, args.method, args.self_collision, args.first_hit = None, None, False, False
         args.junit, args.allow, args.ignore_rest_contacts = None, None, False
-        args.fail_on_collision = False
+        args.fail_on_collision, args.jobs = False, 1
         status = cmd_scan(args)
     return status
 
@@ -433,7 +620,15 @@ def build_parser() -> argparse.ArgumentParser:
                          "JSON or CSV, or {\"allow\": [[obj_a, poly_a, obj_b, poly_b], ...]}")
     sc.add_argument("--snapshots", metavar="DIR",
                     help="also write a viewport picture of each collision episode's worst frame")
+    sc.add_argument("--jobs", type=int, default=1, metavar="N",
+                    help="split the frames over N worker processes (each loads the file and "
+                         "builds once); the same report as --jobs 1")
     sc.set_defaults(func=cmd_scan)
+    mg = sub.add_parser("merge", help="combine scan reports of frame chunks (render farm, "
+                        "--jobs) into the report of the whole range")
+    mg.add_argument("reports", nargs="+", metavar="REPORT", help="scan --json reports")
+    mg.add_argument("--json", required=True, metavar="OUT", help="write the merged report here")
+    mg.set_defaults(func=cmd_merge)
     _add_snapshot_parser(sub)
     return p
 

@@ -93,6 +93,9 @@ class ScanReport:
     complete: bool = True
     interrupted: bool = False
     frames_requested: int = 0
+    #: what was scanned and how ({file, method, self, first_hit, filters}); `core.merge`
+    #: refuses to merge reports whose sources differ. None: not written.
+    source: dict | None = None
 
     def episodes(self) -> list[contacts.Episode]:
         return contacts.episodes([(f.frame, f.pairs) for f in self.frames if not f.not_checked])
@@ -125,11 +128,25 @@ class ScanReport:
         if any(f.get("truncated") for f in frames):
             doc["limit"] = ("pairs are listed up to a limit (per frame, and "
                             f"{max_total} in all); pairs_total gives the exact counts")
+        if self.source is not None:
+            doc["source"] = self.source
         return doc
 
     def write_json(self, path: str) -> None:
         """Atomic: the file is always a whole document (old or new)."""
         core_report.write_atomic(path, core_report.dumps(self.to_json()))
+
+
+def report_source(file: str, method: str, self_collision: bool, first_hit: bool,
+                  ignore_rest_contacts: bool, allow: str | None = None) -> dict:
+    """The report's "source": what `core.merge` checks before combining reports. `file` is
+    kept by name only (farm machines mount it at different paths); `allow` is a digest of
+    the allow-list's content (None without one)."""
+    import os
+
+    return {"file": os.path.basename(file), "method": method, "self": bool(self_collision),
+            "first_hit": bool(first_hit),
+            "filters": {"ignore_rest_contacts": bool(ignore_rest_contacts), "allow": allow}}
 
 
 class Scanner:
@@ -176,6 +193,8 @@ class Scanner:
         # name (`--allow`, canonical).
         self.ignore = contacts.ContactIndex()
         self.allow_polygons: set[contacts.Contact] = set()
+        #: the report's "source" (set by the caller that knows the file; None: omitted).
+        self.source: dict | None = None
 
     def refit_label(self, obj) -> str:
         """The method this scan uses for `obj`, in words: id, label and, when the asked
@@ -320,7 +339,8 @@ class Scanner:
         return ScanReport([o.name for o in self.objects], list(records), refit,
                           {o.name: o.build_seconds for o in self.objects},
                           complete=len(records) == n_requested and not interrupted,
-                          interrupted=interrupted, frames_requested=n_requested)
+                          interrupted=interrupted, frames_requested=n_requested,
+                          source=self.source)
 
     def run(self, scene, frames: list[int], progress=None,
             records: list[FrameRecord] | None = None) -> ScanReport:

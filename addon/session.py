@@ -222,6 +222,10 @@ def pipeline(scene, meshes: list, objects: list, first_hit: bool = False) -> sca
                          ids=[storage.uid(ob) for ob in meshes])
     if s.ignore_rest_contacts:
         sc.ignore = rest_contact_index(scene)
+    import bpy
+
+    sc.source = scanner.report_source(bpy.data.filepath, s.method, s.self_collision,
+                                      first_hit, s.ignore_rest_contacts)
     return sc
 
 

@@ -19,11 +19,13 @@ their exact count, `"pairs_total"`, with `"truncated": true`); per frame at most
 `session.MAX_PAIRS`."""
 
 
-def report_document(scene, meshes, objects, records, n_requested: int) -> dict:
+def report_document(scene, meshes, objects, records, n_requested: int,
+                    first_hit: bool = False) -> dict:
     """The scan's report in the headless scan's schema, built by the same code
     (`addon.scanner.ScanReport` of the scene's `session.pipeline`), capped at
     REPORT_MAX_PAIRS pairs in all."""
-    sc = session.pipeline(scene, meshes, objects)    # the report does not depend on first_hit
+    # The pairs are the records'; first_hit only goes into the report's "source".
+    sc = session.pipeline(scene, meshes, objects, first_hit=first_hit)
     frame_records = [
         scanner.FrameRecord(f, r.polygon_pairs, r.ms, 0.0, list(r.modes),
                             not_checked=r.error if r.not_checked else "",
@@ -32,7 +34,7 @@ def report_document(scene, meshes, objects, records, n_requested: int) -> dict:
     return sc.report(frame_records, n_requested).to_json(max_total=REPORT_MAX_PAIRS)
 
 
-def _record(scene, meshes, objects, records, n_requested: int) -> int:
+def _record(scene, meshes, objects, records, n_requested: int, first_hit: bool = False) -> int:
     """Store a finished scan: per-frame counts (the timeline strip), the report (JSON in
     the headless scan's schema, as a Text) and, if asked, episode markers."""
     s = scene.skin_collide
@@ -40,7 +42,7 @@ def _record(scene, meshes, objects, records, n_requested: int) -> int:
     for frame, res in records:
         item = s.frame_counts.add()
         item.frame, item.pairs = frame, (-1 if res.not_checked else res.n_pairs)
-    report = report_document(scene, meshes, objects, records, n_requested)
+    report = report_document(scene, meshes, objects, records, n_requested, first_hit)
     if s.report is None:
         s.report = bpy.data.texts.new(storage.TEXT_PREFIX + "report.json")
     s.report.from_string(core_report.dumps(report))
@@ -114,7 +116,7 @@ class SKINCOLLIDE_OT_scan(TimerSteps, bpy.types.Operator):
         scene = context.scene
         scene.frame_set(self._start_frame)
         episodes = _record(scene, self._meshes, self._objects, self._records,
-                           len(self._frames))
+                           len(self._frames), self.first_hit)
         n = sum(1 for _, r in self._records if r.n_pairs > 0)
         skipped = [r for _, r in self._records if r.not_checked]
         self.report({"WARNING" if skipped else "INFO"},

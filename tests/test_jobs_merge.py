@@ -1,0 +1,162 @@
+"""Long shots (issue 13): `scan --jobs N` and `merge`.
+
+* `core.merge` unit tests: episodes recomputed across chunk boundaries, refit united,
+  mismatched or overlapping reports refused;
+* through the CLI on a generated scene: `--jobs 2` writes the JSON of `--jobs 1` (minus the
+  "ms" fields); three chunk reports merge into the whole-range report; mismatched reports
+  are refused with one line and exit 2; SIGINT to `scan --jobs 2` stops both workers and
+  keeps the frames they finished, marked interrupted.
+"""
+import copy
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from skin_collide.core import merge
+
+
+def doc(frames, objects=("A", "B"), refit=None, source=None, complete=True):
+    return {"objects": list(objects), "refit": refit or {o: "sphere-tree" for o in objects},
+            "complete": complete, "interrupted": False, "frames_requested": len(frames),
+            "frames": [{"frame": f, "pairs": [list(p) for p in ps], "ms": 1.0}
+                       for f, ps in frames],
+            "episodes": [], "source": source or {"file": "x.blend", "method": "sphere-tree",
+                                                 "self": False, "first_hit": False,
+                                                 "filters": {"ignore_rest_contacts": False,
+                                                             "allow": None}}}
+
+
+def test_merge_recomputes_episodes_across_chunks():
+    hit = [("A", 1, "B", 2)]
+    a = doc([(1, []), (2, hit), (3, hit)])
+    b = doc([(4, hit + [("A", 3, "B", 4)]), (5, [])], refit={"A": "bottom-up", "B": "sphere-tree"})
+    m = merge.merge_reports([b, a])
+    assert [f["frame"] for f in m["frames"]] == [1, 2, 3, 4, 5]
+    assert m["episodes"] == [{"objects": ["A", "B"], "start": 2, "end": 4, "worst_frame": 4,
+                              "worst_pairs": 2, "frames": 3, "pairs": 4}]
+    assert m["refit"] == {"A": "bottom-up+sphere-tree", "B": "sphere-tree"}
+    assert m["frames_requested"] == 5 and m["complete"] and not m["interrupted"]
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda d: d.update(objects=["A", "C"]), "other objects"),
+    (lambda d: d["source"].update(self=True), "self"),
+    (lambda d: d["source"].update(file="y.blend"), "file"),
+    (lambda d: d["source"]["filters"].update(allow="abc"), "filters"),
+    (lambda d: d.pop("source"), "no \"source\""),
+    (lambda d: d["frames"][0].update(frame=3), "frame 3 is in two reports"),
+])
+def test_merge_refuses_mismatched_reports(change, words):
+    a = doc([(1, []), (2, []), (3, [])])
+    b = doc([(4, []), (5, [])])
+    merge.merge_reports([a, copy.deepcopy(b)])          # the unchanged pair merges
+    change(b)
+    with pytest.raises(merge.MergeError, match=words.replace("\"", ".")) as exc:
+        merge.merge_reports([a, b])
+    assert "\n" not in str(exc.value)
+
+
+# -- through the command line ---------------------------------------------------------------
+
+blender = pytest.mark.blender
+
+
+def run(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "skin_collide", *args], capture_output=True,
+                          text=True, timeout=600, **kw)
+
+
+def without_ms(d):
+    d = copy.deepcopy(d)
+    for f in d["frames"]:
+        f.pop("ms", None)
+    return d
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    pytest.importorskip("bpy")
+    from conftest import inside_blender_binary
+
+    if inside_blender_binary():
+        pytest.skip("subprocess CLI tests need the pip bpy module")
+    d = tmp_path_factory.mktemp("jobs")
+    out = d / "demo.blend"
+    res = run("demo", "--out", str(out), "--rings", "12", "--segments", "8",
+              "--frame-count", "24")
+    assert res.returncode == 0, res.stderr
+    whole = d / "whole.json"
+    res = run("scan", str(out), "--self", "--frames", "1:24", "--json", str(whole))
+    assert res.returncode == 0, res.stderr
+    return out, d, json.loads(whole.read_text())
+
+
+@blender
+def test_jobs_gives_the_report_of_one_process(demo):
+    path, d, whole = demo
+    out = d / "jobs2.json"
+    res = run("scan", str(path), "--self", "--frames", "1:24", "--jobs", "2", "--json", str(out))
+    assert res.returncode == 0, res.stderr
+    assert "2 worker processes" in res.stdout
+    jobs = json.loads(out.read_text())
+    assert sum(len(f["pairs"]) for f in whole["frames"]) > 0 and whole["episodes"]
+    assert without_ms(jobs) == without_ms(whole)
+
+
+@blender
+def test_three_chunks_merge_into_the_whole_range(demo):
+    path, d, whole = demo
+    parts = []
+    for k, rng in enumerate(("1:5", "6:19", "20:24")):      # chunk edges inside episodes
+        parts.append(d / f"chunk{k}.json")
+        res = run("scan", str(path), "--self", "--frames", rng, "--json", str(parts[-1]))
+        assert res.returncode == 0, res.stderr
+    out = d / "merged.json"
+    res = run("merge", *map(str, parts[::-1]), "--json", str(out))
+    assert res.returncode == 0, res.stderr
+    merged = json.loads(out.read_text())
+    assert without_ms(merged) == without_ms(whole)
+    # A report of other settings is refused with one line and exit 2.
+    other = d / "noself.json"
+    assert run("scan", str(path), "--frames", "25:26", "--json", str(other)).returncode == 0
+    res = run("merge", str(parts[0]), str(other), "--json", str(d / "bad.json"))
+    assert res.returncode == 2
+    assert res.stderr.strip().count("\n") == 0
+    assert res.stderr.startswith("skin_collide: error:") and "self" in res.stderr
+    assert not (d / "bad.json").exists()
+
+
+@blender
+def test_interrupting_jobs_keeps_the_frames_done(demo, tmp_path):
+    path, d, _ = demo
+    out = tmp_path / "int.json"
+    env = dict(os.environ, TMPDIR=str(tmp_path))        # where the workers' parts go
+    proc = subprocess.Popen([sys.executable, "-m", "skin_collide", "scan", str(path), "--self",
+                             "--frames", "1:100000", "--jobs", "2", "--json", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    seen = 0
+    t0 = time.monotonic()
+    while seen < 2 and time.monotonic() - t0 < 120:   # both workers report frames done
+        time.sleep(0.5)
+        seen = 0
+        for root, _, files in os.walk(tmp_path):
+            for f in files:
+                if f.startswith("part_") and f.endswith(".json"):
+                    try:
+                        seen += bool(json.loads(open(os.path.join(root, f)).read())["frames"])
+                    except (ValueError, OSError):
+                        pass
+    assert seen == 2
+    proc.send_signal(signal.SIGINT)                    # the parent only, as a CI runner does
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    rep = json.loads(out.read_text())
+    assert rep["interrupted"] and not rep["complete"]
+    frames = [f["frame"] for f in rep["frames"]]
+    assert frames and frames[0] == 1 and any(f > 50000 for f in frames)   # both chunks
+    assert not [p for p in os.listdir(tmp_path) if p.startswith("skin_collide_jobs_")]
