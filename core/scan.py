@@ -242,15 +242,16 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
         candidates = broad_phase.sweep_pairs(*boxes)
     vols: list[Volumes | None] = [None] * n
     modes = [frame_method(obj, pose, mode) for obj, pose in zip(objects, poses)]
-    for k in np.unique(candidates).tolist():
-        vols[k] = volumes(objects[k], positions[k], poses[k], mode, tris_all[k])
-        modes[k] = vols[k].method_id
     result = FrameResult([], 0.0, modes=modes, triangles=tris_all)
     seams = seam_ids(objects)
     if n > 1:
+        # Fills `vols` for the objects that go through the tree traversal.
         result.pairs, st = _collide_candidates(objects, positions, poses, tris_all, seams,
-                                               vols, candidates, boxes, first_hit)
+                                               vols, candidates, boxes, first_hit, mode)
         result.stats.append(st)
+        for k, v in enumerate(vols):
+            if v is not None:
+                modes[k] = v.method_id
     if self_collision and not (first_hit and result.pairs):
         for i in range(n):
             # Exact self-collision on its own AABB tree (docs/self_collision.md).
@@ -283,18 +284,26 @@ def _seams_hold(objects, poses, seams, i: int, j: int) -> bool:
             and seams_apply(objects[i], objects[j], poses[i], poses[j]))
 
 
+#: Object pairs with at most this many combinations of triangles in the boxes' intersection
+#: are tested without a tree (core.broad_phase.box_filtered_pairs); the others traverse.
+BOX_PAIRS_MAX = 16384
+
+
 def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candidates, boxes,
-                        first_hit: bool = False) -> tuple[list[tuple[int, int, np.ndarray]], traversal.QueryStats]:
-    """Every intersecting triangle pair of the candidate object pairs, in one traversal
-    (`core.query.multi`): positions and triangles of all objects stacked, seams dropped
-    with one index compare."""
+                        first_hit: bool = False, mode: str = "on-demand"
+                        ) -> tuple[list[tuple[int, int, np.ndarray]], traversal.QueryStats]:
+    """Every intersecting triangle pair of the candidate object pairs (the broad phase's),
+    on whole arrays over all of them: positions and triangles of all objects stacked; per
+    pair, the triangles in the intersection of the two objects' boxes; pairs with few go
+    straight to the exact test, the others through one tree traversal
+    (`core.query.multi`), whose volumes are made here (in `vols`) for their objects only.
+    Seams are dropped with one index compare."""
     n = len(objects)
+    st = traversal.QueryStats()
+    st.extra.update(object_pairs=int(candidates.shape[0]), box_pairs=0, traversed_pairs=0)
     if not candidates.size:
-        st = traversal.QueryStats()
-        st.extra["object_pairs"] = 0
         return [], st
-    stk = multi.stacked([o.tree_hierarchy(v) for o, v in zip(objects, vols)],
-                        [t.shape[0] for t in tris_all])
+    stk = multi.stacked([o.tree_hierarchy() for o in objects], [t.shape[0] for t in tris_all])
     v_off = np.zeros(n + 1, dtype=np.int64)
     np.cumsum([p.shape[0] for p in positions], out=v_off[1:])
     P = np.concatenate(positions)
@@ -325,10 +334,34 @@ def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candid
         hit[idx] = tri_test.triangle_pairs_intersect(P, T, ga[idx], P, T, gb[idx])
         return hit
 
-    found, st = multi.collide_many(vols, candidates, stk, test, boxes=boxes,
-                                   first_hit=first_hit)
-    st.extra["object_pairs"] = int(candidates.shape[0])
-    out = multi.split_pairs(found, stk)
+    # Triangle boxes of the objects in some candidate pair (the others are never read).
+    tlo = np.empty((int(stk.tri_off[-1]), 3))
+    thi = np.empty_like(tlo)
+    for k in np.unique(candidates).tolist():
+        seg = slice(stk.tri_off[k], stk.tri_off[k + 1])
+        tlo[seg], thi[seg] = broad_phase.triangle_boxes(positions[k], tris_all[k])
+    ga, gb, big, blo, bhi = broad_phase.box_filtered_pairs(candidates, stk.tri_off, tlo, thi,
+                                                           boxes[0], boxes[1], BOX_PAIRS_MAX)
+    st.extra["box_pairs"] = int(ga.size)
+    found = []
+    if ga.size:
+        hit = test(ga, gb)
+        st.triangle_tests += int(ga.size)
+        found.append(np.stack([ga[hit], gb[hit]], axis=1))
+    if big.size and not (first_hit and found and found[0].size):
+        trav = candidates[big]
+        for k in np.unique(trav).tolist():
+            vols[k] = volumes(objects[k], positions[k], poses[k], mode, tris_all[k])
+        # The volumes' own hierarchies (the same objects as `stk`'s for sphere trees).
+        stk_v = multi.stacked([v.hierarchy if v is not None else o.tree_hierarchy()
+                               for o, v in zip(objects, vols)], [t.shape[0] for t in tris_all])
+        more, st2 = multi.collide_many(vols, trav, stk_v, test, boxes=(blo, bhi),
+                                       first_hit=first_hit)
+        found.append(more)
+        st.volume_tests, st.chunks, st.refitted = st2.volume_tests, st2.chunks, st2.refitted
+        st.triangle_tests += st2.triangle_tests
+        st.extra["traversed_pairs"] = int(trav.shape[0])
+    out = multi.split_pairs(np.concatenate(found) if found else np.zeros((0, 2), np.int64), stk)
     return (out[:1] if first_hit else out), st
 
 

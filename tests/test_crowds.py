@@ -91,9 +91,14 @@ def as_dict(res):
     return {(i, j): {tuple(x) for x in p.tolist()} for i, j, p in res.pairs if i != j}
 
 
-@pytest.mark.parametrize("mode", ["on-demand", "bottom-up"])
-def test_crowd_equals_brute_force_far_from_origin(tube, mode):
+@pytest.mark.parametrize("mode, box_max", [("on-demand", None), ("bottom-up", None),
+                                           ("on-demand", 0), ("on-demand", 10**9)])
+def test_crowd_equals_brute_force_far_from_origin(tube, mode, box_max, monkeypatch):
+    """Default split between the triangle-box pass and the traversal; all pairs through
+    the traversal (0); all through the triangle-box pass (10**9)."""
     rig, obj = tube
+    if box_max is not None:
+        monkeypatch.setattr(scan, "BOX_PAIRS_MAX", box_max)
     seen = 0
     for n, spacing, seed in [(9, 1.0, 2), (12, 1.2, 2), (9, 1.6, 0)]:
         poses, positions = crowd(rig, n, spacing, seed)
@@ -108,13 +113,14 @@ def test_crowd_equals_brute_force_far_from_origin(tube, mode):
                     brute[(i, j)] = {tuple(x) for x in p.tolist()}
         assert as_dict(res) == brute
         seen += len(brute)
-        if mode == "on-demand":
+        if mode == "on-demand" and box_max is None:
             assert as_dict(res) == per_pair_loop(objs, positions, poses, tris)
     assert seen >= 15                     # crowds that really collide
 
 
 def test_objects_meeting_nobody_get_no_volumes(tube, monkeypatch):
     rig, obj = tube
+    monkeypatch.setattr(scan, "BOX_PAIRS_MAX", 0)          # every pair traverses
     poses, positions = crowd(rig, 6, 1.6, seed=5)
     far = np.eye(4)
     far[:3, 3] = 50.0                       # object 5 stands alone

@@ -128,10 +128,10 @@ def collide_many(vols: list[Volumes | None], pairs: np.ndarray, st: Stacked,
         first_hit: stop after the first chunk with an intersecting pair (deepest
             overlaps first, as `traversal.collide`); the pairs are then a non-empty subset,
             or empty when none exist.
-        boxes: per object the closed box (lo (n, 3), hi (n, 3)) holding every triangle of
-            the frame (`broad_phase.position_boxes`). Where two objects touch lies in both
-            boxes, so a node pair is also dropped when either sphere misses the
-            intersection of the two boxes (docs/broad_phase.md).
+        boxes: per object pair (row of `pairs`) a closed box (lo (P, 3), hi (P, 3)) that
+            holds every point where the two objects may touch (`broad_phase`: the
+            intersection of their boxes, shrunk); a node pair is also dropped when either
+            sphere misses its pair's box (docs/broad_phase.md).
     Returns:
         (K, 2) int64 global triangle pairs, the first column from the first object of its
         pair; and statistics (all object pairs together).
@@ -144,6 +144,10 @@ def collide_many(vols: list[Volumes | None], pairs: np.ndarray, st: Stacked,
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     if not pairs.size:
         return np.zeros((0, 2), np.int64), stats
+    n_obj = st.node_off.size - 1
+    pair_keys = pairs[:, 0] * n_obj + pairs[:, 1]
+    pair_order = np.argsort(pair_keys, kind="stable")
+    pair_keys_sorted = pair_keys[pair_order]
     stack_ = [(st.node_off[pairs[:, 0]], st.node_off[pairs[:, 1]])]
     while stack_:
         na, nb = stack_.pop()
@@ -158,9 +162,10 @@ def collide_many(vols: list[Volumes | None], pairs: np.ndarray, st: Stacked,
         d = ca - cb
         ok = np.einsum("ij,ij->i", d, d) <= (ra + rb) ** 2     # as Volumes.overlap
         if boxes is not None:
-            oa, ob = st.node_obj[na], st.node_obj[nb]
-            lo = np.maximum(boxes[0][oa], boxes[0][ob])
-            hi = np.minimum(boxes[1][oa], boxes[1][ob])
+            row = pair_order[np.searchsorted(pair_keys_sorted,
+                                             st.node_obj[na].astype(np.int64) * n_obj
+                                             + st.node_obj[nb])]
+            lo, hi = boxes[0][row], boxes[1][row]
             ok &= _sphere_meets_box(ca, ra, lo, hi) & _sphere_meets_box(cb, rb, lo, hi)
         stats.volume_tests += int(na.size)
         na, nb, sa, sb = na[ok], nb[ok], sa[ok], sb[ok]
