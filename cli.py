@@ -181,8 +181,10 @@ def cmd_scan(args) -> int:
         raise UsageError("only one object: pass --self for self-collision, or name two objects")
     _check_snapshots_dir(args)
     try:
+        built = _built_objects(meshes, _scan_method(args))
         sc = scanner.Scanner(meshes, self_collision=args.self_collision,
-                             first_hit=args.first_hit, method=_scan_method(args))
+                             first_hit=args.first_hit, method=_scan_method(args),
+                             objects=built)
         sc.allow_polygons = allow
         sc.source = _source(args)
         if args.ignore_rest_contacts:
@@ -190,8 +192,10 @@ def cmd_scan(args) -> int:
     except extract.RigError as exc:
         raise UsageError(str(exc)) from None
     for obj in sc.objects:
+        how = ("loaded from the .blend (built by the panel)" if built is not None
+               else f"built in {obj.build_seconds:.2f} s")
         print(f"object {obj.name}: {obj.rig.n_triangles} triangles, {obj.tree.n_nodes} spheres, "
-              f"built in {obj.build_seconds:.2f} s; refit: {sc.refit_label(obj)}")
+              f"{how}; refit: {sc.refit_label(obj)}")
     if args.ignore_rest_contacts:
         print(f"ignoring {sc.ignore.count} triangle pairs in contact in the rest pose")
     if args.allow:
@@ -252,6 +256,37 @@ def cmd_scan(args) -> int:
     if args.fail_on_collision and eps:
         return EXIT_COLLISIONS
     return EXIT_CLEAN
+
+
+def _built_objects(meshes, method: str):
+    """The collision data stored in the .blend by the panel's Build (`addon.storage`), when
+    every mesh has it, it is not stale and it was built for the method this scan resolves
+    to; else None (the scan builds). Render-farm chunks of a built file thus skip the
+    build; the pairs are the same either way."""
+    import bpy
+
+    from .addon import properties, storage
+    from .core.methods import registry
+
+    if not hasattr(bpy.types.Object, "skin_collide"):
+        # Headless, the add-on is not registered: its properties (only they, no handlers)
+        # make the stored data readable.
+        for cls in properties.CLASSES:
+            bpy.utils.register_class(cls)
+        properties.register()
+    out = []
+    for ob in meshes:
+        try:
+            if not storage.has_data(ob) or storage.stale_reason(ob):
+                return None
+            obj = storage.load(ob)
+            if obj is None or obj.name != ob.name or \
+                    registry.resolve(method, obj.rig)[0].id != obj.method:
+                return None
+        except (ValueError, KeyError):
+            return None
+        out.append(obj)
+    return out
 
 
 def _source(args) -> dict:

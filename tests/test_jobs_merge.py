@@ -160,3 +160,38 @@ def test_interrupting_jobs_keeps_the_frames_done(demo, tmp_path):
     frames = [f["frame"] for f in rep["frames"]]
     assert frames and frames[0] == 1 and any(f > 50000 for f in frames)   # both chunks
     assert not [p for p in os.listdir(tmp_path) if p.startswith("skin_collide_jobs_")]
+
+
+@blender
+def test_chunks_of_a_built_file_load_the_built_data(demo):
+    """The farm recipe: the panel's Build stored in the .blend; a chunk scan loads it (no
+    rebuild) and reports the same pairs."""
+    import bpy
+
+    import skin_collide
+
+    path, d, whole = demo
+    built = d / "built.blend"
+    skin_collide.register()
+    try:
+        bpy.ops.wm.open_mainfile(filepath=str(path))
+        meshes = [ob for ob in bpy.context.scene.objects if ob.type == "MESH"]
+        for ob in meshes:
+            ob.select_set(True)
+        bpy.context.view_layer.objects.active = meshes[0]
+        assert bpy.ops.skin_collide.build() == {"FINISHED"}
+        bpy.ops.wm.save_as_mainfile(filepath=str(built))
+    finally:
+        skin_collide.unregister()
+    out = d / "built.json"
+    res = run("scan", str(built), "--self", "--frames", "1:24", "--json", str(out))
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.count("loaded from the .blend") == 2 and "built in" not in res.stdout
+    got = without_ms(json.loads(out.read_text()))
+    want = without_ms(whole)
+    assert got["source"].pop("file") == "built.blend" and want["source"].pop("file") == "demo.blend"
+    assert got == want
+    # Another method than the one built for: the scan builds.
+    res = run("scan", str(built), "--frames", "1:2", "--method", "bottom-up")
+    assert res.returncode == 0, res.stderr
+    assert "loaded from the .blend" not in res.stdout and res.stdout.count("built in") == 2
