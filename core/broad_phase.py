@@ -128,9 +128,133 @@ def _shrink(pr: np.ndarray, g: np.ndarray, tlo: np.ndarray, thi: np.ndarray, P: 
     return lo, hi, k
 
 
+def _sweep_plan(pa, ga, pb, gb, tlo, thi, axis: int):
+    """Sorted orders and search ranges of `sweep_two_sets` on one axis, and the number of
+    candidates it would expand (to pick the axis with the fewest)."""
+    vals = np.concatenate([tlo[ga, axis], thi[ga, axis], tlo[gb, axis], thi[gb, axis]])
+    _, rank = np.unique(vals, return_inverse=True)
+    rank = rank.astype(np.int64).ravel()
+    R = int(rank.max()) + 2
+    na, nb = ga.size, gb.size
+    a_lo = pa * R + rank[:na]
+    a_hi = pa * R + rank[na:2 * na]
+    b_lo = pb * R + rank[2 * na:2 * na + nb]
+    b_hi = pb * R + rank[2 * na + nb:]
+    oa = np.argsort(a_lo, kind="stable")
+    ob = np.argsort(b_lo, kind="stable")
+    ka, kb = a_lo[oa], b_lo[ob]
+    # (1) A starts inside [lo_b, hi_b]; (2) B starts inside (lo_a, hi_a].
+    s1 = np.searchsorted(ka, b_lo, side="left")
+    e1 = np.searchsorted(ka, b_hi, side="right")
+    s2 = np.searchsorted(kb, a_lo, side="right")
+    e2 = np.searchsorted(kb, a_hi, side="right")
+    count = int(np.maximum(e1 - s1, 0).sum() + np.maximum(e2 - s2, 0).sum())
+    return count, oa, ob, s1, e1, s2, e2
+
+
+def sweep_two_sets(pa: np.ndarray, ga: np.ndarray, pb: np.ndarray, gb: np.ndarray,
+                   tlo: np.ndarray, thi: np.ndarray, axis: int | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Within each group p, every (triangle of set A, triangle of set B) whose boxes meet:
+    a bipartite sort-and-sweep on `axis` for all groups at once, then the other axes.
+
+    Two closed intervals meet iff the start of one lies in the other: ``lo_a`` in
+    ``[lo_b, hi_b]``, or ``lo_b`` in ``(lo_a, hi_a]`` (exactly one of the two when they
+    meet). Coordinates are replaced by their ranks among all of them (order and equality
+    kept exactly), so that (group, rank) packs into one sortable int64 key.
+
+    Args:
+        pa, ga: (Ka,) int64 group and global triangle of set A (any order).
+        pb, gb: (Kb,) int64 group and global triangle of set B.
+        tlo, thi: (T, 3) float64 triangle boxes.
+        axis: the sweep axis (None: the one with the fewest candidates).
+    Returns:
+        (K,), (K,) int64 global triangles of A and B whose boxes meet, same group.
+    """
+    empty = np.zeros(0, np.int64)
+    if not ga.size or not gb.size:
+        return empty, empty
+    best = None
+    for ax in ((axis,) if axis is not None else (0, 1, 2)):
+        plan = _sweep_plan(pa, ga, pb, gb, tlo, thi, ax)
+        if best is None or plan[0] < best[0]:
+            best = plan
+    _, oa, ob, s1, e1, s2, e2 = best
+    own1, r1 = _ranges(s1, np.maximum(e1 - s1, 0))
+    own2, r2 = _ranges(s2, np.maximum(e2 - s2, 0))
+    ia = np.concatenate([oa[r1], own2])
+    ib = np.concatenate([own1, ob[r2]])
+    ta, tb = ga[ia], gb[ib]
+    meet = np.all((tlo[ta] <= thi[tb]) & (tlo[tb] <= thi[ta]), axis=1)
+    return ta[meet], tb[meet]
+
+
+def subdivide(pa: np.ndarray, ga: np.ndarray, pb: np.ndarray, gb: np.ndarray,
+              tlo: np.ndarray, thi: np.ndarray, glo: np.ndarray, ghi: np.ndarray,
+              leaf: int = 4096, rounds: int = 12
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Split the cells of groups with many triangle combinations in two, on whole arrays.
+
+    A group (an object pair's cell, box ``[glo, ghi]``) with more than `leaf` combinations
+    is cut at the middle of its longest side; a triangle goes to each half its box meets
+    (``lo <= mid`` left, ``hi >= mid`` right, so one on the cut goes to both). A point
+    where two triangles touch lies in one half (or on the cut) and both triangles are
+    there: nothing is lost, whatever the rounding of `mid`. Groups left with no triangle
+    on one side are dropped. The same triangle pair may end up in two cells (callers
+    deduplicate).
+
+    Returns the new (pa, ga, pb, gb), group ids renumbered.
+    """
+    for _ in range(rounds):
+        G = glo.shape[0]
+        ka = np.bincount(pa, minlength=G)
+        kb = np.bincount(pb, minlength=G)
+        split = ka * kb > leaf
+        live = (ka > 0) & (kb > 0)
+        if not (split & live).any():
+            break
+        sp = np.nonzero(split & live)[0]
+        ext = ghi[sp] - glo[sp]
+        ax = np.argmax(ext, axis=1)
+        mid = glo[sp, ax] + 0.5 * ext[np.arange(sp.size), ax]
+        # Per old group: its index among the split ones, or -1.
+        which = np.full(G, -1, dtype=np.int64)
+        which[sp] = np.arange(sp.size)
+        new_lo = np.concatenate([glo, glo[sp], glo[sp]])
+        new_hi = np.concatenate([ghi, ghi[sp], ghi[sp]])
+        left = G + np.arange(sp.size)
+        right = G + sp.size + np.arange(sp.size)
+        new_hi[left, ax] = mid
+        new_lo[right, ax] = mid
+
+        def route(p, g):
+            k = which[p]
+            stay = k < 0
+            kk = k[~stay]
+            a = ax[kk]
+            gs = g[~stay]
+            to_l = tlo[gs, a] <= mid[kk]
+            to_r = thi[gs, a] >= mid[kk]
+            p_new = np.concatenate([p[stay], left[kk[to_l]], right[kk[to_r]]])
+            g_new = np.concatenate([g[stay], gs[to_l], gs[to_r]])
+            return p_new, g_new
+
+        pa, ga = route(pa, ga)
+        pb, gb = route(pb, gb)
+        glo, ghi = new_lo, new_hi
+        # Drop rows of groups with nothing on the other side (split groups are empty now).
+        G2 = glo.shape[0]
+        ka = np.bincount(pa, minlength=G2)
+        kb = np.bincount(pb, minlength=G2)
+        both = (ka > 0) & (kb > 0)
+        ma, mb = both[pa], both[pb]
+        pa, ga, pb, gb = pa[ma], ga[ma], pb[mb], gb[mb]
+    return pa, ga, pb, gb
+
+
 def box_filtered_pairs(pairs: np.ndarray, tri_off: np.ndarray, tlo: np.ndarray,
                        thi: np.ndarray, olo: np.ndarray, ohi: np.ndarray,
-                       max_per_pair: int, rounds: int = 3
+                       max_per_pair: int, rounds: int = 3, axis: int | None = None
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The triangle level of the broad phase, on whole arrays over all object pairs.
 
@@ -139,9 +263,10 @@ def box_filtered_pairs(pairs: np.ndarray, tri_off: np.ndarray, tlo: np.ndarray,
     pair: the triangles of each side whose box meets I; then I shrinks to the intersection
     of the boxes of the two sides' kept triangles (a contact point lies in a kept triangle
     of each side), `rounds` times. A pair with no triangle left on one side cannot touch;
-    a pair with few on both sides (at most `max_per_pair` combinations) gets the
-    combinations whose triangle boxes meet, for the exact test; the others are left to
-    the tree traversal, with their shrunken I (docs/broad_phase.md).
+    a pair with at most `max_per_pair` kept triangles (both sides) gets, through
+    `subdivide` and `sweep_two_sets`, the triangle pairs whose boxes meet, for the exact
+    test; the others are left to the tree traversal, with their shrunken I
+    (docs/broad_phase.md).
 
     Args:
         pairs: (P, 2) int64 object pairs.
@@ -171,17 +296,13 @@ def box_filtered_pairs(pairs: np.ndarray, tri_off: np.ndarray, tlo: np.ndarray,
     ka = np.bincount(pa, minlength=P)
     kb = np.bincount(pb, minlength=P)
     combos = ka * kb
-    small = (combos > 0) & (combos <= max_per_pair)
-    big = np.nonzero(combos > max_per_pair)[0]
-    a0 = np.zeros(P + 1, dtype=np.int64)
-    np.cumsum(ka, out=a0[1:])
-    b0 = np.zeros(P + 1, dtype=np.int64)
-    np.cumsum(kb, out=b0[1:])
-    sp = np.nonzero(small)[0]
-    owner, r = _ranges(np.zeros(sp.size, dtype=np.int64), combos[sp])
-    p = sp[owner]
-    ia = a0[p] + r // kb[p]
-    ib = b0[p] + r % kb[p]
-    ta, tb = ga[ia], gb[ib]
-    meet = np.all((tlo[ta] <= thi[tb]) & (tlo[tb] <= thi[ta]), axis=1)
-    return ta[meet], tb[meet], big, ilo[big], ihi[big]
+    small = (combos > 0) & (ka + kb <= max_per_pair)
+    big = np.nonzero((combos > 0) & ~small)[0]
+    sa, sb = small[pa], small[pb]
+    qa, qga, qb, qgb = subdivide(pa[sa], ga[sa], pb[sb], gb[sb], tlo, thi, ilo, ihi)
+    ta, tb = sweep_two_sets(qa, qga, qb, qgb, tlo, thi, axis)
+    if ta.size:
+        # A pair lying on a cut was found in both halves: once each.
+        key = np.unique(ta * int(tlo.shape[0]) + tb)
+        ta, tb = key // tlo.shape[0], key % tlo.shape[0]
+    return ta, tb, big, ilo[big], ihi[big]

@@ -284,9 +284,11 @@ def _seams_hold(objects, poses, seams, i: int, j: int) -> bool:
             and seams_apply(objects[i], objects[j], poses[i], poses[j]))
 
 
-#: Object pairs with at most this many combinations of triangles in the boxes' intersection
-#: are tested without a tree (core.broad_phase.box_filtered_pairs); the others traverse.
-BOX_PAIRS_MAX = 16384
+#: Object pairs with at most this many triangles (both sides) in their boxes' shrunken
+#: intersection are paired by boxes without a tree (core.broad_phase.box_filtered_pairs:
+#: cells split in two, then a sweep); the others go through the tree traversal. On crowds
+#: of Cesium Men the box path took half the CPU time of the traversal (bench_crowd.py).
+BOX_PAIRS_MAX = 20000
 
 
 def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candidates, boxes,

@@ -146,3 +146,27 @@ def test_first_hit_in_crowds_is_a_true_subset(tube):
     assert full.n_pairs > 0 and first.n_pairs > 0
     f, g = as_dict(full), as_dict(first)
     assert len(g) == 1 and all(g[k] <= f[k] for k in g)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_triangle_box_pairing_equals_all_pairs(seed):
+    """`sweep_two_sets` and `subdivide` (cells cut in two, on a coarse grid so that boxes
+    touch and lie on cuts) keep exactly the box-meeting pairs of each group."""
+    rng = np.random.default_rng(seed)
+    T = 400
+    tlo = rng.integers(0, 16, size=(T, 3)).astype(float)
+    thi = tlo + rng.integers(0, 3, size=(T, 3))
+    pa = rng.integers(0, 3, 150)
+    ga = rng.integers(0, T, 150)
+    pb = rng.integers(0, 3, 170)
+    gb = rng.integers(0, T, 170)
+    want = {(a, b) for p, a in zip(pa, ga) for q, b in zip(pb, gb)
+            if p == q and np.all(tlo[a] <= thi[b]) and np.all(tlo[b] <= thi[a])}
+    got = broad_phase.sweep_two_sets(pa, ga, pb, gb, tlo, thi)
+    assert set(zip(*[x.tolist() for x in got])) == want and len(want) > 20
+    glo = np.full((3, 3), 0.0)
+    ghi = np.full((3, 3), 18.0)
+    qa, qga, qb, qgb = broad_phase.subdivide(pa, ga, pb, gb, tlo, thi, glo, ghi, leaf=4)
+    got = broad_phase.sweep_two_sets(qa, qga, qb, qgb, tlo, thi)
+    assert set(zip(*[x.tolist() for x in got])) == want
+    assert qa.max() > 3                      # cells were really cut
