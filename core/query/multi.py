@@ -19,13 +19,12 @@ from typing import Callable
 import numpy as np
 
 from ..methods.base import Hierarchy, Volumes
-from .traversal import CHUNK, FIRST_HIT_CHUNK, QueryStats, children, leaf_triangle_pairs
+from .traversal import FIRST_HIT_CHUNK, QueryStats, children, leaf_triangle_pairs
 
 
 #: Node pairs per vectorized step: bigger than `traversal.CHUNK`, since every step calls
 #: each object's refit once and a crowd has many objects.
 MULTI_CHUNK = 65536
-SPLIT_BOTH = False
 
 
 @dataclass
@@ -124,7 +123,7 @@ def collide_many(vols: list[Volumes | None], pairs: np.ndarray, st: Stacked,
         st: the stacked hierarchies of all objects (`stacked`), in the order of `vols`.
         triangle_test: f(ga (K,), gb (K,)) -> (K,) bool on GLOBAL triangle ids (object
             k's triangle t is ``st.tri_off[k] + t``); False for pairs not to report.
-        chunk: maximum node pairs per vectorized step (default CHUNK, or FIRST_HIT_CHUNK).
+        chunk: maximum node pairs per vectorized step (default MULTI_CHUNK, or FIRST_HIT_CHUNK).
         first_hit: stop after the first chunk with an intersecting pair (deepest
             overlaps first, as `traversal.collide`); the pairs are then a non-empty subset,
             or empty when none exist.
@@ -191,13 +190,10 @@ def collide_many(vols: list[Volumes | None], pairs: np.ndarray, st: Stacked,
             ra_, rb_ = na[rest], nb[rest]
             la, lb = leaf_a[rest], leaf_b[rest]
             new_a, new_b = [], []
-            if SPLIT_BOTH:
-                # Two inner nodes: split both at once (half the levels, so half the calls
-                # into each object's refit, which cost more than the extra sphere tests).
-                split_a, split_b, two = ~la & lb, la & ~lb, ~la & ~lb
-            else:
-                split_a = ~la & (lb | (sa[rest] >= sb[rest]))
-                split_b, two = ~split_a, np.zeros_like(split_a)
+            # Descend into the larger volume, or into whichever is not a leaf (as
+            # `traversal.collide`).
+            split_a = ~la & (lb | (sa[rest] >= sb[rest]))
+            split_b = ~split_a
             if split_a.any():
                 owner, kids = children(h, ra_[split_a])
                 new_a.append(kids)
@@ -206,11 +202,6 @@ def collide_many(vols: list[Volumes | None], pairs: np.ndarray, st: Stacked,
                 owner, kids = children(h, rb_[split_b])
                 new_a.append(ra_[split_b][owner])
                 new_b.append(kids)
-            if two.any():
-                owner, kids_a = children(h, ra_[two])
-                owner2, kids_b = children(h, rb_[two][owner])
-                new_a.append(kids_a[owner2])
-                new_b.append(kids_b)
             stack_.append((np.concatenate(new_a), np.concatenate(new_b)))
     stats.refitted = int(sum(v.refitted for v in vols if v is not None))
     out = np.concatenate(found) if found else np.zeros((0, 2), np.int64)
