@@ -72,14 +72,6 @@ class CollisionObject:
             t = self._bottom_up_tree
         return t
 
-    def tree_hierarchy(self, vols: Volumes | None = None):
-        """The `Hierarchy` of this frame's volumes (of the method's tree when `vols` is
-        None: every sphere-tree method shares it, bottom-up refits included)."""
-        if vols is not None:
-            return vols.hierarchy
-        from .methods.sphere_tree import _hierarchy
-        return _hierarchy(self.tree)
-
     @property
     def bounds(self):
         """The on-demand bounds of a sphere-tree method (None for others)."""
@@ -305,7 +297,8 @@ def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candid
     st.extra.update(object_pairs=int(candidates.shape[0]), box_pairs=0, traversed_pairs=0)
     if not candidates.size:
         return [], st
-    stk = multi.stacked([o.tree_hierarchy() for o in objects], [t.shape[0] for t in tris_all])
+    tri_off = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum([t.shape[0] for t in tris_all], out=tri_off[1:])
     v_off = np.zeros(n + 1, dtype=np.int64)
     np.cumsum([p.shape[0] for p in positions], out=v_off[1:])
     P = np.concatenate(positions)
@@ -325,8 +318,8 @@ def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candid
     def test(ga, gb):
         apart = np.ones(ga.size, dtype=bool)
         if G is not None:
-            oa = np.searchsorted(stk.tri_off, ga, side="right") - 1
-            ob = np.searchsorted(stk.tri_off, gb, side="right") - 1
+            oa = np.searchsorted(tri_off, ga, side="right") - 1
+            ob = np.searchsorted(tri_off, gb, side="right") - 1
             s = np.nonzero(seam_ok[oa, ob])[0]
             if s.size:
                 ka, kb = G[T[ga[s]]], G[T[gb[s]]]
@@ -337,12 +330,12 @@ def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candid
         return hit
 
     # Triangle boxes of the objects in some candidate pair (the others are never read).
-    tlo = np.empty((int(stk.tri_off[-1]), 3))
+    tlo = np.empty((int(tri_off[-1]), 3))
     thi = np.empty_like(tlo)
     for k in np.unique(candidates).tolist():
-        seg = slice(stk.tri_off[k], stk.tri_off[k + 1])
+        seg = slice(tri_off[k], tri_off[k + 1])
         tlo[seg], thi[seg] = broad_phase.triangle_boxes(positions[k], tris_all[k])
-    ga, gb, big, blo, bhi = broad_phase.box_filtered_pairs(candidates, stk.tri_off, tlo, thi,
+    ga, gb, big, blo, bhi = broad_phase.box_filtered_pairs(candidates, tri_off, tlo, thi,
                                                            boxes[0], boxes[1], BOX_PAIRS_MAX)
     st.extra["box_pairs"] = int(ga.size)
     found = []
@@ -354,16 +347,33 @@ def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candid
         trav = candidates[big]
         for k in np.unique(trav).tolist():
             vols[k] = volumes(objects[k], positions[k], poses[k], mode, tris_all[k])
-        # The volumes' own hierarchies (the same objects as `stk`'s for sphere trees).
-        stk_v = multi.stacked([v.hierarchy if v is not None else o.tree_hierarchy()
-                               for o, v in zip(objects, vols)], [t.shape[0] for t in tris_all])
-        more, st2 = multi.collide_many(vols, trav, stk_v, test, boxes=(blo, bhi),
-                                       first_hit=first_hit)
-        found.append(more)
-        st.volume_tests, st.chunks, st.refitted = st2.volume_tests, st2.chunks, st2.refitted
-        st.triangle_tests += st2.triangle_tests
+        # Pairs of a kind with a whole-tree pass of its own (box trees) keep it, pair by
+        # pair; every other pair goes through one stacked traversal.
+        own = np.array([getattr(vols[i], "collide_fast", None) is not None
+                        and type(vols[i]) is type(vols[j]) for i, j in trav.tolist()],
+                       dtype=bool)
+        for i, j in trav[own].tolist():
+            def test_ij(ta, tb, i=i, j=j):
+                return test(ta + tri_off[i], tb + tri_off[j])
+
+            p, st2 = traversal.collide(vols[i], vols[j], test_ij, first_hit=first_hit)
+            found.append(np.stack([p[:, 0] + tri_off[i], p[:, 1] + tri_off[j]], axis=1))
+            st.triangle_tests += st2.triangle_tests
+            st.refitted += st2.refitted
+        rest = ~own
+        if rest.any() and not (first_hit and sum(f.shape[0] for f in found)):
+            # The volumes' own hierarchies; objects without volumes are never reached.
+            stk = multi.stacked([v.hierarchy if v is not None else multi.EMPTY
+                                 for v in vols], [t.shape[0] for t in tris_all])
+            more, st2 = multi.collide_many(vols, trav[rest], stk, test,
+                                           boxes=(blo[rest], bhi[rest]), first_hit=first_hit)
+            found.append(more)
+            st.volume_tests, st.chunks = st2.volume_tests, st2.chunks
+            st.refitted += st2.refitted
+            st.triangle_tests += st2.triangle_tests
         st.extra["traversed_pairs"] = int(trav.shape[0])
-    out = multi.split_pairs(np.concatenate(found) if found else np.zeros((0, 2), np.int64), stk)
+    out = multi.split_pairs(np.concatenate(found) if found else np.zeros((0, 2), np.int64),
+                            tri_off)
     return (out[:1] if first_hit else out), st
 
 

@@ -63,6 +63,12 @@ def stack(hierarchies: list[Hierarchy], n_triangles: list[int]) -> Stacked:
     return Stacked(Hierarchy(fc, cc, ptr, tris), node_off, tri_off, node_obj)
 
 
+#: The hierarchy of an object without volumes this frame (never reached by a traversal):
+#: one empty leaf, one shared instance so that stacks stay cached.
+EMPTY = Hierarchy(np.full(1, -1, np.int32), np.zeros(1, np.int32), np.zeros(2, np.int64),
+                  np.zeros(0, np.int64))
+
+
 # Stacks of the last few object sets (strong references to the hierarchies, so that ids
 # cannot be reused while cached): a scan queries the same set frame after frame.
 _CACHE: list[tuple[tuple, list, Stacked]] = []
@@ -107,8 +113,8 @@ def _sphere_meets_box(c: np.ndarray, r: np.ndarray, lo: np.ndarray, hi: np.ndarr
     the distance is covered by a relative slack of 1e-9 of the coordinates' size (1 µm at
     1 km), so the answer is never a wrong False."""
     d = c - np.clip(c, lo, hi)
-    slack = 1e-9 * (np.abs(c).max(axis=1) + r)
-    return np.einsum("ij,ij->i", d, d) <= (r + slack) ** 2
+    slack = 1e-9 * (np.abs(c).max(axis=1) + np.abs(r))
+    return (r >= 0) & (np.einsum("ij,ij->i", d, d) <= (r + slack) ** 2)
 
 
 def collide_many(vols: list[Volumes | None], pairs: np.ndarray, st: Stacked,
@@ -159,7 +165,9 @@ def collide_many(vols: list[Volumes | None], pairs: np.ndarray, st: Stacked,
         m = na.size
         ca, ra, sa, cb, rb, sb = c[:m], r[:m], s[:m], c[m:], r[m:], s[m:]
         d = ca - cb
-        ok = np.einsum("ij,ij->i", d, d) <= (ra + rb) ** 2     # as Volumes.overlap
+        sr = ra + rb
+        # As Volumes.overlap (a negative radius marks an empty node).
+        ok = (sr >= 0) & (np.einsum("ij,ij->i", d, d) <= sr * sr)
         if boxes is not None:
             row = pair_order[np.searchsorted(pair_keys_sorted,
                                              st.node_obj[na].astype(np.int64) * n_obj
@@ -208,20 +216,21 @@ def collide_many(vols: list[Volumes | None], pairs: np.ndarray, st: Stacked,
     return out, stats
 
 
-def split_pairs(global_pairs: np.ndarray, st: Stacked
+def split_pairs(global_pairs: np.ndarray, tri_off: np.ndarray
                 ) -> list[tuple[int, int, np.ndarray]]:
-    """Global triangle pairs as [(object a, object b, (K, 2) local pairs)], by object pair
-    in increasing (a, b) order (whole-array grouping)."""
+    """Global triangle pairs (object k's triangles numbered from ``tri_off[k]``) as
+    [(object a, object b, (K, 2) local pairs)], by object pair in increasing (a, b) order
+    (whole-array grouping)."""
     if not global_pairs.size:
         return []
-    n = st.tri_off.size - 1
-    oa = np.searchsorted(st.tri_off, global_pairs[:, 0], side="right") - 1
-    ob = np.searchsorted(st.tri_off, global_pairs[:, 1], side="right") - 1
+    n = tri_off.size - 1
+    oa = np.searchsorted(tri_off, global_pairs[:, 0], side="right") - 1
+    ob = np.searchsorted(tri_off, global_pairs[:, 1], side="right") - 1
     key = oa * n + ob
     order = np.argsort(key, kind="stable")
     keys, starts = np.unique(key[order], return_index=True)
     ends = np.append(starts[1:], order.size)
-    local = np.stack([global_pairs[:, 0] - st.tri_off[oa],
-                      global_pairs[:, 1] - st.tri_off[ob]], axis=1)
+    local = np.stack([global_pairs[:, 0] - tri_off[oa],
+                      global_pairs[:, 1] - tri_off[ob]], axis=1)
     return [(int(k // n), int(k % n), local[order[a:b]])
             for k, a, b in zip(keys.tolist(), starts.tolist(), ends.tolist())]
