@@ -158,7 +158,7 @@ def test_sat_agrees_with_sampled_separation():
     assert not update.obb_overlap(c, R, e, c + 1.001 * shift, R, e).any()
 
 
-def test_sweep_keeps_exactly_the_overlapping_boxes():
+def test_sweep_and_grid_keep_exactly_the_overlapping_boxes():
     rng = np.random.default_rng(2)
     Ta, Tb = 300, 250
     lo_a = rng.uniform(-1, 1, (Ta, 3))
@@ -167,6 +167,7 @@ def test_sweep_keeps_exactly_the_overlapping_boxes():
     hi_b = lo_b + rng.uniform(0, 0.3, (Tb, 3))
     hi_b[:20] = lo_b[:20]                            # degenerate (flat) boxes
     lo_a[:10, 0] = hi_b[:10, 0]                      # touching on x
+    hi_a[:10, 0] = np.maximum(hi_a[:10, 0], lo_a[:10, 0])
     ha = Hierarchy(np.array([-1, -1, -1], np.int32), np.zeros(3, np.int32),
                    np.array([0, 100, 200, 300]), rng.permutation(Ta))
     hb = Hierarchy(np.array([-1, -1], np.int32), np.zeros(2, np.int32),
@@ -178,6 +179,11 @@ def test_sweep_keeps_exactly_the_overlapping_boxes():
     want = sorted(zip(fa[meet].tolist(), fb[meet].tolist()))
     assert sorted(zip(got_a.tolist(), got_b.tolist())) == want
     assert len(want) > 50
+    ga, ta = sweep.leaf_entries(ha, la)
+    gb, tb = sweep.leaf_entries(hb, lb)
+    for cell in (None, 0.05, 0.4, 5.0):
+        got_a, got_b = sweep.grid_pairs(ga, ta, lo_a, hi_a, gb, tb, lo_b, hi_b, cell)
+        assert sorted(zip(got_a.tolist(), got_b.tolist())) == want, cell
 
 
 def _crossing_pair(rig, seed, n):

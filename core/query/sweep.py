@@ -43,21 +43,25 @@ def _ranges(starts: np.ndarray, stops: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return owner, starts[owner] + (np.arange(off[-1]) - off[owner])
 
 
-def leaf_pair_candidates(ha: Hierarchy, la: np.ndarray, lo_a: np.ndarray, hi_a: np.ndarray,
-                         hb: Hierarchy, lb: np.ndarray, lo_b: np.ndarray, hi_b: np.ndarray
-                         ) -> tuple[np.ndarray, np.ndarray]:
-    """Triangle pairs (tri of leaf la[k], tri of leaf lb[k]) whose AABBs overlap.
+def leaf_entries(h: Hierarchy, leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The triangles of `leaves` (K,) as entries: (leaf pair index (E,), triangle (E,))."""
+    g, r = _rows(h.leaf_ptr, leaves)
+    return g, h.leaf_tris[r]
+
+
+def candidate_pairs(ga: np.ndarray, ta: np.ndarray, lo_a: np.ndarray, hi_a: np.ndarray,
+                    gb: np.ndarray, tb: np.ndarray, lo_b: np.ndarray, hi_b: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs (ta[i], tb[j]) with ga[i] == gb[j] whose AABBs overlap, by sort-and-sweep.
 
     Args:
-        ha, hb: the hierarchies; la, lb: (K,) int64 leaf node pairs.
+        ga, ta: (Ea,) int64 group (leaf pair) and triangle of each entry of side a; gb, tb
+            the same for side b.
         lo_a, hi_a: (Ta, 3) float64 per-triangle AABBs of object a (closed); same for b.
     Returns:
-        (P,), (P,) int64 triangle indices: exactly the pairs of the leaves' cartesian
-        products whose boxes share a point (order unspecified, no duplicates).
+        (P,), (P,) int64 triangle indices: exactly the pairs whose boxes share a point
+        (no duplicates when no entry repeats).
     """
-    ga, ra = _rows(ha.leaf_ptr, la)
-    gb, rb = _rows(hb.leaf_ptr, lb)
-    ta, tb = ha.leaf_tris[ra], hb.leaf_tris[rb]
     ka_lo, ka_hi = _key(ga, lo_a[ta, 0], False), _key(ga, hi_a[ta, 0], True)
     kb_lo, kb_hi = _key(gb, lo_b[tb, 0], False), _key(gb, hi_b[tb, 0], True)
     ob = np.argsort(kb_lo, kind="stable")
@@ -73,6 +77,78 @@ def leaf_pair_candidates(ha: Hierarchy, la: np.ndarray, lo_a: np.ndarray, hi_a: 
     # x again in float64 (the keys were rounded outward), then y and z.
     keep = ((lo_a[pa] <= hi_b[pb]) & (lo_b[pb] <= hi_a[pa])).all(axis=1)
     return pa[keep], pb[keep]
+
+
+def grid_pairs(ga: np.ndarray, ta: np.ndarray, lo_a: np.ndarray, hi_a: np.ndarray,
+               gb: np.ndarray, tb: np.ndarray, lo_b: np.ndarray, hi_b: np.ndarray,
+               cell: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Same contract as `candidate_pairs`, by a uniform grid instead of a sweep: output
+    sensitive where one sweep axis sees many overlapping intervals (long limbs crossing).
+
+    Each entry is put in the cells its box touches (cell size: twice the 75th percentile
+    of the boxes' largest side); entries of a and b in the same (group, cell) are paired,
+    and a pair is kept only in the cell holding the lower corner of its boxes'
+    intersection, so it comes out once, and only if its boxes overlap.
+    """
+    if ga.size == 0 or gb.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    la, ha_ = lo_a[ta], hi_a[ta]
+    lb, hb_ = lo_b[tb], hi_b[tb]
+    if cell is None:
+        side = np.concatenate([(ha_ - la).max(axis=1), (hb_ - lb).max(axis=1)])
+        cell = 2.0 * float(np.percentile(side, 75))
+        span = float(max(ha_.max() - la.min(), hb_.max() - lb.min()))
+        cell = max(cell, span / 1024.0, 1e-300)
+    origin = np.minimum(la.min(axis=0), lb.min(axis=0))
+
+    def cells(g, lo, hi):
+        c0 = np.floor((lo - origin) / cell).astype(np.int64)
+        c1 = np.floor((hi - origin) / cell).astype(np.int64)
+        n = c1 - c0 + 1                                  # (E, 3)
+        tot = n.prod(axis=1)
+        owner = np.repeat(np.arange(g.size), tot)
+        off = np.zeros(g.size + 1, np.int64)
+        np.cumsum(tot, out=off[1:])
+        r = np.arange(off[-1]) - off[owner]
+        nx, ny = n[owner, 0], n[owner, 1]
+        cx = c0[owner, 0] + r % nx
+        cy = c0[owner, 1] + (r // nx) % ny
+        cz = c0[owner, 2] + r // (nx * ny)
+        return owner, cx, cy, cz
+
+    oa, ax, ay, az = cells(ga, la, ha_)
+    ob, bx, by, bz = cells(gb, lb, hb_)
+    m = int(max(ax.max(), bx.max(), ay.max(), by.max(), az.max(), bz.max())) + 1
+    ka = ((ga[oa] * m + ax) * m + ay) * m + az
+    kb = ((gb[ob] * m + bx) * m + by) * m + bz
+    order = np.argsort(kb, kind="stable")
+    skb = kb[order]
+    i, j = _ranges(np.searchsorted(skb, ka, "left"), np.searchsorted(skb, ka, "right"))
+    ea, eb = oa[i], ob[order[j]]
+    pa, pb = ta[ea], tb[eb]
+    keep = ((lo_a[pa] <= hi_b[pb]) & (lo_b[pb] <= hi_a[pa])).all(axis=1)
+    # Report each pair in one cell only: the one holding max(lo_a, lo_b).
+    corner = np.floor((np.maximum(lo_a[pa], lo_b[pb]) - origin) / cell).astype(np.int64)
+    here = np.stack([ax[i], ay[i], az[i]], axis=1)
+    keep &= (corner == here).all(axis=1)
+    return pa[keep], pb[keep]
+
+
+def leaf_pair_candidates(ha: Hierarchy, la: np.ndarray, lo_a: np.ndarray, hi_a: np.ndarray,
+                         hb: Hierarchy, lb: np.ndarray, lo_b: np.ndarray, hi_b: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """Triangle pairs (tri of leaf la[k], tri of leaf lb[k]) whose AABBs overlap.
+
+    Args:
+        ha, hb: the hierarchies; la, lb: (K,) int64 leaf node pairs.
+        lo_a, hi_a: (Ta, 3) float64 per-triangle AABBs of object a (closed); same for b.
+    Returns:
+        (P,), (P,) int64 triangle indices: exactly the pairs of the leaves' cartesian
+        products whose boxes share a point (order unspecified, no duplicates).
+    """
+    ga, ta = leaf_entries(ha, la)
+    gb, tb = leaf_entries(hb, lb)
+    return candidate_pairs(ga, ta, lo_a, hi_a, gb, tb, lo_b, hi_b)
 
 
 def triangle_boxes(positions: np.ndarray, triangles: np.ndarray, pad: float

@@ -48,6 +48,8 @@ class ObbVolumes(Volumes):
         self.radius = np.linalg.norm(self.extent, axis=1)
         self.refitted = int(self.center.shape[0])
         self._tri_boxes = None
+        pos = frame.positions
+        self.tri_pad = TRI_PAD * max(1.0, float(np.abs(pos).max(initial=0.0)))
         self.cartesian = 0      # triangle pairs of the surviving leaf pairs, unfiltered
 
     def ensure(self, nodes: np.ndarray) -> None:
@@ -68,21 +70,26 @@ class ObbVolumes(Volumes):
     def triangle_boxes(self) -> tuple[np.ndarray, np.ndarray]:
         """Per-triangle AABBs of the frame (T, 3) x 2, padded by TRI_PAD (once per frame)."""
         if self._tri_boxes is None:
-            pos = self.frame.positions
-            pad = TRI_PAD * max(1.0, float(np.abs(pos).max(initial=0.0)))
-            self._tri_boxes = sweep.triangle_boxes(pos, self.frame.triangles, pad)
+            self._tri_boxes = sweep.triangle_boxes(self.frame.positions, self.frame.triangles,
+                                                   self.tri_pad)
         return self._tri_boxes
 
     def leaf_pairs(self, la: np.ndarray, other: "ObbVolumes", lb: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray]:
-        """The traversal's hook for overlapping leaf pairs: the triangle pairs whose AABBs
-        overlap (a superset of the intersecting ones)."""
+        """The traversal's hook for overlapping leaf pairs: a superset of the intersecting
+        triangle pairs. Triangles entirely beyond a face plane of the other leaf's box
+        are dropped (a box face is a separating plane), then the rest go through the
+        per-triangle AABB grid (`core.query.sweep.grid_pairs`)."""
         h, ho = self.hierarchy, other.hierarchy
         self.cartesian += int(((h.leaf_ptr[la + 1] - h.leaf_ptr[la])
                                * (ho.leaf_ptr[lb + 1] - ho.leaf_ptr[lb])).sum())
+        ga, ta = sweep.leaf_entries(h, la)
+        gb, tb = sweep.leaf_entries(ho, lb)
+        ka = _near_box(self.frame, ta, other, lb[ga])
+        kb = _near_box(other.frame, tb, self, la[gb])
         lo_a, hi_a = self.triangle_boxes()
         lo_b, hi_b = other.triangle_boxes()
-        return sweep.leaf_pair_candidates(h, la, lo_a, hi_a, ho, lb, lo_b, hi_b)
+        return sweep.grid_pairs(ga[ka], ta[ka], lo_a, hi_a, gb[kb], tb[kb], lo_b, hi_b)
 
     def corners(self, nodes: np.ndarray | None = None) -> np.ndarray:
         """(n, 8, 3) corners of `nodes` (all nodes by default) for drawing."""
@@ -124,6 +131,18 @@ class ObbCab(Method):
         lvl = min(max(level, 0), int(depth.max()))
         nodes = np.nonzero((depth == lvl) | ((depth < lvl) & (prepared.first_child < 0)))[0]
         return Drawable(corners=v.corners(nodes))
+
+
+def _near_box(frame: Frame, tris: np.ndarray, vol: ObbVolumes, nodes: np.ndarray
+              ) -> np.ndarray:
+    """(E,) bool: may triangle tris[e] (of `frame`) meet box nodes[e] of `vol`? False
+    only when its three vertices lie beyond one face plane of the box (by more than the
+    triangle filter's pad)."""
+    p = frame.positions[frame.triangles[tris]]                     # (E, 3, 3)
+    local = np.matmul(p - vol.center[nodes][:, None, :], np.swapaxes(vol.axes[nodes], 1, 2))
+    e = vol.extent[nodes][:, None, :] + vol.tri_pad
+    beyond = (local > e).all(axis=1) | (local < -e).all(axis=1)   # (E, 3) per axis
+    return ~beyond.any(axis=1)
 
 
 def _depth_from_root(data: ObbData) -> np.ndarray:
