@@ -81,6 +81,18 @@ class ObbData:
         return h
 
     @property
+    def levels(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per height 1, 2, ...: (inner nodes (n,) int64, their first child (n,) int64)."""
+        lv = getattr(self, "_levels", None)
+        if lv is None:
+            lv = []
+            for d in range(1, int(self.node_depth.max(initial=0)) + 1):
+                nodes = np.nonzero(self.node_depth == d)[0]
+                lv.append((nodes, self.first_child[nodes].astype(np.int64)))
+            self._levels = lv
+        return lv
+
+    @property
     def n_leaves(self) -> int:
         return int(self.leaf_bone.shape[0])
 

@@ -72,10 +72,12 @@ def project(axes: np.ndarray, center: np.ndarray, box_axes: np.ndarray, box_ext:
 
 
 def _enclose(axes, c1, a1, e1, c2, a2, e2):
-    """The box on `axes` enclosing both child boxes: centre, extents."""
-    lo1, hi1 = project(axes, c1, a1, e1)
-    lo2, hi2 = project(axes, c2, a2, e2)
-    lo, hi = np.minimum(lo1, lo2), np.maximum(hi1, hi2)
+    """The box on `axes` (n, 3, 3) enclosing both child boxes: centre, extents."""
+    n = axes.shape[0]
+    ax2 = np.concatenate([axes, axes])
+    lo, hi = project(ax2, np.concatenate([c1, c2]), np.concatenate([a1, a2]),
+                     np.concatenate([e1, e2]))
+    lo, hi = np.minimum(lo[:n], lo[n:]), np.maximum(hi[:n], hi[n:])
     return np.einsum("nij,ni->nj", axes, 0.5 * (lo + hi)), 0.5 * (hi - lo)
 
 
@@ -84,32 +86,45 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return v / np.where(n > 0, n, 1.0)
 
 
+_BITS = np.array([[k & 1, k >> 1 & 1, k >> 2 & 1] for k in range(8)], float) * 2 - 1
+
+
 def corners(center: np.ndarray, axes: np.ndarray, extent: np.ndarray) -> np.ndarray:
     """(n, 8, 3) corners, corner k at bits (k & 1, k >> 1 & 1, k >> 2 & 1) of the axes."""
-    bits = np.array([[k & 1, k >> 1 & 1, k >> 2 & 1] for k in range(8)], float) * 2 - 1
-    return center[:, None, :] + np.einsum("ki,ni,nij->nkj", bits, extent, axes)
+    return center[:, None, :] + (_BITS[None] * extent[:, None, :]) @ axes
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise cross product of (n, 3) arrays (np.cross's overhead dominates at n ~ 10)."""
+    a0, a1, a2 = a[:, 0], a[:, 1], a[:, 2]
+    b0, b1, b2 = b[:, 0], b[:, 1], b[:, 2]
+    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=1)
 
 
 def cab_axes(joint, c1, a1, e1, c2, a2, e2) -> np.ndarray:
     """CAB's parent axes (n, 3, 3) rows from the children's boxes and the joint (n, 3)."""
-    n = c1.shape[0]
-    r = np.arange(n)
+    r = np.arange(c1.shape[0])
     k1, k2 = e1.argmax(axis=1), e2.argmax(axis=1)
-    m1 = a1[r, k1] * e1[r, k1][:, None]
-    m2 = a2[r, k2] * e2[r, k2][:, None]
+    l1, l2 = e1[r, k1], e2[r, k2]
+    m1 = a1[r, k1] * l1[:, None]                       # major axes, |m| = half length
+    m2 = a2[r, k2] * l2[:, None]
     # Point each major axis away from the joint.
-    m1 = m1 * np.where(np.einsum("ij,ij->i", m1, c1 - joint) < 0, -1.0, 1.0)[:, None]
-    m2 = m2 * np.where(np.einsum("ij,ij->i", m2, c2 - joint) < 0, -1.0, 1.0)[:, None]
-    cand = np.stack([m1, m2, m1 - m2], axis=1)                      # (n, 3, 3)
-    A1 = _unit(cand[r, np.linalg.norm(cand, axis=2).argmax(axis=1)])
-    A2 = _unit(np.cross(m1, m2))
-    A3 = np.cross(A1, A2)
-    axes = np.stack([A1, A2, A3], axis=1)
-    u1, u2 = _unit(m1), _unit(m2)
-    par = (np.abs(np.einsum("ij,ij->i", u1, u2)) > PARALLEL) | (np.linalg.norm(A1, axis=1) == 0)
+    m1 *= np.where(((c1 - joint) * m1).sum(axis=1) < 0, -1.0, 1.0)[:, None]
+    m2 *= np.where(((c2 - joint) * m2).sum(axis=1) < 0, -1.0, 1.0)[:, None]
+    E = m1 - m2
+    lE = np.sqrt((E * E).sum(axis=1))
+    A1 = np.where((l1 >= l2)[:, None], m1, m2)
+    lA = np.maximum(l1, l2)
+    longer = lE > lA
+    A1 = np.where(longer[:, None], E, A1) / np.where(longer, lE, np.where(lA > 0, lA, 1.0))[:, None]
+    A2 = _cross(m1, m2)
+    l12 = np.sqrt((A2 * A2).sum(axis=1))
+    # Parallel: |sin| < sqrt(1 - PARALLEL^2) ⇔ |cos| > PARALLEL.
+    par = l12 <= np.sqrt(1.0 - PARALLEL ** 2) * l1 * l2
+    A2 /= np.where(par, 1.0, l12)[:, None]
+    axes = np.stack([A1, A2, _cross(A1, A2)], axis=1)
     if par.any():
-        first = e1[r, k1] >= e2[r, k2]
-        axes[par] = np.where(first[par, None, None], a1[par], a2[par])
+        axes[par] = np.where((l1 >= l2)[par, None, None], a1[par], a2[par])
     return axes
 
 
@@ -137,13 +152,11 @@ def update_tree(data: ObbData, leaf: tuple[np.ndarray, np.ndarray, np.ndarray],
     center[is_leaf] = lc[data.node_leaf[is_leaf]]
     axes[is_leaf] = la[data.node_leaf[is_leaf]]
     extent[is_leaf] = le[data.node_leaf[is_leaf]]
-    if pose is not None:
+    if pose is not None and how == "cab":
         heads = np.concatenate([data.joint_rest[:-1, :, 3], [[0, 0, 0, 1.0]]], axis=0)
         joint_world = np.einsum("ij,bjk,bk->bi", pose.armature_world,
                                 pose.deform_with_static(), heads)[:, :3]
-    for d in range(1, int(data.node_depth.max(initial=0)) + 1):
-        nodes = np.nonzero(data.node_depth == d)[0]
-        f = data.first_child[nodes].astype(np.int64)
+    for nodes, f in data.levels:
         c1, a1, e1 = center[f], axes[f], extent[f]
         c2, a2, e2 = center[f + 1], axes[f + 1], extent[f + 1]
         if how == "aabb":
