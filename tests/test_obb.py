@@ -237,3 +237,23 @@ def test_obb_falls_back_for_preserve_volume(rig):
         assert m.id != "obb" and any("Preserve Volume" in w for w in why)
     finally:
         rig.preserve_volume = False
+
+
+def test_chain_regions_from_the_skeleton():
+    """Two tubes on one root bone: the root is the torso, each tube a limb, one chain;
+    a single tube: torso = root, one limb, no chain. Every triangle has a region, a limb
+    is a connected subtree hanging from the torso."""
+    from skin_collide.core.methods.chains.regions import regions
+
+    rig = branching_rig()
+    r = regions(rig)
+    assert r.n_limbs == 2 and r.chains.tolist() == [[1, 2]]
+    assert r.bone_region[0] == 0 and set(r.bone_region[1:5]) == {1} and set(r.bone_region[5:9]) == {2}
+    assert r.tri_region.shape == (rig.n_triangles,) and set(np.unique(r.tri_region)) <= {0, 1, 2}
+    for k, root in enumerate(r.limb_root, start=1):
+        assert r.bone_region[rig.bone_parents[root]] == 0
+        members = np.nonzero(r.bone_region[:-1] == k)[0]
+        for b in members:
+            assert b == root or r.bone_region[rig.bone_parents[b]] == k
+    single = regions(procedural.tube_rig(rings=10, segments=8, n_bones=4))
+    assert single.n_limbs == 1 and single.chains.shape == (0, 2)
