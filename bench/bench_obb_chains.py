@@ -97,18 +97,16 @@ def obb_frame(m, objs, pos, tris, poses, how: str, row: Row, want: set) -> None:
     vb = m.volumes(objs[1].rig, objs[1].data, Frame(pos[1], tris[1], poses[1]), how)
     t1 = time.perf_counter()
     spent = [0.0]
-    leaf_pairs = []
-    inner = va.leaf_pairs
+    inner = va.candidates
 
-    def timed_leaf_pairs(la, other, lb):
+    def timed_candidates(la, other, lb):
         s = time.perf_counter()
         out = inner(la, other, lb)
         spent[0] += time.perf_counter() - s
         row.filter += time.perf_counter() - s
-        leaf_pairs.append(np.stack([la, lb], 1))
         return out
 
-    va.leaf_pairs = timed_leaf_pairs
+    va.candidates = timed_candidates
 
     def test(ta, tb):
         s = time.perf_counter()
@@ -127,7 +125,7 @@ def obb_frame(m, objs, pos, tris, poses, how: str, row: Row, want: set) -> None:
     t2 = time.perf_counter()
     got = {tuple(p) for p in pairs.tolist()}
     assert got == want, (how, len(got ^ want))
-    lp = np.concatenate(leaf_pairs) if leaf_pairs else np.zeros((0, 2), np.int64)
+    lp = np.stack(va.leaf_pair_list, axis=1)
     # Leaf pairs with a hit: the leaf node of each triangle.
     hit_leaf = set()
     if pairs.size:
@@ -140,7 +138,7 @@ def obb_frame(m, objs, pos, tris, poses, how: str, row: Row, want: set) -> None:
         hit_leaf = set(zip(node_of_a[pairs[:, 0]].tolist(), node_of_b[pairs[:, 1]].tolist()))
     row.coll += lp.shape[0]
     row.false += lp.shape[0] - len(hit_leaf)
-    row.box_tests += st.volume_tests
+    row.box_tests += va.box_tests
     row.tri_tests += st.triangle_tests
     row.cartesian += va.cartesian
     row.upd += t1 - t0

@@ -219,6 +219,10 @@ def test_obb_equals_brute_force_and_the_sphere_tree(make):
                                    st.volumes(rig, st_prep, Frame(B, tris, pb)), cross)
         g = {tuple(p) for p in got.tolist()}
         assert g == {tuple(p) for p in want.tolist()} == {tuple(p) for p in sph.tolist()}
+        # The generic traversal without the fast path (per-chunk leaf-pair filter).
+        slow, _ = traversal.collide(m.volumes(rig, prepared, Frame(A, tris, pa)), vb, cross,
+                                    roots=(np.zeros(1, np.int64), np.zeros(1, np.int64)))
+        assert {tuple(p) for p in slow.tolist()} == g
         # Unknown pose: the boxes fitted to the evaluated vertices give the same pairs.
         got2, _ = traversal.collide(m.volumes(rig, prepared, Frame(A, tris)),
                                     m.volumes(rig, prepared, Frame(B, tris)), cross)

@@ -14,6 +14,8 @@ its whole cartesian product; self-collision runs on the object's own AABB tree.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from ...query import sweep
@@ -51,6 +53,9 @@ class ObbVolumes(Volumes):
         pos = frame.positions
         self.tri_pad = TRI_PAD * max(1.0, float(np.abs(pos).max(initial=0.0)))
         self.cartesian = 0      # triangle pairs of the surviving leaf pairs, unfiltered
+        self.box_tests = 0      # box pairs tested by `collide_fast`
+        self._collect: list | None = None
+        self.leaf_pair_list = (np.zeros(0, np.int64), np.zeros(0, np.int64))
 
     def ensure(self, nodes: np.ndarray) -> None:
         return None
@@ -76,20 +81,65 @@ class ObbVolumes(Volumes):
 
     def leaf_pairs(self, la: np.ndarray, other: "ObbVolumes", lb: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray]:
-        """The traversal's hook for overlapping leaf pairs: a superset of the intersecting
-        triangle pairs. Triangles entirely beyond a face plane of the other leaf's box
-        are dropped (a box face is a separating plane), then the rest go through the
-        per-triangle AABB grid (`core.query.sweep.grid_pairs`)."""
+        """The traversal's hook for overlapping leaf pairs. While `collide_fast` collects
+        (the usual case) it records them and returns nothing; otherwise it returns the
+        candidate triangle pairs at once (`candidates`)."""
+        if self._collect is not None:
+            self._collect.append((la, lb))
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return self.candidates(la, other, lb)
+
+    def candidates(self, la: np.ndarray, other: "ObbVolumes", lb: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """Exactly the triangle pairs of the leaf pairs (la[k], lb[k]) whose (padded)
+        AABBs overlap: a superset of the intersecting ones.
+
+        One grid over the triangles of all the leaves involved (`sweep.grid_pairs`, one
+        group), then the pairs whose leaves form one of the given leaf pairs: the work
+        follows the triangles and the output, not the leaves' cartesian products."""
         h, ho = self.hierarchy, other.hierarchy
         self.cartesian += int(((h.leaf_ptr[la + 1] - h.leaf_ptr[la])
                                * (ho.leaf_ptr[lb + 1] - ho.leaf_ptr[lb])).sum())
-        ga, ta = sweep.leaf_entries(h, la)
-        gb, tb = sweep.leaf_entries(ho, lb)
-        ka = _near_box(self.frame, ta, other, lb[ga])
-        kb = _near_box(other.frame, tb, self, la[gb])
+        na, nb = self.data.tri_node, other.data.tri_node
+        ta = np.nonzero(np.isin(na, la))[0]
+        tb = np.nonzero(np.isin(nb, lb))[0]
         lo_a, hi_a = self.triangle_boxes()
         lo_b, hi_b = other.triangle_boxes()
-        return sweep.grid_pairs(ga[ka], ta[ka], lo_a, hi_a, gb[kb], tb[kb], lo_b, hi_b)
+        pa, pb = sweep.grid_pairs(np.zeros(ta.size, np.int64), ta, lo_a, hi_a,
+                                  np.zeros(tb.size, np.int64), tb, lo_b, hi_b)
+        nbn = int(ho.n_nodes)
+        wanted = np.unique(la.astype(np.int64) * nbn + lb)
+        key = na[pa].astype(np.int64) * nbn + nb[pb]
+        keep = np.isin(key, wanted)
+        return pa[keep], pb[keep]
+
+    def collide_fast(self, other: "ObbVolumes",
+                     triangle_test: Callable[[np.ndarray, np.ndarray], np.ndarray]
+                     ) -> tuple[np.ndarray, np.ndarray, int]:
+        """The generic traversal's fast path for two OBB trees: the box traversal collects
+        every overlapping leaf pair, then one `candidates` call filters all their
+        triangles together and the caller's exact test decides. Returns the hit triangle
+        pairs (ta, tb) and the number of triangle tests."""
+        from ...query import traversal
+
+        self._collect = []
+        try:
+            _, st = traversal.collide(self, other, lambda a, b: np.zeros(a.size, bool),
+                                      roots=(np.zeros(1, np.int64), np.zeros(1, np.int64)))
+            pairs = self._collect
+        finally:
+            self._collect = None
+        self.box_tests += st.volume_tests
+        self.leaf_pair_list = (np.concatenate([p[0] for p in pairs]) if pairs else
+                               np.zeros(0, np.int64),
+                               np.concatenate([p[1] for p in pairs]) if pairs else
+                               np.zeros(0, np.int64))
+        la, lb = self.leaf_pair_list
+        if la.size == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), 0
+        ta, tb = self.candidates(la, other, lb)
+        hit = triangle_test(ta, tb) if ta.size else np.zeros(0, bool)
+        return ta[hit], tb[hit], int(ta.size)
 
     def corners(self, nodes: np.ndarray | None = None) -> np.ndarray:
         """(n, 8, 3) corners of `nodes` (all nodes by default) for drawing."""

@@ -93,6 +93,17 @@ class ObbData:
         return lv
 
     @property
+    def tri_node(self) -> np.ndarray:
+        """(T,) int64 the leaf node holding each triangle."""
+        t = getattr(self, "_tri_node", None)
+        if t is None:
+            N = self.first_child.shape[0]
+            t = np.empty(self.leaf_tris.shape[0], np.int64)
+            t[self.leaf_tris] = np.repeat(np.arange(N), np.diff(self.leaf_ptr))
+            self._tri_node = t
+        return t
+
+    @property
     def n_leaves(self) -> int:
         return int(self.leaf_bone.shape[0])
 
