@@ -85,7 +85,7 @@ def grid_pairs(ga: np.ndarray, ta: np.ndarray, lo_a: np.ndarray, hi_a: np.ndarra
     """Same contract as `candidate_pairs`, by a uniform grid instead of a sweep: output
     sensitive where one sweep axis sees many overlapping intervals (long limbs crossing).
 
-    Each entry is put in the cells its box touches (cell size: twice the 75th percentile
+    Each entry is put in the cells its box touches (cell size: the median
     of the boxes' largest side); entries of a and b in the same (group, cell) are paired,
     and a pair is kept only in the cell holding the lower corner of its boxes'
     intersection, so it comes out once, and only if its boxes overlap.
@@ -96,7 +96,7 @@ def grid_pairs(ga: np.ndarray, ta: np.ndarray, lo_a: np.ndarray, hi_a: np.ndarra
     lb, hb_ = lo_b[tb], hi_b[tb]
     if cell is None:
         side = np.concatenate([(ha_ - la).max(axis=1), (hb_ - lb).max(axis=1)])
-        cell = 2.0 * float(np.percentile(side, 75))
+        cell = float(np.percentile(side, 50))
         span = float(max(ha_.max() - la.min(), hb_.max() - lb.min()))
         cell = max(cell, span / 1024.0, 1e-300)
     origin = np.minimum(la.min(axis=0), lb.min(axis=0))
