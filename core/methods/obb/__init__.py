@@ -183,18 +183,6 @@ class ObbCab(Method):
         return Drawable(corners=v.corners(nodes))
 
 
-def _near_box(frame: Frame, tris: np.ndarray, vol: ObbVolumes, nodes: np.ndarray
-              ) -> np.ndarray:
-    """(E,) bool: may triangle tris[e] (of `frame`) meet box nodes[e] of `vol`? False
-    only when its three vertices lie beyond one face plane of the box (by more than the
-    triangle filter's pad)."""
-    p = frame.positions[frame.triangles[tris]]                     # (E, 3, 3)
-    local = np.matmul(p - vol.center[nodes][:, None, :], np.swapaxes(vol.axes[nodes], 1, 2))
-    e = vol.extent[nodes][:, None, :] + vol.tri_pad
-    beyond = (local > e).all(axis=1) | (local < -e).all(axis=1)   # (E, 3) per axis
-    return ~beyond.any(axis=1)
-
-
 def _depth_from_root(data: ObbData) -> np.ndarray:
     N = data.first_child.shape[0]
     depth = np.zeros(N, np.int64)
