@@ -19,6 +19,9 @@ Usage (from the repository root):
     bash dev python bench/bench_obb_chains.py --asset makehuman_default.blend --frames 20
     bash dev python bench/bench_obb_chains.py --asset cesium_man.glb --frames 20 --poses 10
 
+Sphere chains (Madera et al. 2015) are not benchmarked yet: only their torso/limb
+regions exist (`core.methods.chains.regions`).
+
 Not a test: nothing here asserts on time.
 """
 from __future__ import annotations
