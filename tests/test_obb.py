@@ -261,3 +261,38 @@ def test_chain_regions_from_the_skeleton():
             assert b == root or r.bone_region[rig.bone_parents[b]] == k
     single = regions(procedural.tube_rig(rings=10, segments=8, n_bones=4))
     assert single.n_limbs == 1 and single.chains.shape == (0, 2)
+
+
+def test_chains_self_collision_equals_brute_force_on_covered_pairs():
+    """Sphere chains on the branching rig in strong poses: every sphere encloses its
+    region's evaluated vertices, and every intersecting pair whose spheres are
+    non-adjacent on a chain is found, nothing else."""
+    from skin_collide.core import welds
+    from skin_collide.core.methods.chains import chains
+
+    rig = branching_rig()
+    data = chains.build(rig)
+    assert data.uncovered.size == 0 and data.chain_ptr.size == 2
+    keys = welds.vertex_weld_ids(rig)[rig.triangles]
+    tris = rig.triangles
+    seen = 0
+    for pose in _strong_poses(rig, 6, 5):
+        P = skinning.lbs_rig(rig, pose)
+        c, r = chains.frame_spheres(data, P)
+        seg = np.repeat(np.arange(data.n_spheres), np.diff(data.sphere_vert_ptr))
+        assert (np.linalg.norm(P[data.sphere_verts] - c[seg], axis=1) <= r[seg] * (1 + 1e-12)).all()
+
+        def test(ta, tb):
+            far = ~welds.adjacent_pairs(keys, ta, tb)
+            hit = np.zeros(ta.size, bool)
+            hit[far] = triangles.triangle_pairs_intersect(P, tris, ta[far], P, tris, tb[far])
+            return hit
+
+        got, st = chains.self_pairs(data, P, tris, test)
+        want = scan.brute_force_pairs(P, tris, keys=keys)
+        s = data.tri_sphere
+        want = want[data.covered[s[want[:, 0]], s[want[:, 1]]]]
+        assert {tuple(p) for p in got.tolist()} == {tuple(p) for p in want.tolist()}
+        assert st["overlapping"] <= st["sphere_tests"]
+        seen += len(want)
+    assert seen > 10
