@@ -19,8 +19,10 @@ Usage (from the repository root):
     bash dev python bench/bench_obb_chains.py --asset makehuman_default.blend --frames 20
     bash dev python bench/bench_obb_chains.py --asset cesium_man.glb --frames 20 --poses 10
 
-Sphere chains (Madera et al. 2015) are not benchmarked yet: only their torso/limb
-regions exist (`core.methods.chains.regions`).
+Sphere chains (Madera et al. 2015), self-collision of the first character on the same
+states: M1 (sphere pairs tested chain by chain) and M2 (each covered pair once) against
+the project's exact self-collision (`Scanner(self_collision=True)`, the AABB self tree),
+whose pairs restricted to the chains' covered sphere pairs must equal the chains' pairs.
 
 Not a test: nothing here asserts on time.
 """
@@ -163,6 +165,16 @@ def main() -> None:
     from skin_collide.core.methods import registry
 
     ob, arm, ob2, arm2 = crossing(args.asset)
+    from skin_collide.core import triangles as tri_test, welds
+    from skin_collide.core.methods.chains import chains
+
+    selfsc = scanner.Scanner([ob], self_collision=True)
+    t0 = time.perf_counter()
+    cdata = chains.build(selfsc.objects[0].rig)
+    chain_build = time.perf_counter() - t0
+    ch = {"M1": [0.0, 0, 0, 0], "M2": [0.0, 0, 0, 0]}   # time, sphere tests, overlaps, tri tests
+    t_self = 0.0
+    covered_pairs = 0
     obb = scanner.Scanner([ob, ob2], method="obb")
     sph = scanner.Scanner([ob, ob2], method="sphere-tree")
     m = registry.get("obb")
@@ -182,6 +194,34 @@ def main() -> None:
         t_blender += time.perf_counter() - s
         for how, row in rows.items():
             obb_frame(m, objs, pos, tris, poses, how, row, want)
+        # Chains: self-collision of the first character.
+        spos, sposes = selfsc.evaluate(bpy.context.evaluated_depsgraph_get())
+        st_ = selfsc.triangles[0]
+        s = time.perf_counter()
+        sref, _, _ = selfsc.query(spos, sposes)
+        t_self += time.perf_counter() - s
+        P = spos[0]
+        keys = selfsc.objects[0].vertex_keys[st_]
+
+        def self_test(ta, tb):
+            far = ~welds.adjacent_pairs(keys, ta, tb)
+            hit = np.zeros(ta.size, bool)
+            hit[far] = tri_test.triangle_pairs_intersect(P, st_, ta[far], P, st_, tb[far])
+            return hit
+
+        ref_pairs = np.array([p for i, j, q in sref if i == j for p in q.tolist()],
+                             np.int64).reshape(-1, 2)
+        ts = cdata.tri_sphere
+        ref_pairs = ref_pairs[cdata.covered[ts[ref_pairs[:, 0]], ts[ref_pairs[:, 1]]]]
+        covered_pairs += len(ref_pairs)
+        for mode, acc in ch.items():
+            s = time.perf_counter()
+            got, cst = chains.self_pairs(cdata, P, st_, self_test, mode)
+            acc[0] += time.perf_counter() - s
+            acc[1] += cst["sphere_tests"]
+            acc[2] += cst["overlapping"]
+            acc[3] += cst["triangle_tests"]
+            assert {tuple(p) for p in got.tolist()} == {tuple(p) for p in np.sort(ref_pairs, 1).tolist()}, mode
         n += 1
         n_pairs += len(want)
     T = [t.shape[0] for t in obb.triangles]
@@ -208,6 +248,16 @@ def main() -> None:
                                             for h, r in rows.items())
           + f"; covariance / CAB = {cov.parents / cab.parents:.2f}")
     batch_parents()
+    r = cdata.regions
+    print(f"sphere chains (self-collision of {ob.name}): {r.n_limbs} limbs, "
+          f"{cdata.chain_ptr.size - 1} chains, {cdata.n_spheres} spheres, "
+          f"{cdata.uncovered.size} triangles on no chain; build {1e3 * chain_build:.1f} ms; "
+          f"{covered_pairs} covered intersecting pairs in all")
+    print(f"{'':22s}{'ms':>9s}{'sphere tests':>14s}{'overlaps':>10s}{'tri tests':>11s}")
+    for mode, (t, a, b, c) in ch.items():
+        name = "M1 (chains)" if mode == "M1" else "M2 (no chains)"
+        print(f"{name:22s}{1e3 * t:9.1f}{a:14d}{b:10d}{c:11d}")
+    print(f"{'self tree (all pairs)':22s}{1e3 * t_self:9.1f}")
 
 
 def batch_parents(n: int = 20000, repeat: int = 5) -> None:

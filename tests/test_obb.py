@@ -289,6 +289,8 @@ def test_chains_self_collision_equals_brute_force_on_covered_pairs():
             return hit
 
         got, st = chains.self_pairs(data, P, tris, test)
+        got1, st1 = chains.self_pairs(data, P, tris, test, mode="M1")
+        assert np.array_equal(got, got1) and st1["sphere_tests"] >= st["sphere_tests"]
         want = scan.brute_force_pairs(P, tris, keys=keys)
         s = data.tri_sphere
         want = want[data.covered[s[want[:, 0]], s[want[:, 1]]]]

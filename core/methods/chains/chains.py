@@ -143,18 +143,42 @@ def frame_spheres(data: ChainData, positions: np.ndarray) -> tuple[np.ndarray, n
     return c, r
 
 
+def chain_pairs(data: ChainData) -> tuple[np.ndarray, np.ndarray]:
+    """The paper's M1 sphere pairs: along each chain, every pair not the same or adjacent
+    (pairs shared by several chains repeat). (P,), (P,) int64, i < j in chain order."""
+    out_i, out_j = [], []
+    for k in range(data.chain_ptr.size - 1):
+        seq = data.chain_spheres[data.chain_ptr[k]:data.chain_ptr[k + 1]]
+        a, b = np.triu_indices(seq.size, 2)
+        out_i.append(seq[a])
+        out_j.append(seq[b])
+    if not out_i:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(out_i), np.concatenate(out_j)
+
+
 def self_pairs(data: ChainData, positions: np.ndarray, triangles: np.ndarray,
-               triangle_test: Callable[[np.ndarray, np.ndarray], np.ndarray]
-               ) -> tuple[np.ndarray, dict]:
+               triangle_test: Callable[[np.ndarray, np.ndarray], np.ndarray],
+               mode: str = "M2") -> tuple[np.ndarray, dict]:
     """The covered intersecting triangle pairs (K, 2) int64 (smaller index first) and
-    statistics (sphere tests M1: the chain pairs tested; overlapping sphere pairs M2;
-    triangle tests). `triangle_test` must drop adjacent pairs (as for the traversal)."""
+    statistics (sphere tests, overlapping sphere pairs, triangle tests).
+
+    `mode`: "M1" tests the sphere pairs chain by chain (the paper's method with chains,
+    shared pairs tested once per chain), "M2" each covered sphere pair once. Same result.
+    `triangle_test` must drop adjacent pairs (as for the traversal)."""
     c, r = frame_spheres(data, positions)
-    i, j = np.nonzero(np.triu(data.covered))
+    if mode == "M1":
+        i, j = chain_pairs(data)
+    else:
+        i, j = np.nonzero(np.triu(data.covered))
     d = c[i] - c[j]
     ok = np.einsum("ij,ij->i", d, d) <= (r[i] + r[j]) ** 2
     i, j = i[ok], j[ok]
-    stats = {"sphere_tests": int(ok.size), "overlapping": int(i.size), "triangle_tests": 0}
+    tested = int(ok.size)
+    if mode == "M1" and i.size:
+        u = np.unique(np.sort(np.stack([i, j], 1), axis=1), axis=0)
+        i, j = u[:, 0], u[:, 1]
+    stats = {"sphere_tests": tested, "overlapping": int(ok.sum()), "triangle_tests": 0}
     if i.size == 0:
         return np.zeros((0, 2), np.int64), stats
     pad = TRI_PAD * max(1.0, float(np.abs(positions).max()))
