@@ -89,3 +89,46 @@ def test_obb_equals_sphere_tree_on_crossing_characters(bpy_module, assets_dir, a
             assert (np.abs(local) <= e[seg]).all(), (asset, state, o.name)
         found += len(g)
     assert found > 0, "the copies never touched: the test would prove nothing"
+
+
+@pytest.mark.parametrize("asset", [a for a in ASSETS if a != "makehuman_default.blend"]
+                         or ["(none)"])
+def test_chains_equal_the_self_tree_on_covered_pairs(bpy_module, assets_dir, asset):
+    """Sphere chains: regions found automatically, and on a few frames and strong poses
+    the covered self-collision pairs equal the exact self tree's restricted to them
+    (MakeHuman: in bench/bench_obb_chains.py, which asserts the same; too slow here)."""
+    from skin_collide.addon import extract, files, scanner
+    from skin_collide.core import triangles, welds
+    from skin_collide.core.methods.chains import chains
+
+    bpy = bpy_module
+    files.load_file(str(assets_dir / asset))
+    meshes = extract.skinned_meshes(bpy.context.scene)
+    arm = extract.modifier_report(meshes[0]).armature
+    ob = max(meshes, key=lambda o: len(o.data.polygons))
+    sc = scanner.Scanner([ob], self_collision=True)
+    data = chains.build(sc.objects[0].rig)
+    assert data.regions.n_limbs >= 4 and data.chain_ptr.size - 1 >= 6
+    rng = np.random.default_rng(3)
+    arm2 = arm
+    found = 0
+    for state in _states(bpy, arm, arm2, rng):
+        pos, poses = sc.evaluate(bpy.context.evaluated_depsgraph_get())
+        tris = sc.triangles[0]
+        ref, _, _ = sc.query(pos, poses)
+        P = pos[0]
+        keys = sc.objects[0].vertex_keys[tris]
+
+        def test(ta, tb):
+            far = ~welds.adjacent_pairs(keys, ta, tb)
+            hit = np.zeros(ta.size, bool)
+            hit[far] = triangles.triangle_pairs_intersect(P, tris, ta[far], P, tris, tb[far])
+            return hit
+
+        want = np.array([p for i, j, q in ref for p in q.tolist()], np.int64).reshape(-1, 2)
+        s = data.tri_sphere
+        want = np.sort(want[data.covered[s[want[:, 0]], s[want[:, 1]]]], axis=1)
+        got, _ = chains.self_pairs(data, P, tris, test)
+        assert {tuple(p) for p in got.tolist()} == {tuple(p) for p in want.tolist()}, state
+        found += len(want)
+    assert found > 0
