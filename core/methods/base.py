@@ -152,6 +152,10 @@ class Method(ABC):
     #: False for methods whose pairs come from outside the numpy core (Blender's own
     #: BVHTree, the reference): they have no `Volumes`, and the Blender glue answers.
     in_core: ClassVar[bool] = True
+    #: False for methods that answer only between two objects (e.g. `obb`: a bone's leaf
+    #: against itself would be its whole cartesian product); self-collision then runs on
+    #: the object's own AABB tree.
+    supports_self: ClassVar[bool] = True
 
     def supports(self, rig: Rig) -> str | None:
         """None when this method is exact for `rig`, else the reason it is not."""

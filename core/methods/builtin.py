@@ -5,4 +5,5 @@ A new method adds one import line here (and lives in its own module or package).
 from . import sphere_tree  # noqa: F401  (sphere-tree, bottom-up)
 from . import pv_sphere_tree  # noqa: F401  (sphere-tree-pv)
 from . import box_tree  # noqa: F401  (box-tree)
+from . import obb  # noqa: F401  (obb)
 from . import reference  # noqa: F401  (rebuild: Blender's BVHTree, the reference)

@@ -157,7 +157,12 @@ def collide(a: Volumes, b: Volumes | None,
         both = leaf_a & leaf_b
         tri_a_parts, tri_b_parts = [], []
         if (both & ~same).any():
-            t = leaf_triangle_pairs(ha, na[both & ~same], hb, nb[both & ~same])
+            pairs_of = getattr(a, "leaf_pairs", None)
+            if pairs_of is not None and type(B) is type(a):
+                # Kinds whose leaves hold many triangles filter the cartesian product.
+                t = pairs_of(na[both & ~same], B, nb[both & ~same])
+            else:
+                t = leaf_triangle_pairs(ha, na[both & ~same], hb, nb[both & ~same])
             tri_a_parts.append(t[0])
             tri_b_parts.append(t[1])
         if (both & same).any():
