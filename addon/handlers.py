@@ -156,14 +156,24 @@ def on_load_post(*_args) -> None:
     for scene in bpy.data.scenes:
         session.forget(scene)
     _clean_orphans()
+    try:
+        storage.scan_missing()         # only notes them: rebuilt when first needed
+    except Exception as exc:  # noqa: BLE001 - never block loading a file
+        print(f"skin_collide: could not check the collision data caches: {exc}")
     overlay.forget_drawn()
     overlay.enable_drawing()
 
 
 @persistent
-def on_save_pre(*_args) -> None:
-    """Do not save the collision data of meshes that no longer exist."""
+def on_save_pre(*args) -> None:
+    """Do not save the collision data of meshes that no longer exist; put the data where
+    the scene's Data Location says (the disk cache next to the file being saved)."""
     _clean_orphans()
+    path = args[0] if args and isinstance(args[0], str) else None
+    try:
+        storage.relocate(path or None)
+    except Exception as exc:  # noqa: BLE001 - never block saving a file
+        print(f"skin_collide: could not move the collision data: {exc}")
 
 
 def _clean_orphans() -> None:

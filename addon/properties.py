@@ -64,6 +64,15 @@ class SKINCOLLIDE_PG_settings(bpy.types.PropertyGroup):
     live_pairs: bpy.props.IntProperty(
         name="Live Pairs", description="Colliding polygon pairs found by the last live update "
         "(frame change or pose edit)", default=0, min=0)
+    data_location: bpy.props.EnumProperty(
+        name="Data Location",
+        description="Where built collision data is kept",
+        items=[("FILE", "In the File", "Inside the .blend (compressed, ~1 MB per 27k "
+                "triangles): one file to share, nothing to lose"),
+               ("DISK", "Disk Cache", "In //skin_collide_cache/ next to the saved .blend, "
+                "keyed by the rig: lean scene files; a missing or stale cache is rebuilt "
+                "when first needed. Needs a saved file")],
+        default="FILE")
     add_markers: bpy.props.BoolProperty(
         name="Markers", description="Place a timeline marker at the first frame of each "
         "collision episode when scanning", default=False)

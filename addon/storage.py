@@ -1,9 +1,22 @@
-"""Built collision data, kept in the .blend.
+"""Built collision data: where it lives (in the .blend, or in a disk cache next to it).
 
-Each built mesh object points (``ob.skin_collide.data``) to a Text datablock holding its
-`core.persist` bytes as base64: it is saved with the file and comes back on reload without
-a rebuild. Everything else in the add-on goes through the functions of this module, so the
-storage can change (issue 14) without touching the callers.
+Each built mesh object points (``ob.skin_collide.data``) to a hidden Text datablock
+(``.skin_collide/<name>``; a leading dot keeps it out of Blender's ID lists). The Text's
+body is one line of explanation; the `core.persist` bytes (a compressed binary
+`core.blob` container) are either
+
+* in the file: a bytes custom property of the Text (`BLOB_KEY`), saved with the .blend
+  and restored on reload, on undo and shared (not copied) by Shift+D, or
+* on disk (`scene.skin_collide.data_location == "DISK"`): ``//skin_collide_cache/
+  <rig signature>.skcb`` next to the saved .blend, the Text keeping only the signature
+  (`CACHE_KEY`). A cache file whose rig signature is not the one recorded (stale, foreign,
+  damaged) or that is missing is never used: the data is rebuilt from the mesh the first
+  time it is needed (`load`), with progress, and written again. Opening a file never
+  builds (`scan_missing` only lists what will be rebuilt).
+
+Files written by earlier versions (line-wrapped base64 in the body) are still read.
+Everything else in the add-on goes through the functions of this module: it is the only
+one that knows where the data lives (docs/storage.md §4).
 
 Ownership. A pointer property is copied by Shift+D, so a duplicate points to the
 original's Text. The Text records its owner (`OWNER_KEY`, the object's name, refreshed
@@ -26,6 +39,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import uuid
 
 from ..core import persist
@@ -35,7 +49,15 @@ TEXT_PREFIX = ".skin_collide/"
 OWNER_KEY = "skin_collide_owner"
 UID_KEY = "skin_collide_uid"
 BUILD_KEY = "skin_collide_build"
+BLOB_KEY = "skin_collide_blob"          # the persist bytes, when kept in the file
+CACHE_KEY = "skin_collide_cache"        # the rig signature, when kept on disk
+CACHE_DIR = "//skin_collide_cache/"
+CACHE_SUFFIX = ".skcb"
+BODY = ("skin_collide collision data for '{}': binary, in this Text's custom property or "
+        "in //skin_collide_cache/; do not edit.\n")
 _cache: dict[str, tuple[str, CollisionObject]] = {}
+# Names of meshes whose data will be rebuilt when first needed (found by `scan_missing`).
+missing: set[str] = set()
 
 # Modifier properties that only change the user interface, never the evaluated mesh.
 _UI_ONLY = {"name", "show_expanded", "is_active", "show_on_cage", "show_in_editmode",
@@ -145,9 +167,87 @@ def uid(ob) -> str:
     return ""
 
 
-def save(ob, obj: CollisionObject) -> None:
+def cache_dir(blend_path: str | None = None) -> str | None:
+    """Absolute path of the disk cache folder next to `blend_path` (default: the open
+    .blend), or None when the file was never saved (``//`` needs a saved file)."""
+    import bpy
+
+    blend_path = bpy.data.filepath if blend_path is None else blend_path
+    if not blend_path:
+        return None
+    return os.path.join(os.path.dirname(os.path.abspath(blend_path)), "skin_collide_cache")
+
+
+def cache_path(signature: str, blend_path: str | None = None) -> str | None:
+    """Where the disk cache of data with rig signature `signature` lives (None: unsaved)."""
+    folder = cache_dir(blend_path)
+    return None if folder is None else os.path.join(folder, signature + CACHE_SUFFIX)
+
+
+def location(ob) -> str:
+    """Where `ob`'s data is: "FILE", "DISK" or "" (none)."""
+    text = _text_of(ob)
+    if text is None or not owns(ob, text):
+        return ""
+    return "DISK" if text.get(CACHE_KEY) and text.get(BLOB_KEY) is None else "FILE"
+
+
+def _want_disk(ob, blend_path: str | None = None) -> bool:
+    import bpy
+
+    scenes = [s for s in bpy.data.scenes if ob.name in s.objects] or [bpy.context.scene]
+    return (any(getattr(s.skin_collide, "data_location", "FILE") == "DISK" for s in scenes)
+            and cache_dir(blend_path) is not None)
+
+
+def _set_bytes(text, data: bytes) -> None:
+    """Store bytes in a custom property. Blender assigns to an EXISTING byte-string
+    property as a C string (it stops at the first zero byte), so the old one is removed
+    first (pip bpy 5.0.1; tests/test_storage.py)."""
+    if BLOB_KEY in text:
+        del text[BLOB_KEY]
+    text[BLOB_KEY] = data
+
+
+def _write_cache(path: str, data: bytes) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.{uuid.uuid4().hex[:8]}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)             # readers never see half a file
+
+
+def relocate(blend_path: str | None = None) -> int:
+    """Before saving to `blend_path`: move each object's data to where its scene wants it
+    (into the disk cache next to `blend_path`, or back into the file). Data whose cache is
+    missing stays missing (rebuilt when needed). Returns how many moved."""
+    import bpy
+
+    moved = 0
+    for ob in bpy.data.objects:
+        if ob.type != "MESH" or not has_data(ob):
+            continue
+        text = ob.skin_collide.data
+        blob = text.get(BLOB_KEY)
+        if _want_disk(ob, blend_path) and blob is not None:
+            signature = ob.skin_collide.signature
+            _write_cache(cache_path(signature, blend_path), bytes(blob))
+            del text[BLOB_KEY]
+            text[CACHE_KEY] = signature
+            moved += 1
+        elif not _want_disk(ob, blend_path) and blob is None and text.get(CACHE_KEY):
+            obj = _read_cache(ob, text)
+            if obj is not None:
+                _set_bytes(text, persist.to_bytes(obj))
+                del text[CACHE_KEY]
+                moved += 1
+    return moved
+
+
+def save(ob, obj: CollisionObject, data: bytes | None = None) -> None:
     """Store `obj` for mesh object `ob` (replacing earlier data of its own; a copied
-    pointer to another object's data is replaced by a new Text)."""
+    pointer to another object's data is replaced by a new Text), in the file or in the
+    disk cache as the scene says. `data`: `persist.to_bytes(obj)` when already made."""
     props = ob.skin_collide
     text = props.data
     if text is not None and not owns(ob, text):
@@ -155,35 +255,127 @@ def save(ob, obj: CollisionObject) -> None:
     if text is None:
         text = _texts().new(TEXT_PREFIX + ob.name)
         text[UID_KEY] = uuid.uuid4().hex
-    # Line-wrapped base64: Blender's text editor is very slow with one huge line.
-    payload = base64.encodebytes(persist.to_bytes(obj)).decode("ascii")
-    text.from_string(payload)
+    if data is None:
+        data = persist.to_bytes(obj)
+    signature = persist.rig_signature(obj.rig)
+    if _want_disk(ob):
+        _write_cache(cache_path(signature), data)
+        if BLOB_KEY in text:
+            del text[BLOB_KEY]
+        text[CACHE_KEY] = signature
+    else:
+        _set_bytes(text, data)
+        if CACHE_KEY in text:
+            del text[CACHE_KEY]
+    text.from_string(BODY.format(ob.name))
     text[OWNER_KEY] = ob.name
     text[BUILD_KEY] = uuid.uuid4().hex
     props.data = text
     props.uid = str(text[UID_KEY])
-    props.signature = persist.rig_signature(obj.rig)
+    props.signature = signature
     props.shape = state_signature(ob)
     _cache.pop(text.name_full, None)
+    missing.discard(ob.name)
+
+
+def _read_cache(ob, text) -> CollisionObject | None:
+    """The disk cache of `ob`, or None when it is missing, stale, foreign or damaged."""
+    signature = str(text.get(CACHE_KEY) or "")
+    path = cache_path(signature) if signature else None
+    if path is None or not os.path.isfile(path):
+        return None
+    try:
+        with open(path, "rb") as f:
+            obj = persist.from_bytes(f.read())
+    except (OSError, ValueError):
+        return None
+    # The file name is only a key: the content must be the data of this very rig.
+    if persist.rig_signature(obj.rig) != signature or signature != ob.skin_collide.signature:
+        return None
+    return obj
+
+
+def rebuild(ob) -> CollisionObject:
+    """Build `ob`'s data again from the mesh (its cache was missing or stale), with
+    progress, and store it where the scene says. Raises `extract.RigError` when the mesh
+    cannot be read."""
+    import bpy
+
+    from ..core import scan as core_scan
+    from . import extract
+
+    wm = bpy.context.window_manager
+    wm.progress_begin(0, 2)
+    try:
+        rig = extract.rig_from_object(ob)
+        wm.progress_update(1)
+        obj = core_scan.prepare(rig)
+        wm.progress_update(2)
+    finally:
+        wm.progress_end()
+    print(f"skin_collide: rebuilt the collision data of '{ob.name}' "
+          f"({obj.build_seconds:.1f} s; its cache was missing or stale)")
+    save(ob, obj)
+    return obj
+
+
+def needs_rebuild(ob) -> bool:
+    """Whether `ob` is built but its data must be rebuilt before use (disk cache missing,
+    stale or foreign; or the file is unsaved). Cheap: no decoding."""
+    text = _text_of(ob)
+    if text is None or not owns(ob, text) or text.get(BLOB_KEY) is not None:
+        return False
+    if not text.get(CACHE_KEY):
+        return False               # earlier versions' base64 body (or damaged: `load` says)
+    hit = _cache.get(text.name_full)
+    if hit is not None and hit[0] == str(text.get(BUILD_KEY)):
+        return False
+    path = cache_path(str(text[CACHE_KEY]))
+    return path is None or not os.path.isfile(path)
+
+
+def scan_missing() -> set[str]:
+    """After a file is opened: note the meshes whose data will be rebuilt when first
+    needed (nothing is built or read here, so opening never blocks)."""
+    import bpy
+
+    missing.clear()
+    for ob in bpy.data.objects:
+        if ob.type == "MESH" and has_data(ob) and needs_rebuild(ob):
+            missing.add(ob.name)
+    return missing
 
 
 def load(ob) -> CollisionObject | None:
-    """The stored data of `ob`, or None when there is none."""
+    """The stored data of `ob`, or None when there is none. Data whose disk cache is
+    missing, stale or foreign is rebuilt here (the first time it is needed)."""
     if not has_data(ob):
         return None
     text = ob.skin_collide.data
-    # The build id names the data without reading the (megabytes of) text on every frame
+    # The build id names the data without reading the (megabytes of) bytes on every frame
     # and redraw; every build gets a new one.
     key = str(text.get(BUILD_KEY) or ob.skin_collide.signature)
     hit = _cache.get(text.name_full)
     if hit is not None and hit[0] == key:
         return hit[1]
-    try:
-        obj = persist.from_bytes(base64.decodebytes(text.as_string().encode("ascii")))
-    except Exception as exc:      # noqa: BLE001 - damaged or foreign text
-        raise ValueError(f"the collision data of '{ob.name}' cannot be read ({exc}); "
-                         "rebuild") from None
+    blob = text.get(BLOB_KEY)
+    if blob is None and text.get(CACHE_KEY):
+        obj = _read_cache(ob, text)
+        if obj is None:
+            obj = rebuild(ob)
+            key = str(text.get(BUILD_KEY))
+    else:
+        try:
+            if blob is not None:
+                data = bytes(blob)
+            else:                        # earlier versions: line-wrapped base64 body
+                data = base64.decodebytes(text.as_string().encode("ascii"))
+            obj = persist.from_bytes(data)
+        except Exception as exc:      # noqa: BLE001 - damaged or foreign text
+            raise ValueError(f"the collision data of '{ob.name}' cannot be read ({exc}); "
+                             "rebuild") from None
     _cache[text.name_full] = (key, obj)
+    missing.discard(ob.name)
     return obj
 
 

@@ -35,6 +35,15 @@ class SKINCOLLIDE_PT_main(bpy.types.Panel):
                                     else "changed since build: rebuild"))
         else:
             box.label(text="No collision data yet", icon="INFO")
+        for ob in built:
+            if ob.name in storage.missing:
+                box.label(text=f"{ob.name}: cache missing, rebuilt when first needed",
+                          icon="FILE_REFRESH")
+        row = layout.row(align=True)
+        row.prop(s, "data_location", expand=True)
+        if s.data_location == "DISK" and storage.cache_dir() is None:
+            layout.label(text="Unsaved file: data stays in the file until it is saved",
+                         icon="INFO")
         layout.prop(s, "self_collision")
         layout.prop(s, "method")
         layout.prop(s, "ignore_rest_contacts")

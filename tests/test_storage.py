@@ -1,0 +1,198 @@
+"""Where built data lives (addon.storage): compact bytes in the file, or the disk cache next
+to it; stale, foreign and missing caches; Shift+D; earlier files."""
+import base64
+import io
+import json
+import os
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.blender
+bpy = pytest.importorskip("bpy")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def addon():
+    import skin_collide
+
+    skin_collide.register()
+    yield
+    skin_collide.unregister()
+
+
+@pytest.fixture
+def demo():
+    from skin_collide.addon import demo_rig
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    a, b = demo_rig.build_demo_scene(rings=16, segments=10, frames=24)
+    for ob in (a, b):
+        ob.select_set(True)
+    bpy.context.view_layer.objects.active = a
+    yield a, b
+    bpy.ops.wm.read_homefile(use_empty=True)
+
+
+def frames_pairs() -> list:
+    rep = json.loads(bpy.context.scene.skin_collide.report.as_string())
+    return [(f["frame"], f["pairs"]) for f in rep["frames"]]
+
+
+def scan() -> list:
+    assert bpy.ops.skin_collide.scan() == {"FINISHED"}
+    return frames_pairs()
+
+
+def reopen(path) -> None:
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+
+
+def cache_files(folder) -> list:
+    d = folder / "skin_collide_cache"
+    return sorted(p.name for p in d.iterdir()) if d.is_dir() else []
+
+
+def test_byte_properties_need_deleting_before_reassigning():
+    """The Blender behaviour `storage._set_bytes` works around: assigning bytes to an
+    existing byte-string property stops at the first zero byte."""
+    t = bpy.data.texts.new("probe")
+    t["p"] = b"ab\0c"
+    t["p"] = b"abcdef\0gh"
+    assert len(t["p"]) == 6
+    bpy.data.texts.remove(t)
+
+
+def test_file_data_is_compact_binary_and_rebuilds_keep_it_whole(demo, tmp_path):
+    from skin_collide.addon import storage
+    from skin_collide.core import blob
+
+    a, b = demo
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}      # replaces existing bytes
+    text = a.skin_collide.data
+    assert text.name.startswith(".")                          # hidden from ID lists
+    assert len(text.lines) <= 2 and "do not edit" in text.as_string()
+    data = bytes(text[storage.BLOB_KEY])
+    assert blob.is_blob(data) and b"\0" in data
+    assert storage.location(a) == "FILE" and not storage.needs_rebuild(a)
+    before = scan()
+    path = tmp_path / "file.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    reopen(path)
+    a = bpy.data.objects["Left"]
+    assert bytes(a.skin_collide.data[storage.BLOB_KEY]) == data
+    assert storage.load(a) is not None and scan() == before
+    assert cache_files(tmp_path) == []
+
+
+def test_duplicate_shares_the_bytes_instead_of_copying(demo):
+    from skin_collide.addon import storage
+
+    a, b = demo
+    bpy.ops.skin_collide.build()
+    n_texts = len(bpy.data.texts)
+    for ob in bpy.context.scene.objects:
+        ob.select_set(ob == a)
+    bpy.context.view_layer.objects.active = a
+    bpy.ops.object.duplicate()
+    copy = bpy.context.active_object
+    assert copy != a and copy.skin_collide.data == a.skin_collide.data
+    assert len(bpy.data.texts) == n_texts and not storage.has_data(copy)
+    assert storage.load(a) is not None
+
+
+def test_disk_cache_keeps_the_file_lean_and_scans_identically(demo, tmp_path):
+    from skin_collide.addon import storage
+    from skin_collide.core import persist
+
+    a, b = demo
+    bpy.context.scene.skin_collide.data_location = "DISK"
+    bpy.ops.skin_collide.build()                 # unsaved: stays in the file for now
+    assert storage.location(a) == "FILE" and storage.cache_dir() is None
+    before = scan()
+    in_file = tmp_path / "in_file.blend"
+    bpy.context.scene.skin_collide.data_location = "FILE"
+    bpy.ops.wm.save_as_mainfile(filepath=str(in_file))
+    bpy.context.scene.skin_collide.data_location = "DISK"
+    lean = tmp_path / "lean.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(lean))    # save_pre moves the data out
+    sig = a.skin_collide.signature
+    assert storage.location(a) == "DISK"
+    assert f"{sig}{storage.CACHE_SUFFIX}" in cache_files(tmp_path)
+    assert len(cache_files(tmp_path)) == 2
+    assert os.path.getsize(lean) < os.path.getsize(in_file)
+    reopen(lean)
+    a = bpy.data.objects["Left"]
+    assert storage.location(a) == "DISK" and not storage.missing
+    obj = storage.load(a)
+    assert persist.rig_signature(obj.rig) == sig
+    assert scan() == before
+    # Back into the file on the next save when the setting says so.
+    bpy.context.scene.skin_collide.data_location = "FILE"
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "back.blend"))
+    assert storage.location(a) == "FILE"
+
+
+@pytest.mark.parametrize("damage", ["missing", "foreign", "stale", "garbage"])
+def test_bad_cache_is_detected_and_rebuilt_when_first_needed(demo, tmp_path, damage):
+    from skin_collide.addon import storage
+    from skin_collide.core import persist, scan as core_scan
+
+    a, b = demo
+    bpy.context.scene.skin_collide.data_location = "DISK"
+    path = tmp_path / "cached.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    bpy.ops.skin_collide.build()
+    before = scan()
+    sig_a = a.skin_collide.signature
+    file_a = tmp_path / "skin_collide_cache" / f"{sig_a}{storage.CACHE_SUFFIX}"
+    file_b = tmp_path / "skin_collide_cache" / f"{b.skin_collide.signature}.skcb"
+    bpy.ops.wm.save_mainfile()
+    if damage == "missing":
+        file_a.unlink()
+    elif damage == "foreign":                      # another character's data
+        file_a.write_bytes(file_b.read_bytes())
+    elif damage == "stale":                        # data of an older version of the rig
+        rig = storage.load(a).rig
+        rig.rest_positions = rig.rest_positions * 1.01
+        file_a.write_bytes(persist.to_bytes(core_scan.prepare(rig)))
+    else:
+        file_a.write_bytes(b"SKCB\x01\x02" + os.urandom(64))
+    storage._cache.clear()                         # as in a new Blender session
+    reopen(path)
+    a = bpy.data.objects["Left"]
+    text = a.skin_collide.data
+    assert storage.has_data(a) and storage.stale_reason(a) == ""
+    if damage == "missing":
+        assert storage.missing == {"Left"}             # noted at load, not built
+    build_id = text[storage.BUILD_KEY]
+    obj = storage.load(a)                              # first need: rebuilt here
+    assert text[storage.BUILD_KEY] != build_id
+    assert persist.rig_signature(obj.rig) == sig_a == a.skin_collide.signature
+    assert persist.rig_signature(persist.from_bytes(file_a.read_bytes()).rig) == sig_a
+    assert "Left" not in storage.missing
+    assert storage.load(a) is obj                      # cached, not rebuilt twice
+    assert scan() == before
+
+
+def test_files_of_earlier_versions_still_load(demo):
+    from skin_collide.addon import storage
+    from skin_collide.core import persist
+
+    a, b = demo
+    bpy.ops.skin_collide.build()
+    before = scan()
+    obj = storage.load(a)
+    arrays = persist.all_arrays(obj)
+    arrays["format"] = np.array(2)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    text = a.skin_collide.data
+    del text[storage.BLOB_KEY]
+    text.from_string(base64.encodebytes(buf.getvalue()).decode("ascii"))
+    text[storage.BUILD_KEY] = "old"
+    storage._cache.clear()
+    assert np.array_equal(storage.load(a).tree.radii, obj.tree.radii)
+    assert scan() == before
