@@ -1,0 +1,218 @@
+"""How much built collision data adds to a saved .blend, and what storing costs (issue 14).
+
+Per asset and subdivision level (Simple subdivision applied to the rest mesh before
+building, `scenes.subdivide_rest_mesh`: level 1 turns MakeHuman's 26,756 triangles into
+107,024), all skinned meshes of the asset are built and:
+
+* growth of the saved, uncompressed .blend with the data in the file, against the same
+  file saved without data, for this version and for the previous format (npz with every
+  array, line-wrapped base64 in the Text body; rebuilt here for comparison);
+* the size of the disk cache (``//skin_collide_cache/``) and of the .blend that keeps it;
+* build, save and load times (load = reading the bytes and recomputing the derived parts).
+
+With ``--arrays`` it first prints, for the first mesh, every array of a prepared object:
+raw size, size compressed on its own, whether it is stored or recomputed at load, and
+the cost of recomputing it.
+
+Usage (from the repository root):
+    bash dev python bench/bench_storage.py --arrays
+    bash dev python bench/bench_storage.py --assets all --levels 0 1
+Not a test: nothing here asserts on time.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import io
+import lzma
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import scenes  # noqa: E402
+
+SHARED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "assets")
+ASSETS = ["makehuman_default.blend", "cesium_man.glb", "fox.glb", "mannequiny.glb",
+          "platformer_enemy.glb", "platformer_robot.glb", "robot_expressive.glb"]
+
+
+def load(asset: str, level: int) -> list:
+    import bpy
+
+    from skin_collide.addon import extract, files
+
+    files.load_file(os.path.join(SHARED, asset))
+    meshes = extract.skinned_meshes(bpy.context.scene)
+    for ob in meshes:
+        scenes.subdivide_rest_mesh(ob, level)
+    return meshes
+
+
+def save(path: str) -> float:
+    import bpy
+
+    t = time.perf_counter()
+    bpy.ops.wm.save_as_mainfile(filepath=path, compress=False, copy=True)
+    return time.perf_counter() - t
+
+
+def timed(fn, *args):
+    t = time.perf_counter()
+    out = fn(*args)
+    return out, time.perf_counter() - t
+
+
+def array_table(asset: str, level: int) -> None:
+    """Every array of the first mesh's prepared object: sizes and recompute costs."""
+    from skin_collide.addon import extract
+    from skin_collide.core import persist, refit, refit_dqs, scan, sphere_tree, welds
+
+    ob = load(asset, level)[0]
+    rig = extract.rig_from_object(ob)
+    obj = scan.prepare(rig)
+    arrays = persist.all_arrays(obj)
+    stored = persist.compact(arrays)
+    t = obj.tree
+    _, t_keys = timed(welds.vertex_weld_ids, rig)
+    _, t_nv = timed(persist.node_vertices, t.parent, t.leaf_tri, t.level_ptr, rig)
+    fn = refit_dqs.dqs_bounds if obj.refit_method.startswith("on-demand PV") else refit.lbs_bounds
+    _, t_bounds = timed(fn, t, rig)
+    _, t_tree = timed(lambda: sphere_tree.build(
+        rig.rest_positions, rig.triangles, tri_polygon=rig.tri_polygon,
+        poly_ptr=rig.poly_ptr, poly_verts=rig.poly_verts))
+    _, t_rig = timed(extract.rig_from_object, ob)
+    cost = {"vertex_keys": t_keys, "tree.node_vert_ptr": t_nv, "tree.node_verts": t_nv}
+    print(f"\n### Arrays of {asset} level {level} ({rig.n_triangles} triangles, "
+          f"{t.n_nodes} spheres; build {obj.build_seconds:.2f} s)\n")
+    print("| Array | dtype, shape | Raw KB | Alone, lzma KB | Kept | Recompute s |")
+    print("|---|---|---|---|---|---|")
+    total_raw = 0
+    for k, v in sorted(arrays.items(), key=lambda kv: -kv[1].nbytes):
+        if v.nbytes < 1024:
+            continue
+        total_raw += v.nbytes
+        s = stored.get(k)
+        alone = len(lzma.compress(np.ascontiguousarray(v).tobytes())) / 1024
+        if s is None:
+            kept = "recomputed"
+            c = cost.get(k, t_bounds if k.startswith("bounds.") else float("nan"))
+            rc = f"{c:.3f}" + (" (all bounds)" if k.startswith("bounds.") else "")
+        else:
+            kept = f"stored {s.dtype}" if s.dtype != v.dtype else "stored"
+            rc = (f"{t_tree:.3f} (tree build)" if k.startswith("tree.")
+                  else f"{t_rig:.3f} (read the mesh)" if k.startswith("rig.") else "-")
+        print(f"| {k} | {v.dtype}, {v.shape} | {v.nbytes / 1024:.0f} | {alone:.0f} | {kept} | {rc} |")
+    data = persist.to_bytes(obj)
+    back, t_load = timed(persist.from_bytes, data)
+    print(f"\nAll arrays raw {total_raw / 2**20:.2f} MB; stored container "
+          f"{len(data) / 2**20:.3f} MB (lzma), {len(persist.to_bytes(obj, 'zlib')) / 2**20:.3f} "
+          f"MB (zlib); previous npz {len(old_bytes(obj)) / 2**20:.2f} MB; load (decode + "
+          f"recompute) {t_load:.3f} s")
+
+
+def old_bytes(obj) -> bytes:
+    """The previous format (2): npz of every array."""
+    from skin_collide.core import persist
+
+    arrays = persist.all_arrays(obj)
+    arrays["format"] = np.array(2)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    return buf.getvalue()
+
+
+def growth(asset: str, level: int, folder: str) -> dict:
+    import bpy
+
+    from skin_collide.addon import extract, storage
+    from skin_collide.core import persist, scan
+
+    meshes = load(asset, level)
+    scene = bpy.context.scene
+    bare = os.path.join(folder, "bare.blend")
+    t_save_bare = save(bare)
+    t0 = time.perf_counter()
+    objects = [scan.prepare(extract.rig_from_object(ob)) for ob in meshes]
+    t_build = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    datas = [persist.to_bytes(o) for o in objects]
+    t_encode = time.perf_counter() - t0
+    scene.skin_collide.data_location = "FILE"
+    for ob, o, d in zip(meshes, objects, datas):
+        storage.save(ob, o, d)
+    in_file = os.path.join(folder, "in_file.blend")
+    t_save = save(in_file)
+    # Disk cache: save_pre moves the data out next to the file.
+    scene.skin_collide.data_location = "DISK"
+    lean = os.path.join(folder, "lean.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=lean, compress=False)
+    cache = os.path.join(folder, "skin_collide_cache")
+    cache_bytes = sum(os.path.getsize(os.path.join(cache, f)) for f in os.listdir(cache))
+    # Previous format, for comparison.
+    for ob, o in zip(meshes, objects):
+        text = ob.skin_collide.data
+        for key in (storage.BLOB_KEY, storage.CACHE_KEY):
+            if key in text:
+                del text[key]
+        text.from_string(base64.encodebytes(old_bytes(o)).decode("ascii"))
+    old = os.path.join(folder, "old.blend")
+    save(old)
+    # Load: open the file with the data in it, then read every mesh's data.
+    storage._cache.clear()
+    t0 = time.perf_counter()
+    bpy.ops.wm.open_mainfile(filepath=in_file)
+    t_open = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for ob in extract.skinned_meshes(bpy.context.scene):
+        storage.load(ob)
+    t_load = time.perf_counter() - t0
+    size = os.path.getsize
+    return {"meshes": len(meshes), "tris": sum(o.rig.n_triangles for o in objects),
+            "bytes": sum(len(d) for d in datas),
+            "growth": size(in_file) - size(bare), "old": size(old) - size(bare),
+            "lean": size(lean) - size(bare), "cache": cache_bytes, "build": t_build,
+            "encode": t_encode, "save": t_save, "save_bare": t_save_bare,
+            "open": t_open, "load": t_load}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--assets", nargs="+", default=["makehuman_default.blend"],
+                    help="asset file names in ../shared/assets, or 'all'")
+    ap.add_argument("--levels", nargs="+", type=int, default=[0, 1])
+    ap.add_argument("--arrays", action="store_true", help="print the per-array table")
+    args = ap.parse_args()
+    import bpy  # noqa: F401
+
+    import skin_collide
+
+    skin_collide.register()
+    if args.arrays:
+        for level in args.levels:
+            array_table("makehuman_default.blend", level)
+        return 0
+    assets = ASSETS if args.assets == ["all"] else args.assets
+    print("\n| Asset | Level | Meshes | Triangles | Data MB | .blend growth MB | Previous "
+          "format MB | With disk cache: .blend MB + cache MB | Build s | Encode s | Save s "
+          "(without data) | Open s | Load s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    mb = 2.0 ** -20
+    for asset in assets:
+        for level in args.levels:
+            with tempfile.TemporaryDirectory() as folder:
+                r = growth(asset, level, folder)
+            print(f"| {asset} | {level} | {r['meshes']} | {r['tris']} | {r['bytes'] * mb:.2f} | "
+                  f"**{r['growth'] * mb:.2f}** | {r['old'] * mb:.2f} | {r['lean'] * mb:.2f} + "
+                  f"{r['cache'] * mb:.2f} | {r['build']:.2f} | {r['encode']:.2f} | "
+                  f"{r['save']:.2f} ({r['save_bare']:.2f}) | {r['open']:.2f} | "
+                  f"{r['load']:.2f} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
