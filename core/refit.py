@@ -127,10 +127,37 @@ def _mean_weight_bounds(tree: SphereTree, joints: np.ndarray, weights: np.ndarra
     return joint_ptr, (uniq % nj).astype(np.int32), mean, delta, uniq, nj
 
 
-def lbs_bounds(tree: SphereTree, rig: Rig, corner_entry_limit: int = CORNER_ENTRY_LIMIT) -> LbsBounds:
-    """Both bounds for every node of `tree` (corners only where they are affordable)."""
+def lbs_bounds(tree: SphereTree, rig: Rig, corner_entry_limit: int = CORNER_ENTRY_LIMIT,
+               corners: tuple | None = None) -> LbsBounds:
+    """Both bounds for every node of `tree` (corners only where they are affordable).
+
+    `corners`: (corner_ptr, entry_ptr, entry_slot, entry_weight) of an earlier call on the
+    same tree and rig (stored data, `core.persist`): they are most of the cost, the rest is
+    recomputed."""
     joints, weights = rig.padded_influences()
     joint_ptr, node_joint, mean, delta, pair_key, nj = _mean_weight_bounds(tree, joints, weights)
+    if corners is None:
+        corner_ptr, entry_ptr, slot, entry_weight = _corner_rows(
+            tree, joints, weights, joint_ptr, pair_key, nj, corner_entry_limit)
+    else:
+        corner_ptr, entry_ptr, slot, entry_weight = corners
+    N = tree.n_nodes
+    vert_extent = np.abs(rig.rest_positions).max(axis=1)
+    starts = tree.node_vert_ptr[:-1]
+    local_extent = np.zeros(N)
+    has = np.diff(tree.node_vert_ptr) > 0
+    local_extent[has] = np.maximum.reduceat(vert_extent[tree.node_verts], starts[has])
+    joint_rest = np.concatenate([rig.bone_rest, np.eye(4)[None]], axis=0)
+    return LbsBounds(joint_ptr, node_joint, mean, delta, corner_ptr, entry_ptr,
+                     np.asarray(slot, dtype=np.int32), entry_weight, local_extent,
+                     np.unique(joints[joints >= 0]).astype(np.int32), joint_rest,
+                     np.array((joints >= 0).sum(axis=1).max(initial=1), dtype=np.int64))
+
+
+def _corner_rows(tree: SphereTree, joints: np.ndarray, weights: np.ndarray,
+                 joint_ptr: np.ndarray, pair_key: np.ndarray, nj: int, corner_entry_limit: int):
+    """The corner rows of the nodes whose corners are affordable: corner_ptr (N + 1,),
+    entry_ptr (R + 1,), entry_slot (E,) and entry_weight (E,) (see `LbsBounds`)."""
     nc = weight_bounds.node_corners(joints, weights, tree.node_vert_ptr, tree.node_verts)
     N = tree.n_nodes
     nz = nc.joints >= 0
@@ -147,16 +174,7 @@ def lbs_bounds(tree: SphereTree, rig: Rig, corner_entry_limit: int = CORNER_ENTR
     e_joint = nc.joints[rows][mask]
     e_node = np.repeat(row_node[rows], row_entries[rows])
     slot = np.searchsorted(pair_key, e_node * nj + e_joint) - joint_ptr[e_node]
-    vert_extent = np.abs(rig.rest_positions).max(axis=1)
-    starts = tree.node_vert_ptr[:-1]
-    local_extent = np.zeros(N)
-    has = np.diff(tree.node_vert_ptr) > 0
-    local_extent[has] = np.maximum.reduceat(vert_extent[tree.node_verts], starts[has])
-    joint_rest = np.concatenate([rig.bone_rest, np.eye(4)[None]], axis=0)
-    return LbsBounds(joint_ptr, node_joint, mean, delta, corner_ptr, entry_ptr,
-                     slot.astype(np.int32), nc.weights[rows][mask], local_extent,
-                     np.unique(joints[joints >= 0]).astype(np.int32), joint_rest,
-                     np.array((joints >= 0).sum(axis=1).max(initial=1), dtype=np.int64))
+    return corner_ptr, entry_ptr, slot, nc.weights[rows][mask]
 
 
 @dataclass

@@ -85,10 +85,11 @@ class DqsBounds(LbsBounds):
 
 
 def dqs_bounds(tree: SphereTree, rig: Rig,
-               corner_entry_limit: int | None = None) -> DqsBounds:
-    """Precompute the Preserve Volume bounds of every node of `tree` (at build time)."""
-    lb = lbs_bounds(tree, rig) if corner_entry_limit is None else \
-        lbs_bounds(tree, rig, corner_entry_limit=corner_entry_limit)
+               corner_entry_limit: int | None = None, corners: tuple | None = None) -> DqsBounds:
+    """Precompute the Preserve Volume bounds of every node of `tree` (at build time).
+    `corners`: as `refit.lbs_bounds` (stored corner rows, not recomputed)."""
+    lb = lbs_bounds(tree, rig, corners=corners) if corner_entry_limit is None else \
+        lbs_bounds(tree, rig, corner_entry_limit=corner_entry_limit, corners=corners)
     # Per vertex sqrt(Σ_e ω_e²) / Σ_e ω_e over its group entries (a lower bound of |Q|, §4);
     # static vertices do not use it (1).
     V = rig.n_vertices

@@ -96,7 +96,18 @@ def rigs():
     far.rest_positions = far.rest_positions + np.array([850.0, -40.0, 3.0])
     far.bone_rest = far.bone_rest.copy()
     far.bone_rest[:, :3, 3] += np.array([850.0, -40.0, 3.0])
-    return [procedural.tube_rig(rings=14, segments=10, name="near"), far]
+    pv = procedural.tube_rig(rings=10, segments=8, name="pv")
+    pv.preserve_volume = True
+    return [procedural.tube_rig(rings=14, segments=10, name="near"), far, pv]
+
+
+def test_preserve_volume_bounds_come_back():
+    obj = scan.prepare(rigs()[2])
+    assert obj.refit_method.startswith("on-demand Preserve Volume")
+    back = persist.from_bytes(persist.to_bytes(obj))
+    assert type(back.bounds) is type(obj.bounds)
+    for k, v in obj.bounds.arrays().items():
+        assert np.array_equal(v, getattr(back.bounds, k)), k
 
 
 @pytest.fixture(scope="module", params=[0, 1], ids=["near", "far"])
@@ -135,7 +146,8 @@ def test_recomputed_parts_equal_the_built_ones(built):
     assert persist.rig_signature(back.rig) == persist.rig_signature(obj.rig)
     stored = persist.compact(persist.all_arrays(obj))
     assert not set(persist.DERIVED) & set(stored)
-    assert not any(k.startswith("bounds.") for k in stored)
+    assert {k for k in stored if k.startswith("bounds.")} == {
+        f"bounds.{k}" for k in persist.KEPT_BOUNDS}
 
 
 def test_refits_from_loaded_data_enclose_deformed_vertices(built):
