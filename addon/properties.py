@@ -67,7 +67,7 @@ class SKINCOLLIDE_PG_settings(bpy.types.PropertyGroup):
     data_location: bpy.props.EnumProperty(
         name="Data Location",
         description="Where built collision data is kept",
-        items=[("FILE", "In the File", "Inside the .blend (compressed, ~1 MB per 27k "
+        items=[("FILE", "In the File", "Inside the .blend (compressed, about 1 MB for 27k "
                 "triangles): one file to share, nothing to lose"),
                ("DISK", "Disk Cache", "In //skin_collide_cache/ next to the saved .blend, "
                 "keyed by the rig: lean scene files; a missing or stale cache is rebuilt "
