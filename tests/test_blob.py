@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from skin_collide.core import blob, persist, procedural, refit, scan, skinning
+from skin_collide.core import blob, persist, procedural, refit, refit_dqs, scan, skinning
 
 
 def test_round_trip_every_dtype_and_codec():
@@ -101,13 +101,25 @@ def rigs():
     return [procedural.tube_rig(rings=14, segments=10, name="near"), far, pv]
 
 
-def test_preserve_volume_bounds_come_back():
+def test_preserve_volume_bounds_come_back_and_refits_enclose():
     obj = scan.prepare(rigs()[2])
     assert obj.refit_method.startswith("on-demand Preserve Volume")
     back = persist.from_bytes(persist.to_bytes(obj))
     assert type(back.bounds) is type(obj.bounds)
     for k, v in obj.bounds.arrays().items():
         assert np.array_equal(v, getattr(back.bounds, k)), k
+    rig, tree = back.rig, back.tree
+    nodes = np.arange(tree.n_nodes)
+    seg = np.repeat(nodes, np.diff(tree.node_vert_ptr))
+    rng = np.random.default_rng(3)
+    for k in range(10):
+        pose = procedural.random_pose(rig, rng, max_angle=math.radians(170),
+                                      scale_range=(0.5, 2.0), uniform_scale=bool(k % 2))
+        P = skinning.dqs_rig(rig, pose)
+        fr = refit_dqs.dqs_frame(pose, tree, rig.bone_rest)
+        c, r = refit_dqs.refit_on_demand_dqs(tree, back.bounds, fr, nodes)
+        d = np.linalg.norm(P[tree.node_verts] - c[seg], axis=1)
+        assert (d - r[seg]).max() <= -0.5 * fr.margin
 
 
 @pytest.fixture(scope="module", params=[0, 1], ids=["near", "far"])

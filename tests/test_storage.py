@@ -165,6 +165,7 @@ def test_bad_cache_is_detected_and_rebuilt_when_first_needed(demo, tmp_path, dam
     a = bpy.data.objects["Left"]
     text = a.skin_collide.data
     assert storage.has_data(a) and storage.stale_reason(a) == ""
+    assert not storage._cache                          # opening decoded nothing
     if damage == "missing":
         assert storage.missing == {"Left"}             # noted at load, not built
     build_id = text[storage.BUILD_KEY]
