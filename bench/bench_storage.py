@@ -80,7 +80,7 @@ def array_table(asset: str, level: int) -> None:
     t = obj.tree
     _, t_keys = timed(welds.vertex_weld_ids, rig)
     _, t_nv = timed(persist.node_vertices, t.parent, t.leaf_tri, t.level_ptr, rig)
-    fn = refit_dqs.dqs_bounds if "Preserve Volume" in obj.refit_method else refit.lbs_bounds
+    fn = refit_dqs.dqs_bounds if obj.method == "sphere-tree-pv" else refit.lbs_bounds
     full_bounds, t_bounds_all = timed(fn, t, rig)
     corners = tuple(getattr(full_bounds, k) for k in persist.KEPT_BOUNDS)
     _, t_bounds = timed(lambda: fn(t, rig, corners=corners))
@@ -88,7 +88,10 @@ def array_table(asset: str, level: int) -> None:
         rig.rest_positions, rig.triangles, tri_polygon=rig.tri_polygon,
         poly_ptr=rig.poly_ptr, poly_verts=rig.poly_verts))
     _, t_rig = timed(extract.rig_from_object, ob)
-    cost = {"vertex_keys": t_keys, "tree.node_vert_ptr": t_nv, "tree.node_verts": t_nv}
+    arrays["vertex_keys"] = obj.vertex_keys        # never stored (recomputed since format 3)
+    cost = {"vertex_keys": t_keys, persist.TREE + "node_vert_ptr": t_nv,
+            persist.TREE + "node_verts": t_nv}
+    B, T = persist.BOUNDS, persist.TREE
     print(f"\n### Arrays of {asset} level {level} ({rig.n_triangles} triangles, "
           f"{t.n_nodes} spheres; build {obj.build_seconds:.2f} s)\n")
     print("| Array | dtype, shape | Raw KB | Alone, lzma KB | Kept | Recompute s |")
@@ -102,12 +105,12 @@ def array_table(asset: str, level: int) -> None:
         alone = len(lzma.compress(np.ascontiguousarray(v).tobytes())) / 1024
         if s is None:
             kept = "recomputed"
-            c = cost.get(k, t_bounds if k.startswith("bounds.") else float("nan"))
-            rc = f"{c:.3f}" + (" (bounds but corners)" if k.startswith("bounds.") else "")
+            c = cost.get(k, t_bounds if k.startswith(B) else float("nan"))
+            rc = f"{c:.3f}" + (" (bounds but corners)" if k.startswith(B) else "")
         else:
             kept = f"stored {s.dtype}" if s.dtype != v.dtype else "stored"
-            rc = (f"{t_tree:.3f} (tree build)" if k.startswith("tree.")
-                  else f"{t_bounds_all - t_bounds:.3f} (corner rows)" if k.startswith("bounds.")
+            rc = (f"{t_tree:.3f} (tree build)" if k.startswith(T)
+                  else f"{t_bounds_all - t_bounds:.3f} (corner rows)" if k.startswith(B)
                   else f"{t_rig:.3f} (read the mesh)" if k.startswith("rig.") else "-")
         print(f"| {k} | {v.dtype}, {v.shape} | {v.nbytes / 1024:.0f} | {alone:.0f} | {kept} | {rc} |")
     data = persist.to_bytes(obj)
@@ -119,11 +122,11 @@ def array_table(asset: str, level: int) -> None:
 
 
 def old_bytes(obj) -> bytes:
-    """The previous format (2): npz of every array."""
+    """The previous format (3): npz of every array (weld ids recomputed)."""
     from skin_collide.core import persist
 
     arrays = persist.all_arrays(obj)
-    arrays["format"] = np.array(2)
+    arrays["format"] = np.array(3)
     buf = io.BytesIO()
     np.savez_compressed(buf, **arrays)
     return buf.getvalue()

@@ -103,7 +103,7 @@ def rigs():
 
 def test_preserve_volume_bounds_come_back_and_refits_enclose():
     obj = scan.prepare(rigs()[2])
-    assert obj.refit_method.startswith("on-demand Preserve Volume")
+    assert obj.method == "sphere-tree-pv"
     back = persist.from_bytes(persist.to_bytes(obj))
     assert type(back.bounds) is type(obj.bounds)
     for k, v in obj.bounds.arrays().items():
@@ -158,8 +158,9 @@ def test_recomputed_parts_equal_the_built_ones(built):
     assert persist.rig_signature(back.rig) == persist.rig_signature(obj.rig)
     stored = persist.compact(persist.all_arrays(obj))
     assert not set(persist.DERIVED) & set(stored)
-    assert {k for k in stored if k.startswith("bounds.")} == {
-        f"bounds.{k}" for k in persist.KEPT_BOUNDS}
+    assert {k for k in stored if k.startswith(persist.BOUNDS)} == {
+        persist.BOUNDS + k for k in persist.KEPT_BOUNDS}
+    assert stored[persist.TREE + "centers"].dtype == np.float32
 
 
 def test_refits_from_loaded_data_enclose_deformed_vertices(built):
@@ -185,7 +186,7 @@ def test_earlier_npz_format_still_reads():
 
     obj = scan.prepare(procedural.tube_rig(rings=6, segments=5))
     arrays = persist.all_arrays(obj)
-    arrays["format"] = np.array(2)
+    arrays["format"] = np.array(3)
     buf = io.BytesIO()
     np.savez_compressed(buf, **arrays)
     back = persist.from_bytes(buf.getvalue())

@@ -187,7 +187,7 @@ def test_files_of_earlier_versions_still_load(demo):
     before = scan()
     obj = storage.load(a)
     arrays = persist.all_arrays(obj)
-    arrays["format"] = np.array(2)
+    arrays["format"] = np.array(3)
     buf = io.BytesIO()
     np.savez_compressed(buf, **arrays)
     text = a.skin_collide.data
