@@ -1,7 +1,7 @@
 """Built collision data: where it lives (in the .blend, or in a disk cache next to it).
 
 Each built mesh object points (``ob.skin_collide.data``) to a hidden Text datablock
-(``.skin_collide/<name>``; a leading dot keeps it out of Blender's ID lists). The Text's
+(``.skin_collide/<name>``; Blender hides dot-prefixed names in its ID menus). The Text's
 body is one line of explanation; the `core.persist` bytes (a compressed binary
 `core.blob` container) are either
 
