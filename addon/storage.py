@@ -51,6 +51,7 @@ UID_KEY = "skin_collide_uid"
 BUILD_KEY = "skin_collide_build"
 BLOB_KEY = "skin_collide_blob"          # the persist bytes, when kept in the file
 CACHE_KEY = "skin_collide_cache"        # the rig signature, when kept on disk
+METHOD_KEY = "skin_collide_method"      # the method asked at build (for a rebuild)
 CACHE_DIR = "//skin_collide_cache/"
 CACHE_SUFFIX = ".skcb"
 BODY = ("skin_collide collision data for '{}': binary, in this Text's custom property or "
@@ -268,6 +269,7 @@ def save(ob, obj: CollisionObject, data: bytes | None = None) -> None:
         if CACHE_KEY in text:
             del text[CACHE_KEY]
     text.from_string(BODY.format(ob.name))
+    text[METHOD_KEY] = str(obj.asked)
     text[OWNER_KEY] = ob.name
     text[BUILD_KEY] = uuid.uuid4().hex
     props.data = text
@@ -309,7 +311,11 @@ def rebuild(ob) -> CollisionObject:
     try:
         rig = extract.rig_from_object(ob)
         wm.progress_update(1)
-        obj = core_scan.prepare(rig)
+        asked = str(ob.skin_collide.data.get(METHOD_KEY) or core_scan.DEFAULT_METHOD)
+        try:
+            obj = core_scan.prepare(rig, asked)
+        except KeyError:                  # a method this version does not have
+            obj = core_scan.prepare(rig)
         wm.progress_update(2)
     finally:
         wm.progress_end()

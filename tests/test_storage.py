@@ -144,7 +144,10 @@ def test_bad_cache_is_detected_and_rebuilt_when_first_needed(demo, tmp_path, dam
     bpy.context.scene.skin_collide.data_location = "DISK"
     path = tmp_path / "cached.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    if damage == "missing":                        # a rebuild keeps the method asked
+        bpy.context.scene.skin_collide.method = "box-tree"
     bpy.ops.skin_collide.build()
+    bpy.context.scene.skin_collide.method = "sphere-tree"
     before = scan()
     sig_a = a.skin_collide.signature
     file_a = tmp_path / "skin_collide_cache" / f"{sig_a}{storage.CACHE_SUFFIX}"
@@ -171,6 +174,7 @@ def test_bad_cache_is_detected_and_rebuilt_when_first_needed(demo, tmp_path, dam
     build_id = text[storage.BUILD_KEY]
     obj = storage.load(a)                              # first need: rebuilt here
     assert text[storage.BUILD_KEY] != build_id
+    assert obj.method == ("box-tree" if damage == "missing" else "sphere-tree")
     assert persist.rig_signature(obj.rig) == sig_a == a.skin_collide.signature
     assert persist.rig_signature(persist.from_bytes(file_a.read_bytes()).rig) == sig_a
     assert "Left" not in storage.missing
