@@ -1,0 +1,36 @@
+"""The result of building a sphere set, in the mesh's rest-pose local coordinates."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class SphereSet:
+    """N spheres whose union contains every triangle of the rest mesh.
+
+    Attributes:
+        centers: (N, 3) float64 sphere centres (mesh data coordinates, rest pose).
+        radii: (N,) float64 radii.
+        outside_volume: volume of the union of the spheres outside the mesh (same units³).
+        mesh_volume: volume enclosed by the mesh (by the generalized winding number).
+        build_seconds: wall time of the build.
+        info: free-form measurements of the builder (iterations, teleports, ...).
+    """
+
+    centers: np.ndarray
+    radii: np.ndarray
+    outside_volume: float = float("nan")
+    mesh_volume: float = float("nan")
+    build_seconds: float = 0.0
+    info: dict = field(default_factory=dict)
+
+    @property
+    def count(self) -> int:
+        return int(self.radii.shape[0])
+
+    @property
+    def relative_outside_volume(self) -> float:
+        """E_r = outside volume / mesh volume (the paper's quality measure)."""
+        return float(self.outside_volume / self.mesh_volume)
