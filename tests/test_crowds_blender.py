@@ -52,3 +52,46 @@ def test_crowd_equals_blender(bpy_module, assets_dir, far):
         assert missed == [] and extra == [], (f, missed[:3], extra[:3])
         found += n
     assert found > 50, "the crowd never touched: the test would prove nothing"
+
+
+def test_crowd_of_ten_in_strong_poses_equals_blender(bpy_module, assets_dir):
+    """Held-out: ten Cesium Men close together, 1 km out, each in random strong poses
+    (170° twists, bone scale 0.5-2) set on its own armature, not the shipped walk."""
+    from blender_helpers import random_blender_pose
+    from skin_collide.addon import extract, files, scanner
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import scenes
+
+    bpy = bpy_module
+    files.load_file(str(assets_dir / "cesium_man.glb"))
+    ob = max(extract.skinned_meshes(bpy.context.scene), key=lambda o: len(o.data.polygons))
+    arm = extract.modifier_report(ob).armature
+    if arm.animation_data is not None:
+        arm.animation_data.action = None     # poses come from the test, not the walk
+    rng = np.random.default_rng(31)
+    step = 0.3 * 1.46
+    meshes, arms = [ob], [arm]
+    for k in range(1, 10):
+        off = ((k % 4) * step, (k // 4) * step, 0.0)
+        o2, a2 = scenes.duplicate_character(ob, arm, f"strong_{k}", offset=off,
+                                            turn=float(rng.uniform(-math.pi, math.pi)))
+        if a2.animation_data is not None:
+            a2.animation_data.action = None
+        meshes.append(o2)
+        arms.append(a2)
+    for a in arms:
+        a.location = tuple(np.array(a.location) + np.array([1000.0, -1000.0, 500.0]))
+    sc = scanner.Scanner(meshes)
+    found = 0
+    for _ in range(3):
+        for a in arms:
+            random_blender_pose(a, rng, max_angle=math.radians(170), scale=(0.5, 2.0))
+        bpy.context.view_layer.update()
+        pos, poses = sc.evaluate(bpy.context.evaluated_depsgraph_get())
+        ours, _, _ = sc.query(pos, poses)
+        ref = scanner.bvhtree_pairs(sc.objects, pos, False, sc.triangles, poses)
+        missed, extra, n, _, _ = judge(sc.objects, pos, ours, ref, sc.triangles)
+        assert missed == [] and extra == [], (missed[:3], extra[:3])
+        found += n
+    assert found > 50, "the strong-pose crowd never touched: the test would prove nothing"
