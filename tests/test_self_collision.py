@@ -300,3 +300,20 @@ def test_cross_pairs_equal_brute_force(tube):
             assert as_set(ours) == as_set(bf)
             total += len(bf)
     assert total > 0
+
+
+def test_culling_stats_count_the_surface_that_reaches_an_exact_test(tube):
+    """`tested_triangles` (the surface the culling does not remove, as bench_self reports
+    it) covers every triangle of every reported pair and no more than the mesh; at rest
+    nothing intersects, the folded elbow does."""
+    rig, weld, tree = tube
+    counts = []
+    for pose in (None, elbow_fold(rig)):
+        pos = rig.rest_positions if pose is None else skinning.lbs_rig(rig, pose)
+        st = {}
+        pairs = sc.self_pairs(tree, pos, rig.triangles, weld, stats=st)
+        assert 0 <= st["tested_triangles"] <= rig.n_triangles
+        assert np.unique(pairs).size <= st["tested_triangles"]
+        assert st["triangle_tests"] == 0 or st["tested_triangles"] > 0
+        counts.append((st["tested_triangles"], len(pairs)))
+    assert counts[0][1] == 0 and counts[1][1] > 0

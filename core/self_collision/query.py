@@ -177,7 +177,10 @@ def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
             the rest; triangle t still belongs to the same polygon).
         weld_ids: (V,) int welded vertex ids; triangles sharing ``weld_ids[tris]`` keys
             are adjacent and never reported.
-        stats: optional dict, filled with counts (box tests, triangle tests).
+        stats: optional dict, filled with counts: box tests, exact triangle tests,
+            re-split pairs, and ``tested_triangles``, the number of triangles that reach
+            at least one exact test (the rest of the surface is culled by boxes and
+            adjacency alone).
     Returns:
         (K, 2) int64 pairs (t < u), lexicographically sorted.
     """
@@ -198,7 +201,11 @@ def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
         far = ~_keys_adjacent(keys, ha, hb)
         ha, hb = ha[far], hb[far]
     if stats is not None:
-        stats.update(box_tests=tests, triangle_tests=int(ta.size), resplit=int(ra.size))
+        touched = np.zeros(tris.shape[0], dtype=bool)
+        touched[ta] = True
+        touched[tb] = True
+        stats.update(box_tests=tests, triangle_tests=int(ta.size), resplit=int(ra.size),
+                     tested_triangles=int(np.count_nonzero(touched)))
     pairs = np.stack([np.minimum(ha, hb), np.maximum(ha, hb)], axis=1).astype(np.int64)
     return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
 
