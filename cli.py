@@ -241,6 +241,14 @@ def cmd_scan(args) -> int:
         print(f"skin_collide: interrupted after {len(records)} of {len(frame_list)} frames{where}",
               file=sys.stderr, flush=True)
         return EXIT_INTERRUPTED
+    except Exception as exc:
+        # A bug of ours: keep the frames done, as a valid report marked incomplete and
+        # with the error, then let `main` print the one line.
+        if args.json:
+            doc = sc.report(records, len(frame_list)).to_json()   # complete: false
+            doc["error"] = f"internal error after {len(records)} frames: {_describe(exc)}"
+            core_report.write_atomic(args.json, core_report.dumps(doc))
+        raise
     if args.json:
         report.write_json(args.json)
     if args.junit:
@@ -718,3 +726,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skin_collide: error: {str(exc).splitlines()[0] if str(exc) else exc!r}",
               file=sys.stderr)
         return EXIT_USAGE
+    except Exception as exc:                 # noqa: BLE001 - a bug of ours: one line, exit 2
+        print(f"skin_collide: internal error (please report it): {_describe(exc)}",
+              file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _describe(exc: BaseException) -> str:
+    """`Type: first line of the message`, for one-line error reports."""
+    msg = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {msg[0]}" if msg else type(exc).__name__
