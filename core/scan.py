@@ -246,9 +246,9 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
                 modes[k] = v.method_id
     if self_collision and not (first_hit and result.pairs):
         for i in range(n):
-            # Exact self-collision on its own AABB tree (docs/self_collision.md).
+            # The method's own self query, or the exact AABB self tree (docs/self_collision.md).
             st = traversal.QueryStats()
-            pairs = object_self_pairs(objects[i], positions[i], tris_all[i], stats=st)
+            pairs = _self_pairs(objects[i], positions[i], poses[i], tris_all[i], mode, st)
             if first_hit:
                 pairs = pairs[:1]
             result.stats.append(st)
@@ -258,6 +258,20 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
                     break
     result.ms = (time.perf_counter() - t0) * 1000.0
     return result
+
+
+def _self_pairs(obj: CollisionObject, positions: np.ndarray, pose: Pose | None,
+                tris: np.ndarray, mode: str, st: traversal.QueryStats) -> np.ndarray:
+    """Self pairs of one object: its method's own self query (`Method.self_pairs`, e.g.
+    sphere chains) when it has one, else the exact AABB self tree."""
+    if mode != "bottom-up":
+        m = registry.get(obj.method)
+        if m.supports_self:
+            pairs = m.self_pairs(obj.rig, obj.data, Frame(positions, tris, pose),
+                                 obj.vertex_keys, stats=st)
+            if pairs is not None:
+                return pairs
+    return object_self_pairs(obj, positions, tris, stats=st)
 
 
 def frame_method(obj: CollisionObject, pose: Pose | None, mode: str) -> str:

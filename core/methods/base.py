@@ -173,6 +173,20 @@ class Method(ABC):
     def volumes(self, rig: Rig, prepared: Prepared, frame: Frame) -> Volumes:
         """The frame's volumes. Must enclose every triangle Blender evaluates."""
 
+    def self_pairs(self, rig: Rig, prepared: Prepared, frame: Frame,
+                   vertex_keys: np.ndarray, stats=None) -> np.ndarray | None:
+        """Optional self-collision of its own (`core.scan.query_frame` asks it first):
+        every intersecting pair of the frame's triangles not sharing a weld id
+        (``vertex_keys[frame.triangles]``, `core.welds.adjacent_pairs`), (K, 2) int64 with
+        t < u, sorted; `stats` an optional `traversal.QueryStats`. None (the default):
+        the object's exact AABB self tree answers (`core.self_collision`)."""
+        return None
+
+    def coverage(self, rig: Rig, prepared: Prepared) -> dict | None:
+        """Optional: what the method's own test leaves out, for the scan's JSON
+        (``uncovered``, per object); None when it covers everything."""
+        return None
+
     def drawable(self, rig: Rig, prepared: Prepared, frame: Frame, level: int
                  ) -> Drawable | None:
         """The volumes of hierarchy level `level` (clamped to the deepest) at this frame,

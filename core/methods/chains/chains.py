@@ -27,6 +27,7 @@ import numpy as np
 
 from ...query import sweep
 from ...rig import Rig
+from ...sphere_tree import polygon_vertex_sets
 from .regions import Regions, regions
 
 MAX_SLICES = 6
@@ -58,6 +59,28 @@ class ChainData:
     @property
     def n_spheres(self) -> int:
         return int(self.sphere_vert_ptr.size - 1)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """What is stored (`Prepared`); `core.methods.chains.from_arrays` reads it back."""
+        from . import to_arrays
+
+        return to_arrays(self)
+
+    @property
+    def sphere_hierarchy(self):
+        """A `Hierarchy` whose node k is sphere k holding its triangles (for
+        `sweep.leaf_entries`); made once."""
+        h = getattr(self, "_sphere_h", None)
+        if h is None:
+            from ..base import Hierarchy
+
+            order = np.argsort(self.tri_sphere, kind="stable")
+            tptr = np.searchsorted(self.tri_sphere[order], np.arange(self.n_spheres + 1))
+            S = self.n_spheres
+            h = Hierarchy(np.full(S, -1, np.int32), np.zeros(S, np.int32),
+                          tptr.astype(np.int64), order.astype(np.int64))
+            self._sphere_h = h
+        return h
 
 
 def _slices(points: np.ndarray, n: int, split: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -107,9 +130,10 @@ def build(rig: Rig) -> ChainData:
         order_of[r] = list(range(s, s + used.size))
         s += used.size
     S = s
-    # Vertices per sphere.
-    v_s = np.repeat(tri_sphere, 3)
-    v = rig.triangles.ravel().astype(np.int64)
+    # Vertices per sphere: every corner of each triangle's polygon, since Blender re-splits
+    # deformed quads per frame (a triangle may use the quad's other corner).
+    vptr, v = polygon_vertex_sets(rig.triangles, rig.tri_polygon, rig.poly_ptr, rig.poly_verts)
+    v_s = np.repeat(tri_sphere, np.diff(vptr))
     key = np.unique(v_s * rig.n_vertices + v)
     sv_s, sv = key // rig.n_vertices, key % rig.n_vertices
     ptr = np.zeros(S + 1, np.int64)
@@ -181,17 +205,46 @@ def self_pairs(data: ChainData, positions: np.ndarray, triangles: np.ndarray,
     stats = {"sphere_tests": tested, "overlapping": int(ok.sum()), "triangle_tests": 0}
     if i.size == 0:
         return np.zeros((0, 2), np.int64), stats
+    pa, pb = _grid(data, positions, triangles, i, j)
+    stats["triangle_tests"] = int(pa.size)
+    hit = triangle_test(pa, pb) if pa.size else np.zeros(0, bool)
+    pairs = np.sort(np.stack([pa[hit], pb[hit]], axis=1), axis=1)
+    return np.unique(pairs, axis=0) if pairs.size else pairs, stats
+
+
+def _grid(data: ChainData, positions: np.ndarray, triangles: np.ndarray, i: np.ndarray,
+          j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The triangle pairs (one of sphere i[k], one of sphere j[k]) whose padded AABBs
+    overlap, by one uniform grid over all the sphere pairs (`sweep.grid_pairs`). For
+    i[k] == j[k] both orders and (t, t) come out; the caller keeps t < u."""
     pad = TRI_PAD * max(1.0, float(np.abs(positions).max()))
     lo, hi = sweep.triangle_boxes(positions, triangles, pad)
-    order = np.argsort(data.tri_sphere, kind="stable")
-    tptr = np.searchsorted(data.tri_sphere[order], np.arange(data.n_spheres + 1))
-    from ..base import Hierarchy
-
-    h = Hierarchy(np.full(data.n_spheres, -1, np.int32), np.zeros(data.n_spheres, np.int32),
-                  tptr.astype(np.int64), order.astype(np.int64))
+    h = data.sphere_hierarchy
     ga, ta = sweep.leaf_entries(h, i)
     gb, tb = sweep.leaf_entries(h, j)
-    pa, pb = sweep.grid_pairs(ga, ta, lo, hi, gb, tb, lo, hi)
+    return sweep.grid_pairs(ga, ta, lo, hi, gb, tb, lo, hi)
+
+
+def complement_pairs(data: ChainData, positions: np.ndarray, triangles: np.ndarray,
+                     triangle_test: Callable[[np.ndarray, np.ndarray], np.ndarray]
+                     ) -> tuple[np.ndarray, dict]:
+    """The intersecting pairs the chains do not cover (K, 2) int64 (smaller index first):
+    pairs within one sphere, between spheres adjacent on every chain holding both, and
+    with a triangle on no chain. The same sphere test, grid and exact test as
+    `self_pairs`, on the sphere pairs (i <= j) that are not `covered`; with `self_pairs`
+    it gives every intersecting non-adjacent pair (the two sets are disjoint)."""
+    c, r = frame_spheres(data, positions)
+    i, j = np.nonzero(np.triu(~data.covered))
+    d = c[i] - c[j]
+    ok = np.einsum("ij,ij->i", d, d) <= (r[i] + r[j]) ** 2
+    stats = {"sphere_tests": int(ok.size), "overlapping": int(ok.sum()), "triangle_tests": 0}
+    i, j = i[ok], j[ok]
+    if i.size == 0:
+        return np.zeros((0, 2), np.int64), stats
+    pa, pb = _grid(data, positions, triangles, i, j)
+    keep = data.tri_sphere[pa] != data.tri_sphere[pb]
+    keep |= pa < pb                            # one sphere with itself: each pair once
+    pa, pb = pa[keep], pb[keep]
     stats["triangle_tests"] = int(pa.size)
     hit = triangle_test(pa, pb) if pa.size else np.zeros(0, bool)
     pairs = np.sort(np.stack([pa[hit], pb[hit]], axis=1), axis=1)
