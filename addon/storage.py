@@ -19,11 +19,15 @@ Everything else in the add-on goes through the functions of this module: it is t
 one that knows where the data lives (docs/storage.md §4).
 
 Ownership. A pointer property is copied by Shift+D, so a duplicate points to the
-original's Text. The Text records its owner (`OWNER_KEY`, the object's name, refreshed
-on every build and rename fix-up) and a stable id (`UID_KEY`, also on the object): the
-object named by the Text owns it; any other object pointing to it is treated as unbuilt,
-and building it gives it its own Text. A renamed original is still the owner when no
-object of the recorded name points to the Text.
+original's Text. The Text records its owner as an ID pointer (`OWNER_ID_KEY`: survives
+renames and save/reload, and Shift+D copies the object, not the Text, so a copy never
+becomes the owner) and a stable id (`UID_KEY`, also on the object). Any other object
+pointing to the Text is treated as unbuilt, and building it gives it its own Text. When
+the owner was removed, the one object still pointing to the Text adopts it. (Files of
+earlier versions recorded the owner's name, `OWNER_KEY`; they are still read, and the
+pointer is recorded on first use.) The owner pointer is a user of the object: a deleted
+or joined-away mesh lingers in `bpy.data` until `remove_orphans` (on save and load)
+removes its Text, which drops it.
 
 Staleness. Two signatures are stored at build time: the full rig signature (topology,
 rest positions, weights, bones; checked on explicit actions) and a quick "state"
@@ -46,7 +50,8 @@ from ..core import persist
 from ..core.scan import CollisionObject
 
 TEXT_PREFIX = ".skin_collide/"
-OWNER_KEY = "skin_collide_owner"
+OWNER_KEY = "skin_collide_owner"        # the owner's name (earlier versions; kept as a note)
+OWNER_ID_KEY = "skin_collide_owner_id"  # the owner itself (an ID pointer property)
 UID_KEY = "skin_collide_uid"
 BUILD_KEY = "skin_collide_build"
 BLOB_KEY = "skin_collide_blob"          # the persist bytes, when kept in the file
@@ -128,10 +133,24 @@ def _text_of(ob):
     return None if props is None else props.data
 
 
+def _linked(ob) -> bool:
+    """Whether `ob` is still part of the file (in a collection), not merely kept alive by
+    the owner pointer of its Text after being deleted or joined away."""
+    return bool(ob.users_collection)
+
+
 def owns(ob, text) -> bool:
     """Whether `ob` owns `text` (and not merely a copied pointer to it)."""
     if text is None:
         return False
+    if OWNER_ID_KEY in text:
+        owner = text[OWNER_ID_KEY]
+        if owner is not None and _text_of(owner) == text and _linked(owner):
+            return owner == ob
+        import bpy            # owner removed (or re-pointed): the only pointer left adopts
+
+        return not any(o != ob and _text_of(o) == text and _linked(o)
+                       for o in bpy.data.objects if o.type == "MESH")
     owner = text.get(OWNER_KEY)
     if owner is None or owner == ob.name:
         return True
@@ -156,7 +175,9 @@ def adopt(ob) -> None:
     """Record `ob`'s current name in the Text it owns (after a rename), so that ownership
     is decided by one name lookup again instead of a scan of all objects."""
     text = _text_of(ob)
-    if text is not None and text.get(OWNER_KEY) != ob.name and owns(ob, text):
+    if text is not None and (text.get(OWNER_ID_KEY) != ob or text.get(OWNER_KEY) != ob.name) \
+            and owns(ob, text):
+        text[OWNER_ID_KEY] = ob
         text[OWNER_KEY] = ob.name
 
 
@@ -271,6 +292,7 @@ def save(ob, obj: CollisionObject, data: bytes | None = None) -> None:
     text.from_string(BODY.format(ob.name))
     text[METHOD_KEY] = str(obj.asked)
     text[OWNER_KEY] = ob.name
+    text[OWNER_ID_KEY] = ob
     text[BUILD_KEY] = uuid.uuid4().hex
     props.data = text
     props.uid = str(text[UID_KEY])
@@ -424,7 +446,7 @@ def remove_orphans() -> int:
     ambiguous. Returns how many were removed."""
     import bpy
 
-    used = {t.name_full for ob in bpy.data.objects if ob.type == "MESH" and ob.users
+    used = {t.name_full for ob in bpy.data.objects if ob.type == "MESH" and _linked(ob)
             for t in (_text_of(ob),) if t is not None}
     gone = [t for t in bpy.data.texts if t.get(UID_KEY) is not None and t.name_full not in used]
     for t in gone:

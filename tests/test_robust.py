@@ -478,3 +478,70 @@ def test_edited_rest_skeleton_is_stale_not_silently_wrong(demo):
     assert res == {"CANCELLED"} and "rest pose" in msg and "rebuild" in msg
     assert session.live_result(bpy.context.scene) is None or \
         session.live_result(bpy.context.scene).error
+
+
+# 4. Ownership survives renames, not duplication (the owner is an ID pointer).
+
+def test_rename_swap_keeps_ownership_through_save_and_reload(demo, tmp_path):
+    from skin_collide.addon import storage
+
+    a, b = demo
+    text = a.skin_collide.data
+    payload = bytes(text[storage.BLOB_KEY])
+    for ob in bpy.context.scene.objects:
+        ob.select_set(ob == a)
+    bpy.context.view_layer.objects.active = a
+    bpy.ops.object.duplicate()
+    copy = bpy.context.active_object
+    assert copy.skin_collide.data == text and not storage.has_data(copy)
+    old = a.name
+    a.name = "Original renamed"                 # the original gives up its name ...
+    copy.name = old                             # ... and the copy takes it
+    assert copy.name == old and a.name == "Original renamed"
+    assert storage.has_data(a) and not storage.has_data(copy)
+    assert storage.uid(copy) == "" and storage.uid(a)
+    bpy.ops.skin_collide.refresh()              # using the data does not hand it over
+    assert storage.has_data(a) and not storage.has_data(copy)
+    path = tmp_path / "swap.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    a, copy = bpy.data.objects["Original renamed"], bpy.data.objects[old]
+    assert a.skin_collide.data == copy.skin_collide.data is not None
+    assert storage.has_data(a) and not storage.has_data(copy)
+    assert bytes(a.skin_collide.data[storage.BLOB_KEY]) == payload
+    for ob in bpy.context.scene.objects:        # Clear on the copy leaves the original's
+        ob.select_set(ob == copy)
+    bpy.context.view_layer.objects.active = copy
+    assert bpy.ops.skin_collide.clear() == {"FINISHED"}
+    assert storage.has_data(a)
+    bpy.data.objects.remove(a)                  # the original gone: nobody else claims it
+    assert not storage.has_data(copy)
+
+
+def test_joined_away_mesh_data_is_not_saved(demo, tmp_path):
+    """Ctrl+J: the joined-away mesh's data goes with it, through save and reopen (the
+    owner pointer must not keep the joined-away object alive in the file)."""
+    from skin_collide.addon import storage
+
+    a, b = demo
+    text_a, text_b = a.skin_collide.data.name, b.skin_collide.data.name
+    for ob in bpy.context.scene.objects:
+        ob.select_set(ob in (a, b))
+    bpy.context.view_layer.objects.active = a
+    name_b = b.name
+    assert bpy.ops.object.join() == {"FINISHED"}
+    assert name_b not in bpy.context.scene.objects
+    path = tmp_path / "j.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    assert text_b not in bpy.data.texts and name_b not in bpy.data.objects
+    a = bpy.data.objects["Left"]
+    assert a.skin_collide.data is not None and a.skin_collide.data.name == text_a
+    assert storage.stale_reason(a)              # joined: more vertices than built
+    # Deleting with the operator (not bpy.data) is the same.
+    for ob in bpy.context.scene.objects:
+        ob.select_set(ob == a)
+    assert bpy.ops.object.delete() == {"FINISHED"}
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    assert text_a not in bpy.data.texts and "Left" not in bpy.data.objects
