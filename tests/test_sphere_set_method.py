@@ -46,7 +46,7 @@ def test_refitted_spheres_contain_their_deformed_vertices(kind, skin, far):
     assert registry.resolve("sphere-set", rig)[0] is m
     data = m.prepare(rig, count=24)
     assert data.preserve_volume == (skin == "pv")
-    t = data.tree
+    t = data.hier
     N = t.n_nodes
     leaves = np.nonzero(t.first_child < 0)[0]
     # Leaves hold every triangle once; each leaf is one sphere of the set.
@@ -143,6 +143,9 @@ def test_scan_with_sphere_set_equals_sphere_tree():
         g = {(i, j, tuple(p)) for i, j, q in got.pairs for p in q.tolist()}
         w = {(i, j, tuple(p)) for i, j, q in want.pairs for p in q.tolist()}
         assert g == w
+        # The older bottom-up mode refits a sphere tree of each object: the same pairs.
+        bu = scan.query_frame(objs, pos, [pa, pb], mode="bottom-up", self_collision=True)
+        assert {(i, j, tuple(p)) for i, j, q in bu.pairs for p in q.tolist()} == w
         total += len(g)
     assert total > 30
 
@@ -201,7 +204,7 @@ def test_round_trip_arrays_and_stored_bytes():
     d1 = m.drawable(rig, obj.data, Frame(P, rig.triangles, pose), 99)
     d2 = m.drawable(rig, loaded.data, Frame(P, rig.triangles, pose), 99)
     assert np.allclose(d1.centers, d2.centers) and np.allclose(d1.radii, d2.radii)
-    assert d1.radii.size == (obj.data.tree.first_child < 0).sum()
+    assert d1.radii.size == (obj.data.hier.first_child < 0).sum()
 
 
 def test_fallbacks_and_builders(monkeypatch):
@@ -249,7 +252,7 @@ def test_crossing_cesium_men_equal_the_sphere_tree(bpy_module, assets_dir):
         # Every leaf sphere holds Blender's evaluated vertices of its polygons.
         m = registry.get("sphere-set")
         for o, p, pose, tris in zip(sset.objects, pos, poses, sset.triangles):
-            t = o.data.tree
+            t = o.data.hier
             v = m.volumes(o.rig, o.data, Frame(p, tris, pose))
             v.ensure(np.arange(t.n_nodes))
             seg = np.repeat(np.arange(t.n_nodes), np.diff(t.node_vert_ptr))

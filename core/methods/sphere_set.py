@@ -95,8 +95,10 @@ class SetData:
         set_info: (4,) float64 outside volume, mesh volume, build seconds, seed.
         builder: () str which builder made the set ("variational", "top-down", "grid").
         tri_sphere: (T,) int64 the set's sphere containing each rest triangle.
-        tree: the hierarchy as a `SphereTree` (rest minimal balls, node vertex sets over
+        hier: the hierarchy as a `SphereTree` (rest minimal balls, node vertex sets over
             whole polygons, BFS; `leaf_tri` is -1 everywhere: leaves hold many triangles).
+            Not named `tree`: `scan.CollisionObject.tree` would take it for a sphere tree
+            of one triangle per leaf (the bottom-up mode's).
         leaf_ptr, leaf_tris: the `Hierarchy` CSR of each leaf node's triangles.
         node_sphere: (N,) int64 the set's sphere of a leaf node, -1 for inner nodes.
         bounds: `refit.LbsBounds`, or `refit_dqs.DqsBounds` for Preserve Volume rigs.
@@ -107,7 +109,7 @@ class SetData:
     set_info: np.ndarray
     builder: str
     tri_sphere: np.ndarray
-    tree: sphere_tree.SphereTree
+    hier: sphere_tree.SphereTree
     leaf_ptr: np.ndarray
     leaf_tris: np.ndarray
     node_sphere: np.ndarray
@@ -117,7 +119,7 @@ class SetData:
     def hierarchy(self) -> Hierarchy:
         h = getattr(self, "_hierarchy", None)
         if h is None:
-            h = Hierarchy(self.tree.first_child, self.tree.child_count, self.leaf_ptr,
+            h = Hierarchy(self.hier.first_child, self.hier.child_count, self.leaf_ptr,
                           self.leaf_tris)
             self._hierarchy = h
         return h
@@ -139,7 +141,7 @@ class SetData:
                "set.info": self.set_info, "set.builder": np.array(self.builder),
                "tri_sphere": self.tri_sphere, "leaf_ptr": self.leaf_ptr,
                "leaf_tris": self.leaf_tris, "node_sphere": self.node_sphere}
-        out.update({f"hier.{k}": v for k, v in self.tree.arrays().items()})
+        out.update({f"hier.{k}": v for k, v in self.hier.arrays().items()})
         kind = "dqs" if self.preserve_volume else "lbs"
         out.update({f"{kind}.{k}": v for k, v in self.bounds.arrays().items()})
         return out
@@ -247,7 +249,7 @@ class SetVolumes(Volumes):
         self.data = data
         self.frame = frame
         self.refit_fn = refit_fn
-        n = data.tree.n_nodes
+        n = data.hier.n_nodes
         if eager is not None:
             self.centers, self.radii = eager
             self.done = np.ones(n, dtype=bool)
@@ -310,7 +312,7 @@ class SetVolumes(Volumes):
 
 def _exact_nodes(data: SetData, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Minimal balls of every node's evaluated vertices (exact for any deformation)."""
-    t = data.tree
+    t = data.hier
     return minimal_balls(np.asarray(positions, np.float64)[t.node_verts], t.node_vert_ptr)
 
 
@@ -339,7 +341,7 @@ class SphereSetMethod(Method):
 
     def volumes(self, rig: Rig, prepared: SetData, frame: Frame) -> SetVolumes:
         data = prepared
-        tree, bounds = data.tree, data.bounds
+        tree, bounds = data.hier, data.bounds
         if frame.pose is None:
             return SetVolumes(data, frame, eager=_exact_nodes(data, frame.positions),
                               method_id=self.id)
@@ -360,7 +362,7 @@ class SphereSetMethod(Method):
         """The refitted spheres of one hierarchy level (depth from the root; leaves above
         it stay shown). The deepest level is the set itself, posed."""
         v = self.volumes(rig, prepared, frame)
-        t = prepared.tree
+        t = prepared.hier
         lvl = min(max(int(level), 0), int(t.depth.max()))
         nodes = np.nonzero((t.depth == lvl) | ((t.depth < lvl) & (t.first_child < 0)))[0]
         v.ensure(nodes)
