@@ -96,6 +96,9 @@ class ScanReport:
     #: what was scanned and how ({file, method, self, first_hit, filters}); `core.merge`
     #: refuses to merge reports whose sources differ. None: not written.
     source: dict | None = None
+    #: per object whose method's own self test leaves something out (`Method.coverage`,
+    #: e.g. sphere chains): what it leaves out and how it is decided. Empty: not written.
+    uncovered: dict = field(default_factory=dict)
 
     def episodes(self) -> list[contacts.Episode]:
         return contacts.episodes([(f.frame, f.pairs) for f in self.frames if not f.not_checked])
@@ -119,6 +122,7 @@ class ScanReport:
         doc = {
             "objects": self.objects,
             "refit": self.refit,
+            **({"uncovered": self.uncovered} if self.uncovered else {}),
             "complete": self.complete,
             "interrupted": self.interrupted,
             "frames_requested": self.frames_requested or len(self.frames),
@@ -340,7 +344,22 @@ class Scanner:
                           {o.name: o.build_seconds for o in self.objects},
                           complete=len(records) == n_requested and not interrupted,
                           interrupted=interrupted, frames_requested=n_requested,
-                          source=self.source)
+                          source=self.source, uncovered=self.uncovered())
+
+    def uncovered(self) -> dict:
+        """With self-collision, per object whose method says what its own self test leaves
+        out (`Method.coverage`): that entry (computed once per object)."""
+        if not self.self_collision or self.mode == "rebuild":
+            return {}
+        out = {}
+        for o in self.objects:
+            cov = getattr(o, "_coverage", False)
+            if cov is False:
+                cov = registry.get(o.method).coverage(o.rig, o.data)
+                o._coverage = cov
+            if cov is not None:
+                out[o.name] = cov
+        return out
 
     def run(self, scene, frames: list[int], progress=None,
             records: list[FrameRecord] | None = None) -> ScanReport:

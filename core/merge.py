@@ -77,6 +77,7 @@ def merge_reports(docs: Sequence[dict], names: Sequence[str] | None = None) -> d
     return {
         "objects": list(first["objects"]),
         "refit": refit,
+        **({"uncovered": first["uncovered"]} if "uncovered" in first else {}),
         "complete": all(d.get("complete") for d in docs) and not interrupted,
         "interrupted": interrupted,
         "frames_requested": sum(int(d.get("frames_requested", len(d["frames"]))) for d in docs),

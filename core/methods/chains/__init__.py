@@ -183,8 +183,12 @@ class ChainsMethod(Method):
         """What the chains alone do not cover, for the scan's JSON (`uncovered`)."""
         tris = np.asarray(prepared.uncovered, np.int64)
         polys = np.unique(rig.tri_polygon[tris]) if tris.size else np.zeros(0, np.int64)
+        S = prepared.n_spheres
+        skipped = int(np.triu(~prepared.covered).sum())     # sphere pairs i <= j
         return {"triangles": int(tris.size), "triangle_indices": tris.tolist(),
                 "polygons": int(polys.size), "polygon_indices": polys.tolist(),
+                "spheres": S, "sphere_pairs": S * (S + 1) // 2,
+                "sphere_pairs_not_tested_by_chains": skipped,
                 "note": NOT_TESTED_BY_PAPER}
 
     def drawable(self, rig: Rig, prepared: ChainData, frame: Frame, level: int) -> Drawable:
