@@ -72,10 +72,25 @@ def _live(scene) -> bool:
     return s is not None and s.live
 
 
+def _note_mesh_changes(depsgraph) -> None:
+    """Meshes whose data this update changed (weights, vertices): their next use re-reads
+    the weights (`session.per_vertex_stale_reason`). A frame change after a script's edit
+    brings the edit in its own updates (no depsgraph_update_post then)."""
+    if depsgraph is None:
+        return
+    try:
+        for upd in depsgraph.updates:
+            if upd.is_updated_geometry and isinstance(upd.id, bpy.types.Mesh):
+                session.mark_mesh_changed(upd.id.original)
+    except Exception as exc:  # noqa: BLE001 - a handler must never raise
+        print(f"skin_collide: could not read the depsgraph updates: {exc}")
+
+
 @persistent
 def on_frame_change(scene, depsgraph) -> None:
     """Refit and collide the built characters at the new frame (viewport only)."""
     global _pending
+    _note_mesh_changes(depsgraph)
     if _busy or depsgraph is None or depsgraph.mode == "RENDER" or not _live(scene):
         return
     _pending = ""                # the frame's query sees the latest pose too
@@ -101,8 +116,11 @@ def _relevant(scene, depsgraph) -> bool:
 
 @persistent
 def on_depsgraph_update(scene, depsgraph) -> None:
-    """Follow pose edits (no frame change): collide again, throttled."""
+    """Follow pose edits (no frame change): collide again, throttled. Also notes meshes
+    whose data changed (weight painting, Edit Mode, scripts): their next use re-reads
+    the weights (`session.per_vertex_stale_reason`)."""
     global _pending
+    _note_mesh_changes(depsgraph)
     if _quiet or depsgraph is None or depsgraph.mode == "RENDER" or not _live(scene):
         return
     if not _relevant(scene, depsgraph) and _pending != scene.name_full:
@@ -155,6 +173,7 @@ def on_load_post(*_args) -> None:
     _pending = ""
     for scene in bpy.data.scenes:
         session.forget(scene)
+    session.forget_checks()
     _clean_orphans()
     try:
         storage.scan_missing()         # only notes them: rebuilt when first needed

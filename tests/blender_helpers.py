@@ -81,3 +81,29 @@ def selected_demo(bpy, build: bool = False, rings: int = 16, segments: int = 10,
     if build:
         assert bpy.ops.skin_collide.build() == {"FINISHED"}
     return a, b
+
+
+def judged_against_blender(bpy, meshes, self_collision: bool = False, max_judged: int = 400):
+    """A fresh build of `meshes` in their current state, queried at the current frame,
+    against Blender's own BVHTree overlap. Pairs the two disagree on are judged in exact
+    arithmetic on the float64 world coordinates, as tests/test_scan_assets.py does: a pair
+    only Blender reports must be exactly disjoint (a float32 artifact); a pair only we
+    report must intersect, or touch within float32 precision (Blender's test skips
+    touching and coplanar contacts). Returns (our polygon pairs, unexplained misses,
+    unexplained extras, number of Blender's triangle pairs)."""
+    from skin_collide.addon import scanner
+    from test_scan_assets import judge
+
+    sc = scanner.Scanner(meshes, mode="on-demand", self_collision=self_collision)
+    pos, poses = sc.evaluate(bpy.context.evaluated_depsgraph_get())
+    ours = sc.query(pos, poses)[0]
+    ref = scanner.bvhtree_pairs(sc.objects, pos, self_collision, sc.triangles, poses)
+    import test_scan_assets
+
+    old = test_scan_assets.JUDGED
+    test_scan_assets.JUDGED = max_judged      # judge every disagreement up to this many
+    try:
+        missed, extra, n, _, _ = judge(sc.objects, pos, ours, ref, sc.triangles)
+    finally:
+        test_scan_assets.JUDGED = old
+    return set(sc.polygon_pairs(ours)), missed, extra, n
