@@ -626,3 +626,57 @@ def test_joined_away_mesh_data_is_not_saved(demo, tmp_path):
     bpy.ops.wm.save_as_mainfile(filepath=str(path))
     bpy.ops.wm.open_mainfile(filepath=str(path))
     assert text_a not in bpy.data.texts and "Left" not in bpy.data.objects
+
+
+# What held (keep it so): scales, mirrors and names, each built and queried equal to
+# Blender's overlap.
+
+@pytest.mark.parametrize("transform", ["scale 0.001", "scale 1000", "mirrored rig",
+                                       "mirrored mesh", "names"])
+def test_scales_mirrors_and_names_equal_blender(transform):
+    from blender_helpers import judged_against_blender, selected_demo
+    from skin_collide.addon import session
+
+    a, b = selected_demo(bpy)
+    arms = [next(m.object for m in o.modifiers if m.type == "ARMATURE") for o in (a, b)]
+    scene = bpy.context.scene
+    if transform.startswith("scale") or transform == "mirrored rig":
+        # Both rigs under one transformed parent (their own location is animated).
+        root = bpy.data.objects.new("root", None)
+        scene.collection.objects.link(root)
+        k = float(transform.split()[1]) if transform.startswith("scale") else 1.0
+        root.scale = (-1.0, 1.0, 1.0) if transform == "mirrored rig" else (k, k, k)
+        root.location = (0.3 * k, -0.2 * k, 0.1 * k)
+        for arm in arms:
+            arm.parent = root
+    elif transform == "mirrored mesh":
+        for ob in (a, b):             # the mesh mirrored in its own space, parented
+            ob.scale = (1.0, -1.0, 1.0)
+    else:
+        names = ["Left tube: é à ü ñ", "右の キャラ 🦊🤖"]
+        for ob, arm, name in zip((a, b), arms, names):
+            ob.name = name
+            ob.data.name = name + " mesh"
+            arm.name = name + " rig ✓"
+            arm.data.bones[0].name = "épaule 肩 💪 " + name[:4]  # vertex groups follow
+    bpy.context.view_layer.update()
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    if transform.startswith("scale"):           # the characters really are that size
+        from skin_collide.addon import extract
+
+        size = np.ptp(extract.evaluated_positions(a, bpy.context.evaluated_depsgraph_get()),
+                      axis=0).max()
+        assert 0.1 * k < size < 10 * k, size
+    f = colliding_frame(scene)
+    ours = set(session.live_result(scene).polygon_pairs)
+    fresh, missed, extra, n = judged_against_blender(bpy, [a, b])
+    assert n > 0 and ours == fresh and missed == [] and extra == [], (missed[:3], extra[:3])
+    scene.skin_collide.self_collision = True
+    scene.frame_set(f + 3)
+    assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
+    ours = set(session.live_result(scene).polygon_pairs)
+    fresh, missed, extra, n = judged_against_blender(bpy, [a, b], self_collision=True)
+    assert ours == fresh and missed == [] and extra == [], (missed[:3], extra[:3])
+    if transform == "names":
+        assert {p[0] for p in ours} | {p[2] for p in ours} <= {a.name, b.name}
+    bpy.ops.wm.read_homefile(use_empty=True)
