@@ -103,7 +103,13 @@ def test_frame_triangles_equal_blender_in_strong_poses(bpy_module, assets_dir, a
 # -- the scan against Blender's BVHTree on the drawn triangles ----------------------------
 
 def weld_ids(rig):
-    return np.unique(rig.rest_positions, axis=0, return_inverse=True)[1].reshape(-1)
+    """Weld keys of one mesh as the product welds (core/welds.py): same rest position AND
+    same normalized weight row (computed apart from the product, `weld_keys`). Welding by
+    position alone would drop real pairs next to coincident vertices whose weights differ
+    (lip corners, eyelids), and the test would not see the product miss them."""
+    from test_strong_poses_blender import weld_keys
+
+    return weld_keys([rig])[0]
 
 
 def blender_triangle_pairs(pos_a, tri_a, pos_b, tri_b, ids_a, ids_b):
@@ -274,3 +280,83 @@ def test_live_result_and_overlay_draw_the_drawn_triangles(makehuman_posed):
         assert np.array_equal(tris, expected)
     finally:
         skin_collide.unregister()
+
+
+# -- coincident vertices with different weights, in Blender ----------------------------
+
+def lip_character(bpy):
+    """Two 4×4-quad sheets meeting along y = 0 with a row of COINCIDENT vertices: the upper
+    sheet (y ≥ 0) weighted to bone A, the lower (y ≤ 0, its own seam row) to bone B. Posed,
+    B swings the lower sheet up through the upper one, so the seam vertices separate and
+    the lower sheet's seam-row triangles pierce the upper sheet's seam-row triangles."""
+    n, h = 4, 0.25
+    verts, faces = [], []
+    for side in (1.0, -1.0):
+        base = len(verts)
+        verts += [(i * h, side * j * h, 0.0) for j in range(n + 1) for i in range(n + 1)]
+        for j in range(n):
+            for i in range(n):
+                a = base + j * (n + 1) + i
+                quad = [a, a + 1, a + n + 2, a + n + 1]
+                faces.append(quad if side > 0 else quad[::-1])
+    me = bpy.data.meshes.new("lips")
+    me.from_pydata(verts, [], faces)
+    me.update()
+    ob = bpy.data.objects.new("lips", me)
+    scene = bpy.context.scene
+    scene.collection.objects.link(ob)
+    arm = bpy.data.objects.new("lip_rig", bpy.data.armatures.new("lip_rig"))
+    scene.collection.objects.link(arm)
+    bpy.context.view_layer.objects.active = arm
+    bpy.ops.object.mode_set(mode="EDIT")
+    a = arm.data.edit_bones.new("A")
+    a.head, a.tail = (0.5, 0.5, -0.3), (0.5, 0.8, -0.3)
+    b = arm.data.edit_bones.new("B")
+    b.head, b.tail = (0.0, 0.0, 0.0), (0.0, 0.25, 0.0)     # rest rotation: identity
+    bpy.ops.object.mode_set(mode="OBJECT")
+    half = (n + 1) ** 2
+    ob.vertex_groups.new(name="A").add(list(range(half)), 1.0, "REPLACE")
+    ob.vertex_groups.new(name="B").add(list(range(half, 2 * half)), 1.0, "REPLACE")
+    mod = ob.modifiers.new("Armature", "ARMATURE")
+    mod.object = arm
+    ob.parent = arm                  # moving the armature moves the whole character
+    return ob, arm
+
+
+def test_coincident_vertices_with_different_weights_equal_blender(bpy_module):
+    """A generated mesh, posed in Blender: the pairs around the separated seam are reported,
+    equal to Blender's overlap on the evaluated loop triangles (every disagreement judged
+    exactly), and a reference welded by position alone would have dropped them."""
+    from test_strong_poses_blender import check, drawn_triangles, reference_pairs
+
+    from skin_collide.addon import scanner
+
+    bpy = bpy_module
+    ob, arm = lip_character(bpy)
+    sc = scanner.Scanner([ob], mode="on-demand", self_collision=True)
+    rig = sc.objects[0].rig
+    same_place = np.unique(rig.rest_positions, axis=0, return_inverse=True)[1].reshape(-1)
+    assert len(np.unique(same_place)) < rig.n_vertices    # the coincident seam row
+    assert len(np.unique(weld_ids(rig))) == rig.n_vertices  # ... is not welded
+    pb = arm.pose.bones["B"]
+    pb.rotation_mode = "QUATERNION"
+    for far in (0.0, 1000.0):
+        th = math.radians(-75.0)
+        pb.rotation_quaternion = (math.cos(th / 2), math.sin(th / 2), 0.0, 0.0)
+        pb.location = (0.05, 0.125, -0.12)
+        arm.location = (far, -far, 0.5 * far)
+        bpy.context.view_layer.update()
+        dg = bpy.context.evaluated_depsgraph_get()
+        n_blender, _, _ = check(sc, [ob], dg, True, f"lips {far} m out")
+        assert n_blender > 0, far
+        pos, _ = sc.evaluate(dg)
+        tris = drawn_triangles(ob, dg)
+        weighted = reference_pairs(pos, [tris], [weld_ids(rig)], True)
+        by_place = reference_pairs(pos, [tris], [same_place], True)
+        seam = weighted - by_place
+        # Pairs next to the separated seam: Blender reports them, a position-only weld
+        # would not, and the product does.
+        assert seam, "no pair around the seam: the test would prove nothing"
+        ours, _, _ = sc.query(pos, sc.evaluate(dg)[1])
+        got = {(0, 0, min(a, b), max(a, b)) for _, _, p in ours for a, b in p.tolist()}
+        assert seam <= got, sorted(seam - got)[:5]
