@@ -276,13 +276,11 @@ def _self_pairs(obj: CollisionObject, positions: np.ndarray, pose: Pose | None,
 
 def frame_method(obj: CollisionObject, pose: Pose | None, mode: str) -> str:
     """The method whose volumes `volumes` would hand out for `obj` this frame (the JSON
-    `refit` id), without making them: sphere-tree methods pass a frame without a pose to
-    the bottom-up refit."""
+    `refit` id), without making them (`Method.frame_method`: e.g. sphere-tree methods pass
+    a frame without a pose to the bottom-up refit)."""
     if mode == "bottom-up":
         return "bottom-up"
-    if obj.method in ("sphere-tree", "sphere-tree-pv") and (pose is None or obj.bounds is None):
-        return "bottom-up"
-    return obj.method
+    return registry.get(obj.method).frame_method(obj.data, pose)
 
 
 def _seams_hold(objects, poses, seams, i: int, j: int) -> bool:

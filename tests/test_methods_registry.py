@@ -176,3 +176,20 @@ def test_leaves_with_several_triangles():
     assert sorted(zip(ta.tolist(), tb.tolist())) == [(7, 1), (7, 2), (7, 3), (8, 1), (8, 2), (8, 3)]
     ia, ib = _unordered_pairs(np.array([2]), np.array([3]), with_self=False)
     assert sorted(zip(ia.tolist(), ib.tolist())) == [(2, 3), (2, 4), (3, 4)]
+
+
+@pytest.mark.parametrize("asked", ["sphere-tree", "bottom-up", "box-tree", "obb"])
+def test_the_reported_method_is_the_one_whose_volumes_answer(rig, asked):
+    """`scan.frame_method` (the JSON `refit` id) asks the method itself and agrees with
+    the `method_id` of the volumes it hands out, with and without a pose: core/scan.py
+    names no method."""
+    obj = scan.prepare(rig, asked)
+    m = registry.get(obj.method)
+    pose = procedural.random_pose(rig, np.random.default_rng(5))
+    pos = skinning.lbs_rig(rig, pose)
+    for p in (pose, None):
+        said = scan.frame_method(obj, p, "on-demand")
+        vols = m.volumes(rig, obj.data, Frame(pos, rig.triangles, p))
+        assert said == (vols.method_id or obj.method), (asked, p is None)
+    assert scan.frame_method(obj, None, "on-demand") == (
+        "bottom-up" if asked == "sphere-tree" else obj.method)

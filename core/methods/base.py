@@ -187,6 +187,12 @@ class Method(ABC):
         (``uncovered``, per object); None when it covers everything."""
         return None
 
+    def frame_method(self, prepared: Prepared, pose: Pose | None) -> str:
+        """The id of the method whose volumes `volumes` hands out for a frame with `pose`
+        (the JSON `refit` id), without making them. A method that passes some frames to
+        another (e.g. an on-demand refit without a pose) overrides this."""
+        return self.id
+
     def drawable(self, rig: Rig, prepared: Prepared, frame: Frame, level: int
                  ) -> Drawable | None:
         """The volumes of hierarchy level `level` (clamped to the deepest) at this frame,

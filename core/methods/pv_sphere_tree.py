@@ -10,11 +10,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import refit_dqs, sphere_tree
-from ..rig import Rig
+from ..rig import Pose, Rig
 from .base import Frame, Method
 from .registry import register
 from .sphere_tree import (SphereVolumes, TreeData, bottom_up_volumes, build_tree,
-                          on_demand_volumes, rig_limits)
+                          on_demand_or_bottom_up, on_demand_volumes, rig_limits)
 
 
 @dataclass
@@ -48,6 +48,9 @@ class PvSphereTree(Method):
 
     def load(self, arrays: dict[str, np.ndarray]) -> PvTreeData:
         return PvTreeData.from_arrays(arrays)
+
+    def frame_method(self, prepared: PvTreeData, pose: Pose | None) -> str:
+        return on_demand_or_bottom_up(self, prepared, pose)
 
     def volumes(self, rig: Rig, prepared: PvTreeData, frame: Frame) -> SphereVolumes:
         tree, bounds = prepared.tree, prepared.bounds

@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 
 from .. import refit, sphere_tree
-from ..rig import Rig
+from ..rig import Pose, Rig
 from .base import Frame, Hierarchy, Method, Volumes
 from .registry import register
 
@@ -121,6 +121,14 @@ class TreeData:
         return cls(tree, refit.LbsBounds(**b) if b else None)
 
 
+def on_demand_or_bottom_up(method: Method, prepared: "TreeData", pose: Pose | None) -> str:
+    """On-demand sphere-tree methods refit bottom-up when the frame has no pose (or no
+    bounds were built): the id their `volumes` hands out."""
+    if pose is None or getattr(prepared, "bounds", None) is None:
+        return BottomUpSphereTree.id
+    return method.id
+
+
 def rig_limits(rig: Rig) -> str | None:
     """Why the rest mesh plus bone matrices do not determine Blender's result, if so."""
     return "; ".join(rig.unsupported) if rig.unsupported else None
@@ -146,6 +154,9 @@ class LbsSphereTree(Method):
 
     def load(self, arrays: dict[str, np.ndarray]) -> TreeData:
         return TreeData.from_arrays(arrays)
+
+    def frame_method(self, prepared: TreeData, pose: Pose | None) -> str:
+        return on_demand_or_bottom_up(self, prepared, pose)
 
     def volumes(self, rig: Rig, prepared: TreeData, frame: Frame) -> SphereVolumes:
         tree, bounds = prepared.tree, prepared.bounds
