@@ -765,9 +765,8 @@ def _join_negative_frames(argv: list[str]) -> list[str]:
     return out
 
 
-# `--mode` values and the method each one names (as addon.scanner.MODE_METHODS, without
-# importing bpy to parse arguments).
-MODE_METHODS = {"on-demand": "sphere-tree", "bottom-up": "bottom-up", "rebuild": "rebuild"}
+# `--mode` values and the method each one names (core.scan, no bpy to parse arguments).
+from .core.scan import DEFAULT_METHOD, MODE_METHODS  # noqa: E402
 
 
 def _scan_method(args) -> str:
@@ -776,7 +775,7 @@ def _scan_method(args) -> str:
     method = getattr(args, "method", None)
     if method and by_mode and method != by_mode:
         raise UsageError(f"--method {method} and --mode {args.mode} disagree: give one")
-    return method or by_mode or "sphere-tree"
+    return method or by_mode or DEFAULT_METHOD
 
 
 def main(argv: list[str] | None = None) -> int:

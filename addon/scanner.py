@@ -27,9 +27,7 @@ from ..core.methods import registry
 from . import extract
 
 MODES = ("on-demand", "bottom-up", "rebuild")
-#: `--mode` is the older spelling of `--method`: each mode names a registered method.
-MODE_METHODS = {"on-demand": core_scan.DEFAULT_METHOD, "bottom-up": "bottom-up",
-                "rebuild": "rebuild"}
+MODE_METHODS = core_scan.MODE_METHODS
 
 
 class DegeneratePose(extract.RigError):

@@ -29,6 +29,9 @@ from .self_collision import object_self_pairs
 # object's sphere tree refitted bottom-up from the evaluated mesh (exact for anything).
 MODES = ("on-demand", "bottom-up")
 DEFAULT_METHOD = "sphere-tree"
+#: The older `--mode` spelling of `--method` (the panel, the CLI and the scanner read it
+#: from here): each mode names a registered method.
+MODE_METHODS = {"on-demand": DEFAULT_METHOD, "bottom-up": "bottom-up", "rebuild": "rebuild"}
 
 
 @dataclass
