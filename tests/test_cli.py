@@ -184,3 +184,26 @@ def test_scan_of_a_mesh_with_a_subdivision_after_the_armature(tmp_path):
     assert res.returncode == 2
     assert "modifiers after the Armature modifier" in res.stderr
     assert "disable them" in res.stderr
+
+
+def test_preserve_volume_scan_says_its_refit_and_equals_blender(tmp_path):
+    """A Preserve Volume scene: the JSON `refit` names the on-demand Preserve Volume refit
+    (not the bottom-up fallback), and the pairs equal `--method rebuild` (Blender's own
+    BVHTree on the evaluated loop triangles) on every frame."""
+    import json
+
+    blend = tmp_path / "pv.blend"
+    res = run("demo", "--out", str(blend), "--rings", "12", "--segments", "8",
+              "--frame-count", "12", "--preserve-volume")
+    assert res.returncode == 0, res.stderr
+    frames = {}
+    for method in ("sphere-tree", "rebuild"):
+        out = tmp_path / f"{method}.json"
+        res = run("scan", str(blend), "--method", method, "--self", "--json", str(out))
+        assert res.returncode == 0, res.stderr
+        data = json.loads(out.read_text())
+        want = "sphere-tree-pv" if method == "sphere-tree" else "rebuild"
+        assert data["refit"] == {"Left": want, "Right": want}
+        frames[method] = [{tuple(p) for p in f["pairs"]} for f in data["frames"]]
+    assert frames["sphere-tree"] == frames["rebuild"]
+    assert any(frames["rebuild"]), "the demo characters collide mid-way"
