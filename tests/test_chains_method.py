@@ -344,3 +344,15 @@ def _panel_build_and_show(bpy):
         # Every evaluated vertex lies within the drawn volumes' extent.
         pos = np.concatenate(res.positions)
         assert (pos >= lines.min(axis=0) - 1e-4).all() and (pos <= lines.max(axis=0) + 1e-4).all()
+    # The live overlay with self-collision: the chains answer, as the headless scan does.
+    from skin_collide.addon import scanner
+
+    scene.skin_collide.self_collision = True
+    assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
+    res = session.live_result(scene)
+    assert res.modes == ["chains", "chains"]
+    sc = scanner.Scanner([a, b], method="chains", self_collision=True)
+    pos, poses = sc.evaluate(bpy.context.evaluated_depsgraph_get())
+    want, _, _ = sc.query(pos, poses)
+    assert set(res.polygon_pairs) == set(sc.polygon_pairs(sc.keep(want)))
+    assert any(x[0] == x[2] for x in res.polygon_pairs)     # self pairs among them
