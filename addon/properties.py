@@ -58,6 +58,12 @@ class SKINCOLLIDE_PG_settings(bpy.types.PropertyGroup):
     overlay_color: bpy.props.FloatVectorProperty(
         name="Overlay Color", subtype="COLOR", size=4, min=0.0, max=1.0,
         default=(1.0, 0.1, 0.05, 0.7), update=_redraw)
+    sphere_count: bpy.props.IntProperty(
+        name="Spheres", description="Spheres per character for Build Sphere Set (a "
+        "variational sphere set, Wang et al. 2006)", min=1, soft_max=512, default=64)
+    sphere_seed: bpy.props.IntProperty(
+        name="Seed", description="Random seed of the sphere-set fit (the same seed gives "
+        "the same set)", min=0, default=0)
     show_spheres: bpy.props.BoolProperty(name="Show Spheres", default=False, update=_redraw)
     sphere_level: bpy.props.IntProperty(name="Sphere Level", min=0, default=3, update=_redraw)
     live: bpy.props.BoolProperty(name="Live Overlay", default=False)

@@ -24,6 +24,9 @@ class SKINCOLLIDE_PT_main(bpy.types.Panel):
         row = layout.row(align=True)
         row.operator("skin_collide.build", icon="MOD_ARMATURE")
         row.operator("skin_collide.clear", text="", icon="TRASH")
+        row = layout.row(align=True)
+        row.prop(s, "sphere_count")
+        row.operator("skin_collide.build_sphere_set", icon="MESH_UVSPHERE")
         built = [ob for ob in scene.objects if ob.type == "MESH" and storage.has_data(ob)]
         box = layout.box()
         if built:

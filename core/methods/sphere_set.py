@@ -237,6 +237,24 @@ def build(rig: Rig, count: int = COUNT, seed: int = SEED, progress: Callable | N
     return build_hierarchy(rig, s)
 
 
+def prepare_object(rig: Rig, count: int = COUNT, seed: int = SEED,
+                   progress: Callable | None = None, should_stop: Callable | None = None):
+    """`scan.prepare(rig, "sphere-set")` with a chosen sphere count and seed (the panel's
+    *Build Sphere Set*): a `scan.CollisionObject`. A rig this method cannot bound goes
+    down its fallback chain, as `scan.prepare` does."""
+    from .. import scan, welds
+    from .registry import resolve
+
+    t0 = time.perf_counter()
+    m, reasons = resolve(SphereSetMethod.id, rig)
+    if m.id != SphereSetMethod.id:
+        return scan.prepare(rig, SphereSetMethod.id)
+    data = build(rig, count, seed, progress, should_stop)
+    return scan.CollisionObject(rig.name, rig, m.id, data, "; ".join(reasons),
+                                welds.vertex_weld_ids(rig), time.perf_counter() - t0,
+                                asked=m.id)
+
+
 class SetVolumes(Volumes):
     """The spheres of one set hierarchy at one frame, computed when first needed by
     `refit_fn(nodes) -> (centers, radii)` (or all up front, `eager`)."""
@@ -331,10 +349,10 @@ class SphereSetMethod(Method):
         return None
 
     def prepare(self, rig: Rig, count: int | None = None, seed: int | None = None,
-                progress: Callable | None = None, should_stop: Callable | None = None
-                ) -> SetData:
+                progress: Callable | None = None, should_stop: Callable | None = None,
+                builder: str | None = None) -> SetData:
         return build(rig, COUNT if count is None else count, SEED if seed is None else seed,
-                     progress, should_stop)
+                     progress, should_stop, builder)
 
     def load(self, arrays: dict[str, np.ndarray]) -> SetData:
         return SetData.from_arrays(arrays)

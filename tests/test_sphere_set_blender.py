@@ -1,0 +1,119 @@
+"""Sphere sets in Blender (pip bpy, the demo's two tube characters): *Build Sphere Set*
+builds the panel's number of spheres per character and stores it in the .blend; the data
+survives save and reload; the scan on it equals the sphere-tree scan; *Show Spheres*
+draws the set posed; the panel's Method enum offers `sphere-set`."""
+import json
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.blender
+bpy = pytest.importorskip("bpy")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def addon(registered_addon):
+    """Every test here runs with the add-on registered."""
+
+
+@pytest.fixture
+def demo():
+    from blender_helpers import selected_demo
+
+    yield selected_demo(bpy)
+    bpy.ops.wm.read_homefile(use_empty=True)
+
+
+def frames_of(report_text: str):
+    return [(f["frame"], f["pairs"]) for f in json.loads(report_text)["frames"]]
+
+
+def test_build_store_reload_and_scan_like_the_sphere_tree(demo, tmp_path):
+    from skin_collide.addon import storage
+
+    scene = bpy.context.scene
+    s = scene.skin_collide
+    s.sphere_count = 12
+    s.self_collision = True
+    assert bpy.ops.skin_collide.build_sphere_set() == {"FINISHED"}
+    objs = {ob.name: storage.load(ob) for ob in demo}
+    for name, obj in objs.items():
+        assert obj.method == "sphere-set", (name, obj.reason)
+        assert obj.data.set_radii.size == 12
+        assert obj.data.tri_sphere.shape == (obj.rig.n_triangles,)
+    assert bpy.ops.skin_collide.scan() == {"FINISHED"}
+    with_set = s.report.as_string()
+    assert set(json.loads(with_set)["refit"].values()) == {"sphere-set"}
+    # Saved and reloaded: the same set, not stale, the same scan without a rebuild.
+    path = tmp_path / "set.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    scene = bpy.context.scene
+    for name, before in objs.items():
+        ob = bpy.data.objects[name]
+        assert storage.has_data(ob) and storage.stale_reason(ob) == ""
+        after = storage.load(ob)
+        assert after.method == "sphere-set"
+        assert np.array_equal(after.data.set_centers, before.data.set_centers)
+        assert np.array_equal(after.data.set_radii, before.data.set_radii)
+        assert np.array_equal(after.data.leaf_tris, before.data.leaf_tris)
+    scene.skin_collide.report.from_string("")
+    assert bpy.ops.skin_collide.scan() == {"FINISHED"}
+    assert frames_of(scene.skin_collide.report.as_string()) == frames_of(with_set)
+    # The sphere tree's scan of the same frames: the same pairs.
+    for ob in (bpy.data.objects["Left"], bpy.data.objects["Right"]):
+        ob.select_set(True)
+    scene.skin_collide.method = "sphere-tree"
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    assert {storage.load(bpy.data.objects[n]).method for n in objs} == {"sphere-tree"}
+    assert bpy.ops.skin_collide.scan() == {"FINISHED"}
+    ref = scene.skin_collide.report.as_string()
+    assert frames_of(ref) == frames_of(with_set)
+    assert sum(len(p) for _, p in frames_of(ref)) > 0
+
+
+def test_show_spheres_draws_the_set_posed(demo):
+    from skin_collide.addon import overlay, session, storage
+    from skin_collide.core.methods import registry
+    from skin_collide.core.methods.base import Frame
+
+    scene = bpy.context.scene
+    scene.skin_collide.sphere_count = 10
+    assert bpy.ops.skin_collide.build_sphere_set() == {"FINISHED"}
+    objs = {ob.name: storage.load(ob) for ob in demo}
+    scene.frame_set(18)
+    assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
+    res = session.live_result(scene)
+    assert res.modes == ["sphere-set", "sphere-set"]
+    _, lines = overlay.result_arrays(res, objs, True, 99)       # the deepest level: the set
+    leaves = sum(int((o.data.hier.first_child < 0).sum()) for o in objs.values())
+    assert lines.shape == (leaves * 3 * 24 * 2, 3)
+    # Each posed sphere holds the evaluated vertices of its triangles.
+    m = registry.get("sphere-set")
+    for k, name in enumerate(res.names):
+        o = objs[name]
+        pos = res.positions[k]
+        d = m.drawable(o.rig, o.data, Frame(pos, o.rig.triangles, res.poses[k]), 99)
+        h = o.data.hierarchy
+        for i, n in enumerate(np.nonzero(o.data.hier.first_child < 0)[0]):
+            tris = h.leaf_tris[h.leaf_ptr[n]:h.leaf_ptr[n + 1]]
+            v = pos[o.rig.triangles[tris].ravel()]
+            assert (np.linalg.norm(v - d.centers[i], axis=1) <= d.radii[i]).all()
+
+
+def test_panel_offers_the_method_and_the_count():
+    from skin_collide.panels import main_panel  # noqa: F401 - registered with the add-on
+
+    s = bpy.context.scene.skin_collide
+    items = [i.identifier for i in s.bl_rna.properties["method"].enum_items]
+    assert "sphere-set" in items
+    assert s.sphere_count == 64 and s.bl_rna.properties["sphere_count"].hard_min == 1
+
+
+def test_nothing_selected_is_an_error_that_changes_nothing(demo):
+    for ob in demo:
+        ob.select_set(False)
+    with pytest.raises(RuntimeError):
+        bpy.ops.skin_collide.build_sphere_set()
+    assert all(ob.skin_collide.data is None for ob in demo)
