@@ -57,6 +57,7 @@ BUILD_KEY = "skin_collide_build"
 BLOB_KEY = "skin_collide_blob"          # the persist bytes, when kept in the file
 CACHE_KEY = "skin_collide_cache"        # the rig signature, when kept on disk
 METHOD_KEY = "skin_collide_method"      # the method asked at build (for a rebuild)
+SET_KEY = "skin_collide_sphere_set"     # a sphere set's (count, seed), for a rebuild
 CACHE_DIR = "//skin_collide_cache/"
 CACHE_SUFFIX = ".skcb"
 BODY = ("skin_collide collision data for '{}': binary, in this Text's custom property or "
@@ -291,6 +292,10 @@ def save(ob, obj: CollisionObject, data: bytes | None = None) -> None:
             del text[CACHE_KEY]
     text.from_string(BODY.format(ob.name))
     text[METHOD_KEY] = str(obj.asked)
+    if obj.method == "sphere-set":
+        text[SET_KEY] = [int(obj.data.set_radii.size), int(obj.data.set_info[3])]
+    elif SET_KEY in text:
+        del text[SET_KEY]
     text[OWNER_KEY] = ob.name
     text[OWNER_ID_KEY] = ob
     text[BUILD_KEY] = uuid.uuid4().hex
@@ -334,8 +339,13 @@ def rebuild(ob) -> CollisionObject:
         rig = extract.rig_from_object(ob)
         wm.progress_update(1)
         asked = str(ob.skin_collide.data.get(METHOD_KEY) or core_scan.DEFAULT_METHOD)
+        sphere_set = ob.skin_collide.data.get(SET_KEY)
         try:
-            obj = core_scan.prepare(rig, asked)
+            if asked == "sphere-set" and sphere_set is not None:
+                from ..core.methods import sphere_set as core_set   # the same count and seed
+                obj = core_set.prepare_object(rig, int(sphere_set[0]), int(sphere_set[1]))
+            else:
+                obj = core_scan.prepare(rig, asked)
         except KeyError:                  # a method this version does not have
             obj = core_scan.prepare(rig)
         wm.progress_update(2)

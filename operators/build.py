@@ -17,6 +17,18 @@ def build_method(scene) -> str:
     return m.id if m.in_core else core_scan.DEFAULT_METHOD
 
 
+def prepare(rig, scene):
+    """Build `rig`'s data for the scene's method (`build_method`); a sphere set takes the
+    panel's sphere count and seed."""
+    method = build_method(scene)
+    if method == "sphere-set":
+        from ..core.methods import sphere_set
+
+        s = scene.skin_collide
+        return sphere_set.prepare_object(rig, s.sphere_count, s.sphere_seed)
+    return core_scan.prepare(rig, method)
+
+
 class SKINCOLLIDE_OT_build(TimerSteps, bpy.types.Operator):
     """Build sphere trees for the characters (selected meshes or the chosen collection);
     they are saved with the file. Esc cancels and keeps the old data"""
@@ -62,7 +74,7 @@ class SKINCOLLIDE_OT_build(TimerSteps, bpy.types.Operator):
         objects = []
         try:
             for k, rig in enumerate(rigs):
-                objects.append(core_scan.prepare(rig, build_method(context.scene)))
+                objects.append(prepare(rig, context.scene))
                 wm.progress_update(k + 1)
         finally:
             wm.progress_end()
@@ -81,8 +93,7 @@ class SKINCOLLIDE_OT_build(TimerSteps, bpy.types.Operator):
         return self._begin_steps(context, len(self._rigs))
 
     def _step(self, context) -> bool:
-        self._objects.append(core_scan.prepare(self._rigs[len(self._objects)],
-                                               build_method(context.scene)))
+        self._objects.append(prepare(self._rigs[len(self._objects)], context.scene))
         return len(self._objects) == len(self._rigs)
 
     def _finish(self, context) -> None:

@@ -117,3 +117,39 @@ def test_nothing_selected_is_an_error_that_changes_nothing(demo):
     with pytest.raises(RuntimeError):
         bpy.ops.skin_collide.build_sphere_set()
     assert all(ob.skin_collide.data is None for ob in demo)
+
+
+def test_build_button_and_a_missing_disk_cache_keep_the_count(demo, tmp_path, monkeypatch):
+    """*Build Collision Data* with the Method set to sphere-set takes the panel's count;
+    data in a disk cache that goes missing is rebuilt with the same count and seed."""
+    import shutil
+
+    from skin_collide.addon import storage
+    from skin_collide.core.methods import sphere_set as ss
+
+    scene = bpy.context.scene
+    s = scene.skin_collide
+    s.method = "sphere-set"
+    s.sphere_count = 7
+    s.sphere_seed = 2
+    path = tmp_path / "cached.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    scene.skin_collide.data_location = "DISK"
+    # The fit itself is not what is tested here: the quick top-down set stands in for it.
+    real = ss.fit_set
+    monkeypatch.setattr(ss, "fit_set", lambda v, t, count, seed=0, progress=None,
+                        should_stop=None, builder=None: real(v, t, count, seed,
+                                                             builder="top-down"))
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    a = bpy.data.objects["Left"]
+    built = storage.load(a)
+    assert built.method == "sphere-set" and built.data.set_radii.size == 7
+    assert (tmp_path / "skin_collide_cache").is_dir()
+    bpy.ops.wm.save_mainfile()
+    shutil.rmtree(tmp_path / "skin_collide_cache")
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    a = bpy.data.objects["Left"]
+    again = storage.load(a)                      # rebuilt: the cache is gone
+    assert again.method == "sphere-set"
+    assert again.data.set_radii.size == 7 and int(again.data.set_info[3]) == 2
+    assert np.array_equal(again.data.set_centers, built.data.set_centers)
