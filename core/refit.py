@@ -27,15 +27,11 @@ from .sphere_tree import SphereTree
 
 # Blender's Armature modifier computes in float32 (premat, chan_mat, the weighted sum,
 # postmat) on the coordinates it is given, while the bound is exact arithmetic on the same
-# float32 matrices. Refitted spheres grow by a bound on that rounding, computed per frame
-# from the magnitudes Blender computes with (mesh-local coordinates per node, A⁻¹M, the bone
-# matrices' entries and translations): see docs/refit_bounds.md, "Float32 margin".
+# float32 matrices. Refitted spheres grow by a PROVEN bound on that rounding (the γ_n model
+# over each float32 operation of armature_deform.cc), computed per frame from the
+# magnitudes Blender computes with (mesh-local coordinates per node, M⁻¹A, the bone
+# matrices' entries and translations): docs/refit_bounds.md, "Float32 margin" (§F.1-F.8).
 U32 = 2.0 ** -24          # float32 unit roundoff
-#: Gaussian elimination on an affine 4×4 (Blender's invert_m4_m4): the linear part of the
-#: computed inverse is within INV_C·u·κ(L)·|L⁻¹| of the exact one (spectral norms).
-INV_C = 4.0
-#: Safety factor over the first-order bound (second-order terms are O(u²)).
-MARGIN_SAFETY = 2.0
 
 
 @dataclass
@@ -216,63 +212,145 @@ def _norms(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarra
             np.linalg.norm(m[..., :3, 3], axis=-1))
 
 
+def _gamma(n: float) -> float:
+    """γ_n = n·u / (1 − n·u), u = 2⁻²⁴: |Π_k (1 + δ_k)^{±1} − 1| ≤ γ_n over n float32
+    roundings (Higham, Accuracy and Stability of Numerical Algorithms, Lemma 3.1)."""
+    return n * U32 / (1.0 - n * U32)
+
+
+def _abs_adjugate(B: np.ndarray) -> np.ndarray:
+    """(..., 3, 3) the adjugate of 3×3 matrices B with every product counted positive
+    (each entry is the 2×2 permanent of a minor): for B = |L| it bounds the sum of the
+    absolute values of the monomials of adj(L). Returned transposed (rows of minors);
+    only its norms are used."""
+    out = np.empty_like(B)
+    for i in range(3):
+        r1, r2 = [k for k in range(3) if k != i]
+        for j in range(3):
+            c1, c2 = [k for k in range(3) if k != j]
+            out[..., i, j] = B[..., r1, c1] * B[..., r2, c2] + B[..., r1, c2] * B[..., r2, c1]
+    return out
+
+
+def _permanent3(B: np.ndarray) -> np.ndarray:
+    """(...,) the permanent of 3×3 non-negative matrices: the sum of the absolute values of
+    the determinant's six monomials when B = |L|."""
+    return (B[..., 0, 0] * (B[..., 1, 1] * B[..., 2, 2] + B[..., 1, 2] * B[..., 2, 1])
+            + B[..., 0, 1] * (B[..., 1, 0] * B[..., 2, 2] + B[..., 1, 2] * B[..., 2, 0])
+            + B[..., 0, 2] * (B[..., 1, 0] * B[..., 2, 1] + B[..., 1, 1] * B[..., 2, 0]))
+
+
+#: Roundings on any path of the cofactor / determinant evaluation of Blender's 4×4 float32
+#: inverse (Eigen's `computeInverseWithCheck`; counted 5 and 9 in its cofactor code, with
+#: slack for its SIMD block variant), docs/refit_bounds.md §F.2.
+INV_COFACTOR_DEPTH = 8
+INV_DET_DEPTH = 12
+
+
+def _inverse_rounding(L: np.ndarray, e: np.ndarray | float = 0.0) -> np.ndarray:
+    """(...,) η‖adj⁺‖_F / |det|: the spectral-norm bound on the rounding of the linear part
+    of Blender's float32 inverse of an affine matrix whose linear part is L + E with
+    |E_ij| ≤ e (the translation part errs by at most this times |t|); inf when the bound
+    does not apply (nearly singular). docs/refit_bounds.md §F.2."""
+    e = np.asarray(e, dtype=np.float64)[..., None, None]
+    B = np.abs(L) + e
+    adj = np.sqrt((_abs_adjugate(B) ** 2).sum(axis=(-2, -1)))
+    perm = _permanent3(B)
+    det_lo = np.abs(np.linalg.det(L)) - (perm - _permanent3(np.abs(L)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = np.where(det_lo > 0, _gamma(INV_DET_DEPTH) * perm / det_lo, np.inf)
+        eta = ((_gamma(INV_COFACTOR_DEPTH) + rho) * (1 + _gamma(2)) / (1 - rho)
+               + _gamma(2))
+        out = eta * adj / det_lo
+    return np.where(rho < 0.5, out, np.inf)
+
+
+#: Our own float64 evaluation (Pose matrices, inverses, the bound itself) is treated as
+#: exact; this allowance, relative to the world coordinates' magnitude, is 2^13 float64
+#: ulps and covers it with room (docs/refit_bounds.md §F.7).
+F64_ALLOWANCE = 2.0 ** -40
+
+
 def float32_margin(pose: Pose, bounds: LbsBounds) -> tuple[float, float]:
     """Bound on |Blender's float32 evaluated vertex − exact LBS| in world space, as
     (slope, offset) over a node's mesh-local extent m: error ≤ slope·m + offset.
 
-    Follows the Armature modifier's arithmetic step by step (docs/refit_bounds.md,
-    "Float32 margin"): postmat = M⁻¹A and premat = inverse(postmat) in float32, chan_mat_j
-    = pose_j · rest_j⁻¹ in float32, q = premat·p, co = q + Σ w_j (chan_mat_j q − q) / Σ w_j,
-    p' = postmat·co stored in float32; our reader applies M in float64. Magnitudes are
-    carried as affine functions a·m + b of the local extent, so the per-frame cost is a
-    few operations per joint and the per-node margin is one multiply-add.
+    A proof, not an estimate: docs/refit_bounds.md, "Float32 margin", bounds every float32
+    operation of Blender's Armature modifier with the standard model (γ_n = n·u/(1−n·u),
+    u = 2⁻²⁴) over the magnitudes it computes with, step by step as below: postmat =
+    fl(fl(M⁻¹)·A) and premat = fl(postmat⁻¹) (Eigen's cofactor inverse), chan_mat_j =
+    fl(pose_j · fl(rest_j⁻¹)), q = fl(premat·p), co = q + Σ w_j (chan_mat_j q − q) / Σ w_j,
+    p' = fl(postmat·co) stored in float32; our reader applies M in float64. Magnitudes are
+    affine functions a·m + b of the local extent (|p| ≤ √3 m), each step's error too, so
+    the per-frame cost is a few operations per joint and the per-node margin is one
+    multiply-add. No safety factor: second-order terms are inside the γ_n and the Neumann
+    factors; inf when a matrix is too close to singular for the bound to apply.
     """
     u = U32
+    g = _gamma
     r3 = np.sqrt(3.0)
     A, M = pose.armature_world, pose.mesh_world
     sA, FA, _, tA = _norms(A)
-    sM, _, iM, tM = _norms(M)
-    Q = np.linalg.inv(M) @ A                         # postmat, exact
+    sM, _, _, tM = _norms(M)
+    X = np.linalg.inv(M)
+    sX, FX, _, tX = _norms(X)
+    Q = X @ A                                        # postmat, exact
     P = np.linalg.inv(Q)                             # premat, exact
-    sQ, FQ, iQ, tQ = _norms(Q)
+    sQ, FQ, _, tQ = _norms(Q)
     sP, FP, _, tP = _norms(P)
-    # (1) postmat: X = inverse(M) in float32 (linear part within INV_C u κ |M⁻¹|; its
-    # translation −X t_M carries that error times |t_M| plus its own rounding), then X · A.
-    eX = INV_C * u * (sM * iM) * iM
-    eXt = eX * tM + 3 * u * r3 * iM * tM
-    eQL = eX * sA + 3 * u * r3 * iM * FA
-    eQt = eX * tA + eXt + 4 * u * (r3 * iM * tA + iM * tM)
-    # (2) premat = inverse(postmat): the perturbation −P δQ P, plus the inversion's rounding.
-    eInv = INV_C * u * (sQ * iQ) * sP
-    ePL = sP * sP * eQL + eInv
-    ePt = sP * (eQL * tP + eQt) + eInv * tQ + 3 * u * r3 * sP * tQ
-    # (3) chan_mat_j = pose_j · rest_j⁻¹ in float32 (rest matrices are rigid: κ = 1).
+    # §F.3 postmat: X̂ = fl(M⁻¹) (its translation errs by the linear bound times |t_M|),
+    # then Q̂ = fl(X̂ · A): γ_3 on the linear part, γ_4 on the translation.
+    eXL = float(_inverse_rounding(M[:3, :3]))
+    eXt = eXL * tM
+    FXh, tXh = FX + r3 * eXL, tX + eXt
+    eQL = eXL * sA + g(3) * FXh * FA
+    eQt = eXL * tA + eXt + g(4) * (FXh * tA + tXh)
+    # §F.4 premat P̂ = fl(Q̂⁻¹): the exact inverse of Q̂ differs from P by a Neumann-bounded
+    # perturbation; the inversion of Q̂ rounds as in §F.2 with |Q̂_L − Q_L|_ij ≤ eQL.
+    if sP * eQL >= 0.5:
+        return float("inf"), float("inf")
+    dPL = sP * sP * eQL / (1.0 - sP * eQL)
+    dPt = dPL * (tQ + eQt) + sP * eQt
+    eIL = float(_inverse_rounding(Q[:3, :3], eQL))
+    ePL = dPL + eIL
+    ePt = dPt + eIL * (tQ + eQt)
+    # §F.5 chan_mat D̂_j = fl(S_j · fl(R_j⁻¹)), S_j = pose_mat (Blender's, read exactly).
     j = bounds.used_joints
     D = pose.deform_with_static()[j]
     R = bounds.joint_rest[j]
-    S = D @ R                                        # pose_mat, what Blender multiplies
+    S = D @ R
     sS, FS, _, tS = _norms(S)
-    sD, _, _, tD = _norms(D)
+    sD, FD, _, tD = _norms(D)
+    Ri = np.linalg.inv(R)
+    _, FRi, _, tRi = _norms(Ri)
     _, _, _, tR = _norms(R)
-    eRL = INV_C * u
-    eRt = eRL * tR + 3 * u * r3 * tR
-    eDL = sS * eRL + 3 * u * FS * r3
-    eDt = sS * eRt + 4 * u * (FS * tR + tS)
-    # (4) the vertex; magnitudes as (slope, offset) in the local extent m (|p| ≤ √3 m).
-    q = np.array([sP * r3, tP])                                   # |q|
-    e_q = np.array([(ePL + 4 * u * FP) * r3, ePt + 4 * u * tP])
-    q = q + e_q
-    dL = float(sD.max())
-    mj = np.array([dL * q[0], float((sD * q[1] + tD).max())])     # max_j |D_j q|
-    e_tmp = (np.array([float(eDL.max()) * q[0], float((eDL * q[1] + eDt).max())])
-             + 5 * u * mj + u * q)
+    eRL = _inverse_rounding(R[:, :3, :3])
+    eRt = eRL * tR
+    FRh, tRh = FRi + r3 * eRL, tRi + eRt
+    eDL = sS * eRL + g(3) * FS * FRh
+    eDt = sS * eRt + g(4) * (FS * tRh + tS)
+    # §F.6 the vertex, affine in m: |p| ≤ √3 m; (slope, offset) pairs.
+    q = np.array([sP * r3, tP])                                  # |q|, q = P p exact
+    e_q = (np.array([ePL * r3, ePt])
+           + g(4) * np.array([(FP + r3 * ePL) * r3, tP + ePt]))  # |q̂ − q|
+    qh = q + e_q                                                 # |q̂|
+    # per joint: y_j = fl(D̂_j q̂) against D_j q
+    y_err = (np.stack([eDL * qh[0], eDL * qh[1] + eDt])
+             + sD * e_q[:, None]
+             + g(4) * np.stack([(FD + r3 * eDL) * qh[0],
+                                (FD + r3 * eDL) * qh[1] + tD + eDt]))
+    y_mag = np.stack([sD * q[0], sD * q[1] + tD]) + y_err
     K = float(bounds.max_influences)
-    g_sum = (2 * K + 3) * u / (1 - (2 * K + 3) * u)
-    e_b = dL * e_q + e_tmp + g_sum * (mj + q) + u * mj
-    e_out = (sQ * e_b + eQL * mj + np.array([0.0, eQt])
-             + 4 * u * (FQ * mj + np.array([0.0, tQ])))
-    # World: our reader applies M in float64.
-    slope, offset = MARGIN_SAFETY * sM * e_out
+    blend = u * (1 + u) + g(3 * K) * (1 + u)
+    co_mag = np.array([float((sD * q[0]).max()), float((sD * q[1] + tD).max())])
+    e_co = (y_err.max(axis=1) + blend * (y_mag.max(axis=1) + qh) + u * co_mag) / (1 - u)
+    e_co = np.maximum(e_co, e_q)          # a vertex Blender leaves in place keeps q̂
+    coh = co_mag + e_co
+    # §F.7 p' = fl(Q̂ · ĉo), stored as float32 (no further rounding); M in float64.
+    e_out = (eQL * coh + np.array([0.0, eQt]) + sQ * e_co
+             + g(4) * ((FQ + r3 * eQL) * coh + np.array([0.0, tQ + eQt])))
+    world = sM * (sQ * co_mag + np.array([0.0, tQ])) + np.array([0.0, tM])
+    slope, offset = sM * e_out + F64_ALLOWANCE * world
     return float(slope), float(offset)
 
 

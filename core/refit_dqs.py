@@ -33,8 +33,9 @@ from .sphere_tree import SphereTree
 
 # Float32 rounding of Blender's Preserve Volume path (docs/refit_dqs.md §5): a relative
 # term of the model's size for the dual-quaternion arithmetic in armature space, plus the
-# LBS chain's margin (premat/postmat, the cancellation far from the origin) scaled by the
-# ratio of rounding steps of the DQ path to the LBS path.
+# LBS chain's margin (premat/postmat, the cancellation far from the origin; proven in
+# docs/refit_bounds.md §F) scaled by the ratio of rounding steps of the DQ path to the LBS
+# path. The DQ blend itself is argued, not proven (docs/refit_bounds.md, end of §F.8).
 DQS_RELATIVE_MARGIN = 1e-5
 DQS_STEP_FACTOR = 4.0
 
