@@ -194,7 +194,7 @@ def cmd_scan(args) -> int:
     for obj in sc.objects:
         how = ("loaded from the .blend (built by the panel)" if built is not None
                else f"built in {obj.build_seconds:.2f} s")
-        print(f"object {obj.name}: {obj.rig.n_triangles} triangles, {obj.tree.n_nodes} spheres, "
+        print(f"object {obj.name}: {obj.rig.n_triangles} triangles, {_volume_count(obj)}, "
               f"{how}; refit: {sc.refit_label(obj)}")
     if args.ignore_rest_contacts:
         print(f"ignoring {sc.ignore.count} triangle pairs in contact in the rest pose")
@@ -264,6 +264,15 @@ def cmd_scan(args) -> int:
     if args.fail_on_collision and eps:
         return EXIT_COLLISIONS
     return EXIT_CLEAN
+
+
+def _volume_count(obj) -> str:
+    """How many volumes the object's method built, for the scan's object line (a sphere
+    set says its own count: `obj.tree` would build a sphere tree just to count it)."""
+    radii = getattr(obj.data, "set_radii", None)
+    if radii is not None:
+        return f"{radii.size} spheres in the set"
+    return f"{obj.tree.n_nodes} spheres"
 
 
 def _built_objects(meshes, method: str):

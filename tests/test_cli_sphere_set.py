@@ -127,5 +127,6 @@ def test_scan_with_the_sphere_set_method(demo_blend, tmp_path):
     assert res2.returncode == 0, res2.stderr
     a, b = json.loads(out.read_text()), json.loads(ref.read_text())
     assert set(a["refit"].values()) == {"sphere-set"}, a["refit"]
+    assert "spheres in the set" in res.stdout
     assert [f["pairs"] for f in a["frames"]] == [f["pairs"] for f in b["frames"]]
     assert sum(len(f["pairs"]) for f in a["frames"]) > 0
