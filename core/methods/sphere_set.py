@@ -23,9 +23,9 @@ pair are first filtered by padded per-triangle AABBs (`sweep.leaf_pair_candidate
 it drops only pairs whose boxes are apart), and the caller's exact triangle test decides.
 So the answer between characters equals the sphere tree's and brute force's.
 
-Self-collision: the scan answers it, for every method, on the object's own AABB tree
-(`core.self_collision`), so a sphere-set object's self pairs ARE the self tree's. The set's
-own self traversal (`traversal.collide(volumes, None, test)`: a leaf against itself gives
+Self-collision: the method has no `Method.self_pairs` of its own, so the scan answers it on
+the object's exact AABB self tree (`core.self_collision`): a sphere-set object's self pairs
+ARE the self tree's. The set's own self traversal (`traversal.collide(volumes, None, test)`: a leaf against itself gives
 its own triangle pairs, every other overlapping pair the filtered ones) is exact as well and
 gives the same pairs (tests/test_sphere_set_method.py); it is slower than the self tree
 (the pairs within one sphere are all tested), which is why the scan does not use it.
