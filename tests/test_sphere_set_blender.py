@@ -153,3 +153,50 @@ def test_build_button_and_a_missing_disk_cache_keep_the_count(demo, tmp_path, mo
     assert again.method == "sphere-set"
     assert again.data.set_radii.size == 7 and int(again.data.set_info[3]) == 2
     assert np.array_equal(again.data.set_centers, built.data.set_centers)
+
+
+@pytest.mark.parametrize("preserve_volume", [False, True])
+def test_posed_sets_hold_blenders_vertices_10_km_out(demo, monkeypatch, preserve_volume):
+    """Blender's own evaluated (float32) vertices, the characters moved 10 km out by root
+    motion, animation frames and random strong poses (170° twists, bone scale 0.5-2):
+    every refitted node of the set's hierarchy holds its polygons' vertices."""
+    import math
+
+    from blender_helpers import random_blender_pose
+    from skin_collide.addon import scanner
+    from skin_collide.core.methods import registry
+    from skin_collide.core.methods import sphere_set as ss
+    from skin_collide.core.methods.base import Frame
+
+    real = ss.fit_set         # the quick top-down set: the refit is what is tested
+    monkeypatch.setattr(ss, "fit_set", lambda v, t, count, seed=0, progress=None,
+                        should_stop=None, builder=None: real(v, t, count, seed,
+                                                             builder="top-down"))
+    arms = [ob.modifiers["Armature"].object for ob in demo]
+    for ob in demo:
+        ob.modifiers["Armature"].use_deform_preserve_volume = preserve_volume
+    for arm in arms:
+        arm.location = tuple(np.array(arm.location) + np.array([1e4, 1e4, 5e3]))
+    bpy.context.view_layer.update()
+    sc = scanner.Scanner(list(demo), method="sphere-set")
+    assert [o.method for o in sc.objects] == ["sphere-set"] * 2
+    assert all(o.data.preserve_volume == preserve_volume for o in sc.objects)
+    m = registry.get("sphere-set")
+    rng = np.random.default_rng(7)
+    for state in range(5):
+        if state < 2:
+            bpy.context.scene.frame_set(8 + 10 * state)
+        else:
+            for arm in arms:
+                arm.animation_data_clear()
+                random_blender_pose(arm, rng, max_angle=math.radians(170), scale=(0.5, 2.0))
+            bpy.context.view_layer.update()
+        pos, poses = sc.evaluate(bpy.context.evaluated_depsgraph_get())
+        for o, p, pose, tris in zip(sc.objects, pos, poses, sc.triangles):
+            assert np.abs(p).max() > 5e3
+            t = o.data.hier
+            v = m.volumes(o.rig, o.data, Frame(p, tris, pose))
+            v.ensure(np.arange(t.n_nodes))
+            seg = np.repeat(np.arange(t.n_nodes), np.diff(t.node_vert_ptr))
+            d = np.linalg.norm(p[t.node_verts] - v.centers[seg], axis=1)
+            assert (d <= v.radii[seg]).all(), (state, o.name, (d - v.radii[seg]).max())
