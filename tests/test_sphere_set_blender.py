@@ -73,11 +73,22 @@ def test_build_store_reload_and_scan_like_the_sphere_tree(demo, tmp_path):
     assert sum(len(p) for _, p in frames_of(ref)) > 0
 
 
-def test_show_spheres_draws_the_set_posed(demo):
+def quick_fit(monkeypatch):
+    """The top-down set in place of the variational fit (where the fit is not tested)."""
+    from skin_collide.core.methods import sphere_set as ss
+
+    real = ss.fit_set
+    monkeypatch.setattr(ss, "fit_set", lambda v, t, count, seed=0, progress=None,
+                        should_stop=None, builder=None: real(v, t, count, seed,
+                                                             builder="top-down"))
+
+
+def test_show_spheres_draws_the_set_posed(demo, monkeypatch):
     from skin_collide.addon import overlay, session, storage
     from skin_collide.core.methods import registry
     from skin_collide.core.methods.base import Frame
 
+    quick_fit(monkeypatch)
     scene = bpy.context.scene
     scene.skin_collide.sphere_count = 10
     assert bpy.ops.skin_collide.build_sphere_set() == {"FINISHED"}
@@ -135,11 +146,7 @@ def test_build_button_and_a_missing_disk_cache_keep_the_count(demo, tmp_path, mo
     path = tmp_path / "cached.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(path))
     scene.skin_collide.data_location = "DISK"
-    # The fit itself is not what is tested here: the quick top-down set stands in for it.
-    real = ss.fit_set
-    monkeypatch.setattr(ss, "fit_set", lambda v, t, count, seed=0, progress=None,
-                        should_stop=None, builder=None: real(v, t, count, seed,
-                                                             builder="top-down"))
+    quick_fit(monkeypatch)       # the fit itself is not what is tested here
     assert bpy.ops.skin_collide.build() == {"FINISHED"}
     a = bpy.data.objects["Left"]
     built = storage.load(a)
@@ -168,10 +175,7 @@ def test_posed_sets_hold_blenders_vertices_10_km_out(demo, monkeypatch, preserve
     from skin_collide.core.methods import sphere_set as ss
     from skin_collide.core.methods.base import Frame
 
-    real = ss.fit_set         # the quick top-down set: the refit is what is tested
-    monkeypatch.setattr(ss, "fit_set", lambda v, t, count, seed=0, progress=None,
-                        should_stop=None, builder=None: real(v, t, count, seed,
-                                                             builder="top-down"))
+    quick_fit(monkeypatch)       # the refit is what is tested here
     arms = [ob.modifiers["Armature"].object for ob in demo]
     for ob in demo:
         ob.modifiers["Armature"].use_deform_preserve_volume = preserve_volume
