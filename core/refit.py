@@ -271,6 +271,23 @@ def _inverse_rounding(L: np.ndarray, e: np.ndarray | float = 0.0) -> np.ndarray:
 F64_ALLOWANCE = 2.0 ** -40
 
 
+def _rest_terms(bounds: LbsBounds) -> tuple:
+    """The rest matrices' part of §F.5, constant per rig (cached on `bounds`): R_j, the
+    rounding of Blender's R_j⁻¹ (linear, translation) and bounds on |R̂_j⁻¹| (F, |t|)."""
+    cached = bounds.__dict__.get("_f32_rest")
+    if cached is not None:
+        return cached
+    R = bounds.joint_rest[bounds.used_joints]
+    Ri = np.linalg.inv(R)
+    _, FRi, _, tRi = _norms(Ri)
+    tR = np.linalg.norm(R[:, :3, 3], axis=-1)
+    eRL = _inverse_rounding(R[:, :3, :3])
+    eRt = eRL * tR
+    out = (R, eRL, eRt, FRi + np.sqrt(3.0) * eRL, tRi + eRt)
+    bounds.__dict__["_f32_rest"] = out
+    return out
+
+
 def float32_margin(pose: Pose, bounds: LbsBounds) -> tuple[float, float]:
     """Bound on |Blender's float32 evaluated vertex − exact LBS| in world space, as
     (slope, offset) over a node's mesh-local extent m: error ≤ slope·m + offset.
@@ -290,14 +307,12 @@ def float32_margin(pose: Pose, bounds: LbsBounds) -> tuple[float, float]:
     g = _gamma
     r3 = np.sqrt(3.0)
     A, M = pose.armature_world, pose.mesh_world
-    sA, FA, _, tA = _norms(A)
-    sM, _, _, tM = _norms(M)
     X = np.linalg.inv(M)
-    sX, FX, _, tX = _norms(X)
     Q = X @ A                                        # postmat, exact
     P = np.linalg.inv(Q)                             # premat, exact
-    sQ, FQ, _, tQ = _norms(Q)
-    sP, FP, _, tP = _norms(P)
+    sg, Fg, _, tg = _norms(np.stack([A, M, X, Q, P]))   # one batched SVD
+    (sA, sM, sX, sQ, sP), (FA, _, FX, FQ, FP) = sg.tolist(), Fg.tolist()
+    tA, tM, tX, tQ, tP = tg.tolist()
     # §F.3 postmat: X̂ = fl(M⁻¹) (its translation errs by the linear bound times |t_M|),
     # then Q̂ = fl(X̂ · A): γ_3 on the linear part, γ_4 on the translation.
     eXL = float(_inverse_rounding(M[:3, :3]))
@@ -315,18 +330,12 @@ def float32_margin(pose: Pose, bounds: LbsBounds) -> tuple[float, float]:
     ePL = dPL + eIL
     ePt = dPt + eIL * (tQ + eQt)
     # §F.5 chan_mat D̂_j = fl(S_j · fl(R_j⁻¹)), S_j = pose_mat (Blender's, read exactly).
-    j = bounds.used_joints
-    D = pose.deform_with_static()[j]
-    R = bounds.joint_rest[j]
+    R, eRL, eRt, FRh, tRh = _rest_terms(bounds)
+    D = pose.deform_with_static()[bounds.used_joints]
     S = D @ R
-    sS, FS, _, tS = _norms(S)
-    sD, FD, _, tD = _norms(D)
-    Ri = np.linalg.inv(R)
-    _, FRi, _, tRi = _norms(Ri)
-    _, _, _, tR = _norms(R)
-    eRL = _inverse_rounding(R[:, :3, :3])
-    eRt = eRL * tR
-    FRh, tRh = FRi + r3 * eRL, tRi + eRt
+    U = len(D)
+    sg, Fg, _, tg = _norms(np.concatenate([S, D]))      # one batched SVD
+    sS, sD, FS, FD, tS, tD = sg[:U], sg[U:], Fg[:U], Fg[U:], tg[:U], tg[U:]
     eDL = sS * eRL + g(3) * FS * FRh
     eDt = sS * eRt + g(4) * (FS * tRh + tS)
     # §F.6 the vertex, affine in m: |p| ≤ √3 m; (slope, offset) pairs.
