@@ -53,7 +53,17 @@ def to_arrays(data: ChainData) -> dict[str, np.ndarray]:
 
 def from_arrays(d: dict[str, np.ndarray]) -> ChainData:
     reg = Regions(**{f.name: np.asarray(d[f"regions.{f.name}"]) for f in fields(Regions)})
-    kw = {f.name: np.asarray(d[f.name]) for f in fields(ChainData) if f.name != "regions"}
+    kw = {f.name: np.asarray(d[f.name]) for f in fields(ChainData)
+          if f.name != "regions" and f.name in d}
+    if "pivot_ptr" not in kw:
+        # Data stored before pivots: every vertex of a sphere is a pivot (centre = mean).
+        ptr = kw["sphere_vert_ptr"]
+        n = np.diff(ptr)
+        S = n.size
+        kw.update(pivot_ptr=ptr, pivot_verts=kw["sphere_verts"],
+                  pivot_weight=np.repeat(1.0 / np.maximum(n, 1), n),
+                  rest_center=np.zeros((S, 3)), rest_radius=np.full(S, np.nan),
+                  region_built=np.zeros(reg.n_limbs + 1, np.int8))
     return ChainData(regions=reg, **kw)
 
 

@@ -28,9 +28,14 @@ import numpy as np
 from ...query import sweep
 from ...rig import Rig
 from ...sphere_tree import polygon_vertex_sets
-from .regions import Regions, regions
+from ..obb.build import dominant_bones
+from . import march
+from .march import _basis
+from .regions import Regions, bone_order, regions
 
 MAX_SLICES = 6
+N_PIVOTS = 4
+_ULP = 1.0 + 8.0 * np.finfo(np.float64).eps
 TRI_PAD = 2.0 ** -20
 
 
@@ -45,6 +50,12 @@ class ChainData:
         covered: (S, S) bool: may a pair of these spheres be reported (non-adjacent on
             some chain; symmetric).
         uncovered: (U,) int64 triangles on no chain.
+        pivot_ptr: (S + 1,) int64, pivot_verts: (M,) int64, pivot_weight: (M,) float64:
+            the vertices of each sphere's pivot polygons, weighted so that their weighted
+            sum is the mean of the pivot polygons' centroids (the centre per frame).
+        rest_center: (S, 3), rest_radius: (S,) the inside spheres of the construction
+            (radius NaN for a sliced region's spheres, which have none).
+        region_built: (K + 1,) int8 per region: 1 by the paper's march, 0 by slices.
     """
 
     tri_sphere: np.ndarray
@@ -55,6 +66,12 @@ class ChainData:
     covered: np.ndarray
     uncovered: np.ndarray
     regions: Regions
+    pivot_ptr: np.ndarray
+    pivot_verts: np.ndarray
+    pivot_weight: np.ndarray
+    rest_center: np.ndarray
+    rest_radius: np.ndarray
+    region_built: np.ndarray
 
     @property
     def n_spheres(self) -> int:
@@ -83,9 +100,11 @@ class ChainData:
         return h
 
 
-def _slices(points: np.ndarray, n: int, split: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Slice index (ordered along the principal axis) of each point, and the position of
-    each slice along the axis; with `split`, two halves per slice (second axis)."""
+def _slices(points: np.ndarray, n: int, split: bool
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Slice index (ordered along the principal axis) of each point, the position of
+    each slice along the axis, and the axis; with `split`, two halves per slice (second
+    axis)."""
     mean = points.mean(axis=0)
     d = points - mean
     _, vec = np.linalg.eigh(d.T @ d)
@@ -94,38 +113,152 @@ def _slices(points: np.ndarray, n: int, split: bool) -> tuple[np.ndarray, np.nda
     k = np.minimum(((t - lo) / max(hi - lo, 1e-300) * n).astype(np.int64), n - 1)
     if split:
         k = 2 * k + (d @ vec[:, -2] > 0)
-    return k, mean + np.outer((np.arange(n) + 0.5) / n * (hi - lo) + lo, vec[:, -1])
+    return k, mean + np.outer((np.arange(n) + 0.5) / n * (hi - lo) + lo, vec[:, -1]), vec[:, -1]
 
 
-def build(rig: Rig) -> ChainData:
-    """Spheres and chains of `rig` at rest (a loop over regions, once per rig)."""
+def _limb_path(rig: Rig, reg: Regions, tri_bone: np.ndarray, cent: np.ndarray,
+               r: int) -> np.ndarray:
+    """The limb's axis: rest centroids of the triangles of each bone on its main path
+    (from the limb's root bone outwards, at each bone the child whose subtree holds the
+    most triangles), (P, 3); fewer than two points: the principal axis of the limb's
+    triangle centroids, from the end nearer the torso."""
+    J = rig.n_bones
+    parents = rig.bone_parents
+    own = np.bincount(tri_bone, minlength=J + 1)[:J].astype(np.int64)
+    sub = own.copy()
+    for j in bone_order(parents)[::-1]:
+        if parents[j] >= 0:
+            sub[parents[j]] += sub[j]
+    pts = []
+    j = int(reg.limb_root[r - 1])
+    while j >= 0:
+        if own[j]:
+            pts.append(cent[tri_bone == j].mean(axis=0))
+        kids = np.nonzero(parents == j)[0]
+        kids = kids[sub[kids] > 0]
+        j = int(kids[np.argmax(sub[kids])]) if kids.size else -1
+    if len(pts) >= 2:
+        return np.array(pts)
+    c = cent[reg.tri_region == r]
+    mean = c.mean(axis=0)
+    d = c - mean
+    _, vec = np.linalg.eigh(d.T @ d)
+    t = d @ vec[:, -1]
+    ends = np.array([mean + t.min() * vec[:, -1], mean + t.max() * vec[:, -1]])
+    torso = cent[reg.tri_region == 0]
+    tc = torso.mean(axis=0) if torso.size else cent.mean(axis=0)
+    if np.linalg.norm(ends[1] - tc) < np.linalg.norm(ends[0] - tc):
+        ends = ends[::-1]
+    return ends
+
+
+def _pivots(rig: Rig, tri_sphere: np.ndarray, centre: np.ndarray, normal: np.ndarray,
+            n_pivots: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pivot polygons of each sphere (the paper's §5.1, Figure 9): `n_pivots` polygons of
+    its surrounding region spread around it in the plane of its disk: for the direction
+    at angle 2 pi k / n_pivots, the polygon whose rest centroid lies farthest along it and
+    nearest the plane. Returns CSR (S + 1,) int64, vertices (M,) int64 and weights (M,)
+    float64 with sum_v w_v P[v] = the mean of the pivot polygons' centroids."""
+    S = centre.shape[0]
+    vptr, pv = polygon_vertex_sets(rig.triangles, rig.tri_polygon, rig.poly_ptr,
+                                   rig.poly_verts)
+    cnt = np.diff(vptr)
+    owner = np.repeat(np.arange(cnt.size), cnt)
+    pc = np.zeros((cnt.size, 3))
+    np.add.at(pc, owner, rig.rest_positions[pv])
+    pc /= cnt[:, None]
+    poly = rig.tri_polygon if rig.tri_polygon is not None else np.arange(cnt.size)
+    ptr, verts, wts = [0], [], []
+    for s in range(S):
+        tris = np.nonzero(tri_sphere == s)[0]
+        rel = pc[tris] - centre[s]
+        n = normal[s]
+        u, w = _basis(n)
+        chosen: list[int] = []
+        for k in range(n_pivots):
+            a = 2 * np.pi * k / n_pivots
+            d = np.cos(a) * u + np.sin(a) * w
+            t = int(tris[np.argmax(rel @ d - 2.0 * np.abs(rel @ n))])
+            if all(poly[t] != poly[c] for c in chosen):
+                chosen.append(t)
+        for t in chosen:
+            vs = pv[vptr[t]:vptr[t + 1]]
+            verts.append(vs)
+            wts.append(np.full(vs.size, 1.0 / (len(chosen) * vs.size)))
+        ptr.append(ptr[-1] + sum(pv[vptr[t]:vptr[t + 1]].size for t in chosen))
+    return (np.array(ptr, np.int64), np.concatenate(verts).astype(np.int64),
+            np.concatenate(wts))
+
+
+def build(rig: Rig, n_pivots: int = N_PIVOTS, construction: str = "paper") -> ChainData:
+    """Spheres and chains of `rig` at rest (a loop over regions, once per rig).
+
+    `construction`: "paper" (the circle / ray-disk march with spheres inside the volume,
+    `march`; a region where it fails keeps the slices) or "slices" (every region cut into
+    slices along its principal axis). `n_pivots`: pivot polygons per sphere (the paper
+    uses 4) whose centroids' mean is the sphere's centre per frame."""
     reg = regions(rig)
-    cent = rig.rest_positions[rig.triangles].mean(axis=1)
+    V, T = rig.rest_positions, rig.triangles
+    A, B, C = V[T[:, 0]], V[T[:, 1]], V[T[:, 2]]
+    cent = (A + B + C) / 3.0
+    tri_bone = dominant_bones(rig)
+    mesh = (A, B, C)
+
+    def inside(q):
+        return np.abs(march.winding_numbers(q, A, B, C)) > 0.5
+
     tri_sphere = np.full(rig.n_triangles, -1, np.int64)
     order_of: dict[int, list[int]] = {}
     torso_c = cent[reg.tri_region == 0].mean(axis=0) if (reg.tri_region == 0).any() \
         else cent.mean(axis=0)
+    built_by = np.zeros(reg.n_limbs + 1, np.int8)
+    centres, radii, normals, phi1_c, phi1_r = [], [], [], [], []
     s = 0
     for r in range(reg.n_limbs + 1):
         tris = np.nonzero(reg.tri_region == r)[0]
         if tris.size == 0:
             order_of[r] = []
             continue
-        if r == 0:
-            n = MAX_SLICES
+        got = None
+        if construction == "paper":
+            if r == 0:
+                got = march.torso(V[np.unique(T[tris])], A[tris], B[tris], C[tris], mesh, inside)
+            else:
+                path = _limb_path(rig, reg, tri_bone, cent, r)
+                got = march.tubular(path, A[tris], B[tris], C[tris], mesh, inside)
+        if got is not None:
+            # The surrounding region of a sphere: the triangles nearest its centre (§5.1).
+            d2 = ((cent[tris, None, :] - got.centres[None]) ** 2).sum(axis=2)
+            near = np.argmin(d2, axis=1)
+            used, local = np.unique(near, return_inverse=True)
+            built_by[r] = 1
+            centres += list(got.centres[used])
+            radii += list(got.radii[used])
+            normals += list(got.normals[used])
+            phi1_c += list(got.phi1_centres[used])
+            phi1_r += list(got.phi1_radii[used])
         else:
-            n = int(np.clip((reg.bone_region[:-1] == r).sum(), 1, MAX_SLICES))
-        n = max(1, min(n, tris.size // 4 or 1))
-        k, pos = _slices(cent[tris], n, split=(r == 0))
-        used, local = np.unique(k, return_inverse=True)
-        if r > 0:
-            # Order limb slices from the torso outwards.
-            near = np.linalg.norm(pos[0] - torso_c) <= np.linalg.norm(pos[-1] - torso_c)
-            rank = used if near else (n - 1 - used)
-            perm = np.argsort(rank, kind="stable")
-            remap = np.empty_like(perm)
-            remap[perm] = np.arange(perm.size)
-            local = remap[local]
+            n = MAX_SLICES if r == 0 else int(np.clip((reg.bone_region[:-1] == r).sum(), 1,
+                                                      MAX_SLICES))
+            n = max(1, min(n, tris.size // 4 or 1))
+            k, pos, axis = _slices(cent[tris], n, split=(r == 0))
+            used, local = np.unique(k, return_inverse=True)
+            if r > 0:
+                # Order limb slices from the torso outwards.
+                near = np.linalg.norm(pos[0] - torso_c) <= np.linalg.norm(pos[-1] - torso_c)
+                rank = used if near else (n - 1 - used)
+                perm = np.argsort(rank, kind="stable")
+                remap = np.empty_like(perm)
+                remap[perm] = np.arange(perm.size)
+                local = remap[local]
+                used = used[perm]
+            for q in range(used.size):
+                c = cent[tris[local == q]].mean(axis=0)
+                centres.append(c)
+                radii.append(np.nan)          # no inside sphere: the region is sliced
+                normals.append(axis)
+                phi1_c.append(c)
+                phi1_r.append(np.nan)
         tri_sphere[tris] = s + local
         order_of[r] = list(range(s, s + used.size))
         s += used.size
@@ -150,20 +283,39 @@ def build(rig: Rig) -> ChainData:
         on_chain[c] = True
     cptr = np.zeros(len(chains) + 1, np.int64)
     np.cumsum([len(c) for c in chains], out=cptr[1:])
-    return ChainData(tri_sphere.astype(np.int32), ptr, sv, cptr,
+    rest_c, rest_r = np.array(centres).reshape(S, 3), np.array(radii, float)
+    piv = _pivots(rig, tri_sphere, rest_c, np.array(normals).reshape(S, 3), n_pivots)
+    data = ChainData(tri_sphere.astype(np.int32), ptr, sv, cptr,
                      np.array([x for c in chains for x in c], np.int64), covered,
-                     np.nonzero(~on_chain[tri_sphere])[0], reg)
+                     np.nonzero(~on_chain[tri_sphere])[0], reg, *piv, rest_c, rest_r,
+                     built_by)
+    data.phi1 = (np.array(phi1_c).reshape(S, 3), np.array(phi1_r, float))
+    return data
 
 
-def frame_spheres(data: ChainData, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per sphere: centre (S, 3) = mean of its evaluated vertices, radius (S,) = their
-    largest distance to it (encloses the sphere's triangles)."""
+def frame_spheres(data: ChainData, positions: np.ndarray,
+                  centre: str = "pivots") -> tuple[np.ndarray, np.ndarray]:
+    """Per sphere: centre (S, 3) and radius (S,) at this frame.
+
+    The centre is the mean of the evaluated centroids of the sphere's pivot polygons (the
+    paper's update, `centre="pivots"`) or the mean of all its vertices (`"mean"`, the rule
+    before pivots). The radius is NOT the paper's (the mean distance to the pivots bounds
+    nothing, docs/sphere_chains.md) but the largest distance from that centre to the
+    sphere's evaluated vertices, so the sphere encloses its triangles whatever the
+    deformation (positions only)."""
     ptr = data.sphere_vert_ptr
     p = positions[data.sphere_verts]
     n = np.diff(ptr)
-    c = np.add.reduceat(p, ptr[:-1], axis=0) / n[:, None]
+    if centre == "pivots":
+        c = np.add.reduceat(positions[data.pivot_verts] * data.pivot_weight[:, None],
+                            data.pivot_ptr[:-1], axis=0)
+    else:
+        c = np.add.reduceat(p, ptr[:-1], axis=0) / n[:, None]
     seg = np.repeat(np.arange(n.size), n)
-    r = np.maximum.reduceat(np.linalg.norm(p - c[seg], axis=1), ptr[:-1])
+    d = p - c[seg]
+    # Each difference p - c is correctly rounded (relative error <= 2^-53 of |p - c|), the
+    # square, sum and root add a few more relative ulps: 8 ulps cover them.
+    r = np.sqrt(np.maximum.reduceat(np.einsum("ij,ij->i", d, d), ptr[:-1])) * _ULP
     return c, r
 
 
