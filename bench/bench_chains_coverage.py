@@ -1,20 +1,33 @@
-"""Sphere chains as a self-collision method: what making them exact costs.
+"""Sphere chains as a self-collision method: the paper's construction, what making the
+chains exact costs, and the chains against the sphere tree and the exact self tree.
 
-The paper's chain test (M2: each sphere pair non-adjacent on some chain, once) leaves out
-the pairs within one sphere, between adjacent spheres and with a triangle on no chain.
-Two ways to decide those too, timed per state on the first character of an asset
-(animation frames, then random strong poses: 170° twists, bone scale 0.5-2), in one
-process on the same positions and triangles:
+On the first character of an asset, in one process on the same states (animation frames,
+then random strong poses: 170° twists, bone scale 0.5-2), ms per state:
 
-* chains: the paper's covered pairs (M2);
-* complement (grid): the skipped pairs by the chains' own sphere test, grid and exact
-  test on the sphere pairs they skip (`chains.complement_pairs`);
-* the method as shipped (`ChainsMethod.self_pairs`): chains, plus the exact AABB self
-  tree (`core.self_collision`) for the skipped pairs;
-* the self tree alone (every other method's self query).
+* construction (rest): the paper's spheres (`construction="paper"`: circle / ray-disk
+  march, torso two spheres per level with the adjustment) against the slices used
+  before (`"slices"`); per region the accuracy F (mean | r - ||c - v|| | over the
+  sphere's region vertices, the paper's §3.2) of the built inside spheres (phi_1', and
+  phi_1 before the torso's adjustment) and of the minimal enclosing ball of the same
+  vertices (phi_2, `core.balls.minimal_balls`);
+* per-frame sphere update (`chains.frame_spheres`): before (slices, centre = mean of all
+  the sphere's vertices) and after (paper spheres, centre = mean of the pivot polygons'
+  centroids), best of `--reps` per state; the radius is always the largest distance to
+  the sphere's vertices (sound);
+* the paper's chain test on the covered pairs: M1 (sphere pairs chain by chain) and M2
+  (each covered pair once), sphere tests and overlaps;
+* complement (grid): the pairs the chains skip, by the chains' own sphere test, grid and
+  exact test (`chains.complement_pairs`);
+* the method as shipped (`ChainsMethod.self_pairs`: chains M2 + the exact AABB self tree
+  on the skipped pairs), with the paper's spheres and with the slices;
+* the old sphere-tree self query (`bench_self.old_self`, on-demand refit: what
+  `query_frame` ran before the self tree);
+* the exact AABB self tree alone (every other method's self query).
 
-It asserts that the method's pairs, and chains + complement, equal the self tree's. Not a test: no assertion on
-time.
+It asserts on every state that the method's pairs (both constructions), chains +
+complement, the old sphere tree's and the self tree's are the same set, and that every
+per-frame sphere encloses its vertices. Not a test: no assertion on time. The load
+average is printed at the start and the end (the machine is shared).
 
 Usage (from the repository root):
     bash dev python bench/bench_chains_coverage.py --asset fox.glb --frames 5 --poses 5
@@ -31,6 +44,37 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from bench_obb_chains import SHARED, states  # noqa: E402
+from bench_self import old_self  # noqa: E402
+
+
+def accuracy_rows(data, rig):
+    """Per region: spheres, F of phi_1 / phi_1' / phi_2 (mean over the region's sphere
+    vertices, model units) for the regions built by the march."""
+    from skin_collide.core import balls
+    from skin_collide.core.methods.chains import march
+
+    V = rig.rest_positions
+    ptr, pts = data.sphere_vert_ptr, V[data.sphere_verts]
+    c2, r2 = balls.minimal_balls(pts, ptr)
+    n = np.diff(ptr)
+    f1 = march.accuracy(pts, ptr, *data.phi1)
+    f1a = march.accuracy(pts, ptr, data.rest_center, data.rest_radius)
+    f2 = march.accuracy(pts, ptr, c2, r2)
+    sreg = data.regions.tri_region[np.array([np.nonzero(data.tri_sphere == s)[0][0]
+                                             for s in range(data.n_spheres)])]
+    rows = []
+    for r in range(data.regions.n_limbs + 1):
+        m = sreg == r
+        w = n[m] / n[m].sum()
+        rows.append((r, int(m.sum()), bool(data.region_built[r]), float(w @ f1[m]),
+                     float(w @ f1a[m]), float(w @ f2[m])))
+    w = n / n.sum()
+    built = np.isfinite(f1a)
+    rows.append(("all", data.n_spheres, bool(data.region_built.all()),
+                 float(w[built] @ f1[built] / w[built].sum()),
+                 float(w[built] @ f1a[built] / w[built].sum()),
+                 float(w[built] @ f2[built] / w[built].sum())))
+    return rows
 
 
 def main() -> None:
@@ -39,7 +83,10 @@ def main() -> None:
     ap.add_argument("--frames", type=int, default=5)
     ap.add_argument("--poses", type=int, default=5)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--reps", type=int, default=20, help="repeats of the sphere update")
+    ap.add_argument("--no-grid", action="store_true", help="skip the grid complement")
     args = ap.parse_args()
+    load0 = os.getloadavg()
 
     import bpy
 
@@ -47,7 +94,7 @@ def main() -> None:
     from skin_collide.core import triangles as tri_test, welds
     from skin_collide.core.methods import registry
     from skin_collide.core.methods.base import Frame
-    from skin_collide.core.methods.chains import chains
+    from skin_collide.core.methods.chains import chains, self_tree
     from skin_collide.core.query import traversal
     from skin_collide.core.self_collision import object_self_pairs
 
@@ -58,16 +105,44 @@ def main() -> None:
     sc = scanner.Scanner([ob], method="chains", self_collision=True)
     obj = sc.objects[0]
     assert obj.method == "chains", obj.reason
+    sph = scanner.Scanner([ob], method="sphere-tree", self_collision=True).objects[0]
     m = registry.get("chains")
-    data = obj.data
-    t = {"chains (paper, M2)": 0.0, "complement (grid)": 0.0,
-         "method: chains + self tree": 0.0, "self tree alone": 0.0}
-    tests = {"chains (paper, M2)": 0, "complement (grid)": 0}
+    rig = obj.rig
+    s0 = time.perf_counter()
+    data = chains.build(rig)
+    t_paper = time.perf_counter() - s0
+    s0 = time.perf_counter()
+    old = chains.build(rig, construction="slices")
+    t_slices = time.perf_counter() - s0
+    for d in (data, old):
+        self_tree(rig, d, obj.vertex_keys)          # built once, before the timing
+    upd = {"before: slices, centre = mean": [], "paper spheres, centre = mean": [],
+           "after: paper spheres, pivot centres": []}
+    upd_data = {"before: slices, centre = mean": (old, "mean"),
+                "paper spheres, centre = mean": (data, "mean"),
+                "after: paper spheres, pivot centres": (data, "pivots")}
+    rad = {k: 0.0 for k in upd}
+    keys_t = ["chains M1 (paper)", "chains M2 (paper)", "chains M2 (slices)",
+              "complement (grid)", "method: paper spheres", "method: slices",
+              "old sphere tree (on-demand)", "self tree alone"]
+    t = {k: [] for k in keys_t}
+    cnt = {k: [0, 0, 0] for k in keys_t}     # sphere tests, overlaps, triangle tests
     n = found = skipped = 0
     for _ in states(arm, arm, args.frames, args.poses, args.seed):
         pos, poses = sc.evaluate(bpy.context.evaluated_depsgraph_get())
         P, tris = pos[0], sc.triangles[0]
         keys = obj.vertex_keys[tris]
+        for k, (d, how) in upd_data.items():
+            best = np.inf
+            for _r in range(args.reps):
+                s = time.perf_counter()
+                c, r = chains.frame_spheres(d, P, how)
+                best = min(best, time.perf_counter() - s)
+            upd[k].append(best)
+            rad[k] += float(r.sum())
+            seg = np.repeat(np.arange(d.n_spheres), np.diff(d.sphere_vert_ptr))
+            dist = np.linalg.norm(P[d.sphere_verts] - c[seg], axis=1)
+            assert (dist <= r[seg]).all(), k
 
         def test(ta, tb):
             far = ~welds.adjacent_pairs(keys, ta, tb)
@@ -76,36 +151,77 @@ def main() -> None:
             hit[idx] = tri_test.triangle_pairs_intersect(P, tris, ta[idx], P, tris, tb[idx])
             return hit
 
-        s = time.perf_counter()
-        cov, st1 = chains.self_pairs(data, P, tris, test)
-        t["chains (paper, M2)"] += time.perf_counter() - s
-        s = time.perf_counter()
-        rest, st2 = chains.complement_pairs(data, P, tris, test)
-        t["complement (grid)"] += time.perf_counter() - s
-        tests["chains (paper, M2)"] += st1["triangle_tests"]
-        tests["complement (grid)"] += st2["triangle_tests"]
-        s = time.perf_counter()
-        got = m.self_pairs(obj.rig, data, Frame(P, tris, poses[0]), obj.vertex_keys)
-        t["method: chains + self tree"] += time.perf_counter() - s
-        s = time.perf_counter()
-        ref = object_self_pairs(obj, P, tris, stats=traversal.QueryStats())
-        t["self tree alone"] += time.perf_counter() - s
+        def timed(name, fn):
+            s = time.perf_counter()
+            out = fn()
+            t[name].append(time.perf_counter() - s)
+            return out
+
+        cov1, st = timed("chains M1 (paper)", lambda: chains.self_pairs(data, P, tris, test, "M1"))
+        cnt["chains M1 (paper)"] = [a + st[b] for a, b in zip(
+            cnt["chains M1 (paper)"], ("sphere_tests", "overlapping", "triangle_tests"))]
+        cov, st = timed("chains M2 (paper)", lambda: chains.self_pairs(data, P, tris, test))
+        cnt["chains M2 (paper)"] = [a + st[b] for a, b in zip(
+            cnt["chains M2 (paper)"], ("sphere_tests", "overlapping", "triangle_tests"))]
+        assert np.array_equal(cov, cov1)
+        _, st = timed("chains M2 (slices)", lambda: chains.self_pairs(old, P, tris, test))
+        cnt["chains M2 (slices)"] = [a + st[b] for a, b in zip(
+            cnt["chains M2 (slices)"], ("sphere_tests", "overlapping", "triangle_tests"))]
+        if not args.no_grid:
+            rest, st = timed("complement (grid)",
+                             lambda: chains.complement_pairs(data, P, tris, test))
+            cnt["complement (grid)"][2] += st["triangle_tests"]
+        frame = Frame(P, tris, poses[0])
+        got = timed("method: paper spheres",
+                    lambda: m.self_pairs(rig, data, frame, obj.vertex_keys))
+        got_old = timed("method: slices", lambda: m.self_pairs(rig, old, frame, obj.vertex_keys))
+        od, _ms = timed("old sphere tree (on-demand)",
+                        lambda: old_self(sph, P, poses[0], "on-demand"))
+        ref = timed("self tree alone",
+                    lambda: object_self_pairs(obj, P, tris, stats=traversal.QueryStats()))
         assert np.array_equal(got, ref), (len(got), len(ref))
-        both = np.concatenate([cov, rest])
-        assert np.array_equal(both[np.lexsort((both[:, 1], both[:, 0]))], ref)
+        assert np.array_equal(got_old, ref), (len(got_old), len(ref))
+        assert set(map(tuple, np.sort(od, axis=1).tolist())) == set(map(tuple, ref.tolist()))
+        if not args.no_grid:
+            both = np.concatenate([cov, rest])
+            assert np.array_equal(both[np.lexsort((both[:, 1], both[:, 0]))], ref)
         n += 1
         found += len(ref)
-        skipped += len(rest)
+        skipped += len(ref) - len(cov)
+    load1 = os.getloadavg()
     r = data.regions
-    print(f"{args.asset} ({ob.name}): {obj.rig.n_triangles} triangles, {r.n_limbs} limbs, "
-          f"{data.chain_ptr.size - 1} chains, {data.n_spheres} spheres, "
-          f"{data.uncovered.size} triangles on no chain; {n} states ({args.frames} frames + "
+    print(f"{args.asset} ({ob.name}): {rig.n_triangles} triangles, {r.n_limbs} limbs, "
+          f"{data.chain_ptr.size - 1} chains; {n} states ({args.frames} frames + "
           f"{args.poses} strong poses); {found} intersecting pairs in all, {skipped} of them "
-          f"({100.0 * skipped / max(found, 1):.0f}%) outside the paper's chain test")
-    for k, v in t.items():
-        extra = f"{tests[k]:>12d} triangle tests" if k in tests else ""
-        print(f"{k:28s}{1e3 * v / max(n, 1):9.2f} ms/state {extra}")
-    print("method pairs == chains + complement pairs == self tree pairs on every state")
+          f"({100.0 * skipped / max(found, 1):.0f}%) outside the paper's chain test "
+          f"(paper spheres); load average {load0[0]:.1f} at the start, {load1[0]:.1f} at the end")
+    print(f"construction: paper {data.n_spheres} spheres in {t_paper:.2f} s (regions by the "
+          f"march: {int(data.region_built.sum())} of {data.region_built.size}), slices "
+          f"{old.n_spheres} spheres in {t_slices:.2f} s")
+    print("accuracy F (mean |r - |c - v|| over each sphere's region vertices, rest pose, "
+          "model units), region 0 = torso:")
+    print(f"{'region':>8s}{'spheres':>9s}{'march':>7s}{'F phi1':>11s}{'F phi1_adj':>12s}"
+          f"{'F minball':>11s}{'adj/minball':>13s}")
+    for reg_, k, b, f1, f1a, f2 in accuracy_rows(data, rig):
+        print(f"{reg_!s:>8s}{k:9d}{'yes' if b else 'no':>7s}{f1:11.4g}{f1a:12.4g}{f2:11.4g}"
+              f"{f1a / f2:13.2f}")
+    print(f"per-frame sphere update (best of {args.reps} per state, median over states; "
+          "sum of radii summed over states):")
+    for k, v in upd.items():
+        print(f"  {k:40s}{1e6 * np.median(v):9.1f} us {rad[k]:12.4g}")
+    print(f"self-collision, ms per state (median; mean), sphere tests / overlaps / triangle "
+          f"tests summed over the {n} states:")
+    for k in keys_t:
+        if not t[k]:
+            continue
+        a, b, c = cnt[k]
+        extra = f"{a:10d}{b:10d}{c:12d}" if a or c else ""
+        print(f"  {k:32s}{1e3 * np.median(t[k]):9.2f}{1e3 * np.mean(t[k]):9.2f} {extra}")
+    ref_t = np.median(t["self tree alone"])
+    print("  ratios of medians to the self tree alone: " + ", ".join(
+        f"{k} {np.median(t[k]) / ref_t:.1f}x" for k in keys_t if t[k] and k != "self tree alone"))
+    print("method pairs (both constructions) == chains + complement == old sphere tree == "
+          "self tree on every state; every frame sphere encloses its vertices")
 
 
 if __name__ == "__main__":
