@@ -1,11 +1,14 @@
 """Sphere chains (Madera et al. 2015) as the collision method `chains`, made exact.
 
 Rest (`chains.build`): automatic torso/limb regions and limb-pair chains from any
-skeleton (`regions.py`); each region cut into slices (spheres) holding their triangles.
-Per frame (`chains.frame_spheres`): each sphere's centre is the mean of its region's
-evaluated vertices and its radius the largest distance to them, so it bounds its
-triangles (for any deformation: positions only). The paper's inside-the-volume spheres
-(ray–disk march, torso adjustment, the F measure, pivot polygons) are not implemented.
+skeleton (`regions.py`); the paper's spheres inside the volume (`march.py`: a circle /
+ray-disk march along each limb's axis, two spheres per torso level with the adjustment
+step; a region where the march fails is cut into slices), each holding the triangles
+nearest its centre, and 4 pivot polygons per sphere.
+Per frame (`chains.frame_spheres`): each sphere's centre is the mean of its pivot
+polygons' evaluated centroids (the paper's update) and its radius the largest distance
+to its evaluated vertices (not the paper's mean pivot distance, which bounds nothing), so
+it bounds its triangles for any deformation (positions only).
 
 * Self-collision (`ChainsMethod.self_pairs`, the method's self hook): the paper's chain
   test (sphere pairs non-adjacent on some chain, M2) on the pairs the chains cover, and

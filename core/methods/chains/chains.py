@@ -1,15 +1,20 @@
 """Sphere chains for self-collision (after Madera et al. 2015), made exact.
 
-Rest (`build`): the torso/limb regions of `regions.regions`; each region is cut into
-slices along its principal axis (limbs: one slice per bone of the limb, at most
-`MAX_SLICES`; the torso: two spheres per level, split by its second axis, as in the
-paper), and each slice keeps its surrounding region: the triangles whose rest centroid
-falls in it. Chains join two limbs through the torso (limb a tip → root, the torso's
-spheres, limb b root → tip), for every pair of limbs.
+Rest (`build`): the torso/limb regions of `regions.regions`; in each region the paper's
+spheres inside the volume (`march`: limbs by a circle / ray-disk march along the limb's
+axis, the torso by two spheres per disk level with the adjustment step), each holding its
+surrounding region (the triangles whose rest centroid is nearest its centre, §5.1), and
+`n_pivots` pivot polygons per sphere. A region where the march finds no successful
+station (enough ray hits, a centre inside the mesh) is cut
+into slices along its principal axis instead (limbs: one slice per bone, at most
+`MAX_SLICES`; the torso: two halves per level); `construction="slices"` slices every
+region (the construction before the march). Chains join two limbs through the torso
+(limb a tip → root, the torso's spheres, limb b root → tip), for every pair of limbs.
 
-Per frame (`frame_spheres`): the paper's spheres lie inside the volume and bound nothing;
-here each sphere's centre is the mean of its region's evaluated vertices and its radius
-the largest distance to them, so it encloses its triangles (O(V), vectorized).
+Per frame (`frame_spheres`): the centre is the mean of the pivot polygons' evaluated
+centroids (the paper's update); the radius is the largest distance from it to the
+sphere's evaluated vertices, so the sphere encloses its triangles (O(V), vectorized). The
+paper's radius (the mean distance to the pivots) is not a bound: docs/sphere_chains.md.
 
 Query (`self_pairs`): along each chain, sphere pairs that are not the same or adjacent on
 the chain (the paper's rule) and overlap give candidate regions; their triangles go
