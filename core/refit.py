@@ -193,7 +193,7 @@ class FrameTransforms:
         """(slope, offset): Blender's float32 vertices lie within
         ``slope · local_extent + offset`` of the exact LBS of the node (world units)."""
         if self._margin is None or self._margin[0] is not bounds:
-            self._margin = (bounds, float32_margin(self.pose, bounds))
+            self._margin = (bounds, float32_margin(self.pose, bounds, self.sigma))
         return self._margin[1]
 
 
@@ -283,12 +283,14 @@ def _rest_terms(bounds: LbsBounds) -> tuple:
     tR = np.linalg.norm(R[:, :3, 3], axis=-1)
     eRL = _inverse_rounding(R[:, :3, :3])
     eRt = eRL * tR
-    out = (R, eRL, eRt, FRi + np.sqrt(3.0) * eRL, tRi + eRt)
+    sR, FR = _norms(R)[:2]
+    out = (R, eRL, eRt, FRi + np.sqrt(3.0) * eRL, tRi + eRt, sR, FR)
     bounds.__dict__["_f32_rest"] = out
     return out
 
 
-def float32_margin(pose: Pose, bounds: LbsBounds) -> tuple[float, float]:
+def float32_margin(pose: Pose, bounds: LbsBounds,
+                   sigma_c: np.ndarray | None = None) -> tuple[float, float]:
     """Bound on |Blender's float32 evaluated vertex − exact LBS| in world space, as
     (slope, offset) over a node's mesh-local extent m: error ≤ slope·m + offset.
 
@@ -302,6 +304,10 @@ def float32_margin(pose: Pose, bounds: LbsBounds) -> tuple[float, float]:
     the per-frame cost is a few operations per joint and the per-node margin is one
     multiply-add. No safety factor: second-order terms are inside the γ_n and the Neumann
     factors; inf when a matrix is too close to singular for the bound to apply.
+
+    `sigma_c`: the frame's (J + 1,) spectral norms of the skinning matrices C_j
+    (`FrameTransforms.sigma`); given, the bone matrices' norms are bounded from them
+    (§F.5: σ(D_j) ≤ σ(C_j) / (σ_min(A) σ_min(A⁻¹M)), no SVD per joint), else computed.
     """
     u = U32
     g = _gamma
@@ -310,8 +316,9 @@ def float32_margin(pose: Pose, bounds: LbsBounds) -> tuple[float, float]:
     X = np.linalg.inv(M)
     Q = X @ A                                        # postmat, exact
     P = np.linalg.inv(Q)                             # premat, exact
-    sg, Fg, _, tg = _norms(np.stack([A, M, X, Q, P]))   # one batched SVD
+    sg, Fg, ig, tg = _norms(np.stack([A, M, X, Q, P]))   # one batched SVD
     (sA, sM, sX, sQ, sP), (FA, _, FX, FQ, FP) = sg.tolist(), Fg.tolist()
+    inv_min_A, inv_min_P = float(ig[0]), float(ig[4])      # 1/σ_min
     tA, tM, tX, tQ, tP = tg.tolist()
     # §F.3 postmat: X̂ = fl(M⁻¹) (its translation errs by the linear bound times |t_M|),
     # then Q̂ = fl(X̂ · A): γ_3 on the linear part, γ_4 on the translation.
@@ -330,12 +337,20 @@ def float32_margin(pose: Pose, bounds: LbsBounds) -> tuple[float, float]:
     ePL = dPL + eIL
     ePt = dPt + eIL * (tQ + eQt)
     # §F.5 chan_mat D̂_j = fl(S_j · fl(R_j⁻¹)), S_j = pose_mat (Blender's, read exactly).
-    R, eRL, eRt, FRh, tRh = _rest_terms(bounds)
+    R, eRL, eRt, FRh, tRh, sR, FR = _rest_terms(bounds)
     D = pose.deform_with_static()[bounds.used_joints]
-    S = D @ R
-    U = len(D)
-    sg, Fg, _, tg = _norms(np.concatenate([S, D]))      # one batched SVD
-    sS, sD, FS, FD, tS, tD = sg[:U], sg[U:], Fg[:U], Fg[U:], tg[:U], tg[U:]
+    tD = np.linalg.norm(D[:, :3, 3], axis=-1)
+    # |t_S| of S_j = D_j R_j (pose_mat), directly; its linear part's norms bounded by
+    # σ(S_L) ≤ σ(D_L) σ(R_L) and F(S_L) ≤ σ(D_L) F(R_L).
+    tS = np.linalg.norm(np.einsum("uij,uj->ui", D[:, :3, :3], R[:, :3, 3]) + D[:, :3, 3],
+                        axis=-1)
+    if sigma_c is None:
+        sD = _norms(D)[0]
+    else:
+        # C_L = A_L D_L Y_L with Y = A⁻¹M = P, so σ(D_L) ≤ σ(C_L) σ(A_L⁻¹) σ(P_L⁻¹).
+        sD = np.asarray(sigma_c)[bounds.used_joints] * inv_min_A * inv_min_P
+    FD = r3 * sD
+    sS, FS = sD * sR, sD * FR
     eDL = sS * eRL + g(3) * FS * FRh
     eDt = sS * eRt + g(4) * (FS * tRh + tS)
     # §F.6 the vertex, affine in m: |p| ≤ √3 m; (slope, offset) pairs.
