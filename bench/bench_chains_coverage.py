@@ -122,6 +122,9 @@ def main() -> None:
                 "paper spheres, centre = mean": (data, "mean"),
                 "after: paper spheres, pivot centres": (data, "pivots")}
     rad = {k: 0.0 for k in upd}
+    # The paper's radius (mean distance from the pivot centre to the pivot polygons'
+    # centroids): how many of the spheres' vertices it leaves out, per state.
+    paper_out = [0, 0, 0.0]     # vertices outside, vertices, largest excess / model size
     keys_t = ["chains M1 (paper)", "chains M2 (paper)", "chains M2 (slices)",
               "complement (grid)", "method: paper spheres", "method: slices",
               "old sphere tree (on-demand)", "self tree alone"]
@@ -143,6 +146,21 @@ def main() -> None:
             seg = np.repeat(np.arange(d.n_spheres), np.diff(d.sphere_vert_ptr))
             dist = np.linalg.norm(P[d.sphere_verts] - c[seg], axis=1)
             assert (dist <= r[seg]).all(), k
+
+        c, _r = chains.frame_spheres(data, P, "pivots")
+        po, gptr = data.pivot_polygons
+        gid = np.repeat(np.arange(po.size), np.diff(gptr))
+        pc = np.zeros((po.size, 3))
+        np.add.at(pc, gid, P[data.pivot_verts])
+        pc /= np.diff(gptr)[:, None]
+        dpc = np.linalg.norm(pc - c[po], axis=1)
+        r_paper = np.bincount(po, dpc, data.n_spheres) / np.bincount(po, None, data.n_spheres)
+        seg = np.repeat(np.arange(data.n_spheres), np.diff(data.sphere_vert_ptr))
+        dv = np.linalg.norm(P[data.sphere_verts] - c[seg], axis=1)
+        paper_out[0] += int((dv > r_paper[seg]).sum())
+        paper_out[1] += dv.size
+        diag = float(np.linalg.norm(P.max(axis=0) - P.min(axis=0)))
+        paper_out[2] = max(paper_out[2], float((dv - r_paper[seg]).max()) / diag)
 
         def test(ta, tb):
             far = ~welds.adjacent_pairs(keys, ta, tb)
@@ -209,6 +227,9 @@ def main() -> None:
           "sum of radii summed over states):")
     for k, v in upd.items():
         print(f"  {k:40s}{1e6 * np.median(v):9.1f} us {rad[k]:12.4g}")
+    print(f"the paper's radius (mean distance to the pivot polygons): {paper_out[0]} of "
+          f"{paper_out[1]} sphere vertices outside it ({100.0 * paper_out[0] / paper_out[1]:.0f}%), "
+          f"the farthest {100 * paper_out[2]:.1f}% of the model's diagonal beyond it")
     print(f"self-collision, ms per state (median; mean), sphere tests / overlaps / triangle "
           f"tests summed over the {n} states:")
     for k in keys_t:

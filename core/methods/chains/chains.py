@@ -163,7 +163,8 @@ def _pivots(rig: Rig, tri_sphere: np.ndarray, centre: np.ndarray, normal: np.nda
     its surrounding region spread around it in the plane of its disk: for the direction
     at angle 2 pi k / n_pivots, the polygon whose rest centroid lies farthest along it and
     nearest the plane. Returns CSR (S + 1,) int64, vertices (M,) int64 and weights (M,)
-    float64 with sum_v w_v P[v] = the mean of the pivot polygons' centroids."""
+    float64 with sum_v w_v P[v] = the mean of the pivot polygons' centroids; and, per pivot
+    polygon, its sphere (G,) and its run in the vertices (G + 1,) (for measurements)."""
     S = centre.shape[0]
     vptr, pv = polygon_vertex_sets(rig.triangles, rig.tri_polygon, rig.poly_ptr,
                                    rig.poly_verts)
@@ -173,7 +174,7 @@ def _pivots(rig: Rig, tri_sphere: np.ndarray, centre: np.ndarray, normal: np.nda
     np.add.at(pc, owner, rig.rest_positions[pv])
     pc /= cnt[:, None]
     poly = rig.tri_polygon if rig.tri_polygon is not None else np.arange(cnt.size)
-    ptr, verts, wts = [0], [], []
+    ptr, verts, wts, groups = [0], [], [], []
     for s in range(S):
         tris = np.nonzero(tri_sphere == s)[0]
         rel = pc[tris] - centre[s]
@@ -190,9 +191,12 @@ def _pivots(rig: Rig, tri_sphere: np.ndarray, centre: np.ndarray, normal: np.nda
             vs = pv[vptr[t]:vptr[t + 1]]
             verts.append(vs)
             wts.append(np.full(vs.size, 1.0 / (len(chosen) * vs.size)))
+            groups.append(s)
         ptr.append(ptr[-1] + sum(pv[vptr[t]:vptr[t + 1]].size for t in chosen))
+    sizes = np.array([v.size for v in verts], np.int64)
+    polys = (np.array(groups, np.int64), np.concatenate([[0], np.cumsum(sizes)]))
     return (np.array(ptr, np.int64), np.concatenate(verts).astype(np.int64),
-            np.concatenate(wts))
+            np.concatenate(wts)), polys
 
 
 def build(rig: Rig, n_pivots: int = N_PIVOTS, construction: str = "paper") -> ChainData:
@@ -289,12 +293,15 @@ def build(rig: Rig, n_pivots: int = N_PIVOTS, construction: str = "paper") -> Ch
     cptr = np.zeros(len(chains) + 1, np.int64)
     np.cumsum([len(c) for c in chains], out=cptr[1:])
     rest_c, rest_r = np.array(centres).reshape(S, 3), np.array(radii, float)
-    piv = _pivots(rig, tri_sphere, rest_c, np.array(normals).reshape(S, 3), n_pivots)
+    piv, polys = _pivots(rig, tri_sphere, rest_c, np.array(normals).reshape(S, 3), n_pivots)
     data = ChainData(tri_sphere.astype(np.int32), ptr, sv, cptr,
                      np.array([x for c in chains for x in c], np.int64), covered,
                      np.nonzero(~on_chain[tri_sphere])[0], reg, *piv, rest_c, rest_r,
                      built_by)
+    # Not stored (measurements only): phi_1 before the torso's adjustment, and the pivot
+    # polygons (sphere, run in pivot_verts).
     data.phi1 = (np.array(phi1_c).reshape(S, 3), np.array(phi1_r, float))
+    data.pivot_polygons = polys
     return data
 
 

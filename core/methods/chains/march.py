@@ -219,13 +219,13 @@ def tubular(path: np.ndarray, A, B, C, mesh_tris: tuple, inside) -> Built | None
     cen = np.array([s.centre for s in st])
     near = max(float(np.linalg.norm(s.hits - s.centre, axis=1).min()) for s in st)
     rad = distance_to_triangles(cen, *mesh_tris, bound=near)
-    good = inside(cen) & (rad > 0)
     cs, rs, ns = [], [], []
     last = None
-    for s, c, r, g in zip(st, cen, rad, good):
-        if not g:
+    for s, c, r in zip(st, cen, rad):
+        if r <= 0:
             continue
-        if last is None or s.axial - last[0] >= (1 - PD) * (last[1] + r):
+        if (last is None or s.axial - last[0] >= (1 - PD) * (last[1] + r)) \
+                and inside(c[None])[0]:
             cs.append(c)
             rs.append(r)
             ns.append(s.normal)
@@ -262,14 +262,18 @@ def torso(points: np.ndarray, A, B, C, mesh_tris: tuple, inside) -> Built | None
             cc = q + ts[:, None] * (s.centre - q)
             near = float(np.linalg.norm(H[None] - cc[:, None], axis=2).min(axis=1).max())
             rr = distance_to_triangles(cc, *mesh_tris, bound=near)
-            ok = inside(cc) & (rr > 0)
-            if not ok.any():
-                break
             F = np.abs(rr[:, None] - np.linalg.norm(H[None] - cc[:, None], axis=2)).mean(axis=1)
-            F[~ok] = np.inf
-            b = int(np.argmin(F))
+            F[rr <= 0] = np.inf
+            b = -1
+            for k in np.argsort(F, kind="stable"):    # the best F whose centre is inside
+                if np.isfinite(F[k]) and inside(cc[k:k + 1])[0]:
+                    b = int(k)
+                    break
+            if b < 0:
+                break
             cand.append((cc[b], rr[b]))
-            phi1.append((cc[0], rr[0]) if ok[0] else (cc[b], rr[b]))
+            ok0 = b == 0 or (rr[0] > 0 and inside(cc[:1])[0])
+            phi1.append((cc[0], rr[0]) if ok0 else (cc[b], rr[b]))
         if len(cand) < 2:
             continue
         r_here = 0.5 * (cand[0][1] + cand[1][1])
