@@ -125,8 +125,9 @@ def _limb_path(rig: Rig, reg: Regions, tri_bone: np.ndarray, cent: np.ndarray,
                r: int) -> np.ndarray:
     """The limb's axis: rest centroids of the triangles of each bone on its main path
     (from the limb's root bone outwards, at each bone the child whose subtree holds the
-    most triangles), (P, 3); fewer than two points: the principal axis of the limb's
-    triangle centroids, from the end nearer the torso."""
+    most triangles), extended at both ends to the limb's extent, (P, 3); fewer than two
+    points: the principal axis of the limb's triangle centroids, from the end nearer the
+    torso."""
     J = rig.n_bones
     parents = rig.bone_parents
     own = np.bincount(tri_bone, minlength=J + 1)[:J].astype(np.int64)
@@ -142,9 +143,19 @@ def _limb_path(rig: Rig, reg: Regions, tri_bone: np.ndarray, cent: np.ndarray,
         kids = np.nonzero(parents == j)[0]
         kids = kids[sub[kids] > 0]
         j = int(kids[np.argmax(sub[kids])]) if kids.size else -1
-    if len(pts) >= 2:
-        return np.array(pts)
     c = cent[reg.tri_region == r]
+    if len(pts) >= 2:
+        # Extend both ends to the limb's extent along the end segments, so the march
+        # reaches the limb's tip (a head, a hand, a foot) and its root.
+        path = np.array(pts)
+        for end, nxt in ((0, 1), (-1, -2)):
+            d = path[end] - path[nxt]
+            d /= max(np.linalg.norm(d), 1e-300)
+            reach = float(((c - path[end]) @ d).max())
+            if reach > 0:
+                path = np.vstack([path[:1] + reach * d, path]) if end == 0 else \
+                    np.vstack([path, path[-1:] + reach * d])
+        return path
     mean = c.mean(axis=0)
     d = c - mean
     _, vec = np.linalg.eigh(d.T @ d)
