@@ -100,7 +100,7 @@ def convex_inside(v, t):
     n = np.cross(v[t[:, 1]] - a, v[t[:, 2]] - a)
 
     def inside(p):
-        return np.all(((p[:, None, :] - a[None]) * n[None]).sum(-1) < 0, axis=1)
+        return np.all(p @ n.T < (a * n).sum(1)[None], axis=1)
 
     return inside
 

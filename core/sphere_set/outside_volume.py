@@ -390,8 +390,26 @@ def sphere_outside_volume(centers: np.ndarray, radii: np.ndarray, mesh: Prepared
     ball = FOUR_PI / 3.0 * radii ** 3
     signed = np.zeros(len(centers))
     if len(si):
-        vol, sg = sotv(centers[si], radii[si], mesh.a[ti], mesh.b[ti], mesh.c[ti], mesh.normals[ti])
-        signed = np.bincount(si, weights=sg * vol, minlength=len(centers))
+        o, r = centers[si], radii[si]
+        a, b, c, n = mesh.a[ti], mesh.b[ti], mesh.c[ti], mesh.normals[ti]
+        hs = ((a - o) * n).sum(1)
+        r2 = r * r
+        full = ((((a - o) ** 2).sum(1) <= r2) & (((b - o) ** 2).sum(1) <= r2)
+                & (((c - o) ** 2).sum(1) <= r2))
+        part = ~full & (np.abs(hs) < r)  # planes beyond the ball add nothing
+        w = np.zeros(len(si))
+        # All corners inside: the paper's case (a), (r^3 Ω - D h) / 3, here signed at once
+        # (the signed solid angle and signed height carry the sign(n . (p - o)) factor).
+        f = np.nonzero(full)[0]
+        if len(f):
+            om = _solid_angles(o[f], a[f], b[f], c[f])
+            area = 0.5 * np.linalg.norm(np.cross(b[f] - a[f], c[f] - a[f]), axis=1)
+            w[f] = (r[f] ** 3 * om - area * hs[f]) / 3.0
+        q = np.nonzero(part)[0]
+        if len(q):
+            vol, sg = sotv(o[q], r[q], a[q], b[q], c[q], n[q])
+            w[q] = sg * vol
+        signed = np.bincount(si, weights=w, minlength=len(centers))
     if inside is None:
         inside = fast_winding_number(centers, mesh) > 0.5
     elif isinstance(inside, str) and inside == "sign":

@@ -20,6 +20,9 @@ from .outside_volume import (FOUR_PI, PreparedMesh, classify_inside, mesh_volume
 from .types import SphereSet
 
 
+_DEBUG = False
+
+
 class _Stopped(Exception):
     """Raised inside the iterations when should_stop() asks for Esc."""
 
@@ -149,6 +152,8 @@ class _Solver:
         self.table_size = table_size
         self.should_stop = should_stop
         self.sov_calls = 0
+        self._table_memo = None  # (centres, rmax, table) of the last assignment
+        self._fit_memo = None  # (labels, centres, radii, sov) returned by the last fit
 
     def check_stop(self) -> None:
         if self.should_stop is not None and self.should_stop():
@@ -168,8 +173,18 @@ class _Solver:
         N, K = len(centres), self.table_size
         rmax = np.maximum(reach, 2.0 * self.s)
         rho = rmax[:, None] * np.linspace(0.0, 1.0, K)[None, :]  # (N, K)
-        tab = self.sov(np.repeat(centres, K, axis=0), rho.reshape(-1)).reshape(N, K)
-        tab = np.maximum.accumulate(tab, axis=1)  # SOV grows with the radius
+        tab = np.empty((N, K))
+        todo = np.ones(N, dtype=bool)
+        if self._table_memo is not None and len(self._table_memo[0]) == N:
+            # Spheres that did not move since the last assignment keep their table.
+            c0, r0, t0 = self._table_memo
+            same = np.all(c0 == centres, axis=1) & (r0 == rmax)
+            tab[same] = t0[same]
+            todo = ~same
+        if todo.any():
+            vals = self.sov(np.repeat(centres[todo], K, axis=0), rho[todo].reshape(-1))
+            tab[todo] = np.maximum.accumulate(vals.reshape(-1, K), axis=1)  # SOV grows with r
+        self._table_memo = (centres.copy(), rmax.copy(), tab.copy())
         self.check_stop()
 
         def f(i: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -227,8 +242,8 @@ class _Solver:
 
     def fit(self, centres: np.ndarray, labels: np.ndarray, iterations: int = 40) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Minimize each cluster's SOV over its centre (radius = what bounds the cluster),
-        all clusters at once, by pattern search: try the 26 cube-neighbour moves of length
-        `step` (in a frame turned 45° every other step), take the best improving move, halve
+        all clusters at once, by pattern search: try 14 moves of length `step` (the 6 axes
+        and 8 diagonals of a frame turned 45° every other step), take the best improving move, halve
         the step when none improves (derivative free: SOV with the bounding radius is only
         piecewise smooth).
         Returns (centres (N, 3), radii (N,), sov (N,))."""
@@ -236,13 +251,30 @@ class _Solver:
         owner = np.arange(N)
         c = centres.copy()
         r = self._cluster_radius(c, owner, labels)
-        val = self.sov(c, r)
-        step = np.maximum(0.25 * r, self.s)
         active = np.bincount(labels, minlength=N) > 0
-        # The 26 neighbours of a cube: with only the 6 axis moves the search stalls on the
+        val = np.empty(N)
+        fresh = np.ones(N, dtype=bool)
+        step = np.maximum(0.25 * r, self.s)
+        if self._fit_memo is not None and len(self._fit_memo[1]) == N:
+            # A cluster whose members and start centre are those the last fit ended with
+            # is already at its (pattern-search) optimum: keep it, search the others.
+            l0, c0, r0, v0 = self._fit_memo
+            changed = labels != l0
+            moved = np.zeros(N, dtype=bool)
+            moved[labels[changed]] = True
+            moved[l0[changed]] = True
+            warm = np.all(c0 == c, axis=1)
+            fresh = moved | ~warm
+            val[~fresh] = v0[~fresh]
+            active &= fresh
+            # A warm start only needs to follow its members' small changes.
+            step[warm] = np.maximum(0.1 * r[warm], self.s)
+        if fresh.any():
+            val[fresh] = self.sov(c[fresh], r[fresh])
+        # Axis and diagonal moves: with only the 6 axis moves the search stalls on the
         # ridges where the bounding radius switches between two farthest units.
         g = np.stack(np.meshgrid(*[np.array([-1.0, 0.0, 1.0])] * 3, indexing="ij"), -1).reshape(-1, 3)
-        dirs = g[np.abs(g).sum(1) > 0]
+        dirs = g[(np.abs(g).sum(1) == 1) | (np.abs(g).sum(1) == 3)]  # 6 faces + 8 corners
         dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
         for it in range(iterations):  # loop over search steps
             self.check_stop()
@@ -263,6 +295,7 @@ class _Solver:
             r[mv] = rc.reshape(len(act), len(frame))[better, k[better]]
             val[mv] = bv[better]
             step[act[~better]] *= 0.5
+        self._fit_memo = (labels.copy(), c.copy(), r.copy(), val.copy())
         return c, r, val
 
     # ---------------------------------------------------------------- teleportation
@@ -285,11 +318,17 @@ class _Solver:
         return hit.reshape(N, m).mean(1)
 
     def split_centres(self, labels: np.ndarray, dest: int) -> tuple[np.ndarray, np.ndarray]:
-        """The two (approximately) farthest units of cluster `dest`: the one farthest from
-        its centroid, then the one farthest from that one (unit positions: centroids)."""
+        """Two centres splitting cluster `dest`: 2-means (L2) on its unit positions, started
+        from its two (approximately) farthest units (the paper starts the new spheres at
+        those two units; the 2-means centroids lie inside the part and settle faster)."""
         q = self.pts[labels == dest]
         a = q[((q - q.mean(0)) ** 2).sum(1).argmax()]
         b = q[((q - a) ** 2).sum(1).argmax()]
+        for _ in range(8):  # a few Lloyd steps on one cluster
+            side = ((q - a) ** 2).sum(1) > ((q - b) ** 2).sum(1)
+            if side.all() or not side.any():
+                break
+            a, b = q[~side].mean(0), q[side].mean(0)
         return a, b
 
 
@@ -355,9 +394,9 @@ def cover_triangles(centres: np.ndarray, radii: np.ndarray, vertices: np.ndarray
 def fit(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int = 0,
         progress: Callable[[float], None] | None = None,
         should_stop: Callable[[], bool] | None = None, *,
-        n_interior: int = 4000, n_surface: int = 1000, max_iterations: int = 30,
+        n_interior: int = 4000, n_surface: int = 1000, max_iterations: int = 40,
         max_teleports: int = 60, max_failed_teleports: int = 4, teleport_rounds: int = 2, table_size: int = 24,
-        search_steps: int = 40, tolerance: float = 2e-3,
+        search_steps: int = 40, tolerance: float = 5e-3,
         e_r_samples: int = 100_000) -> SphereSet:
     """Fit `count` spheres whose union bounds the mesh, minimizing outside volume.
 
@@ -461,6 +500,8 @@ def fit(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int = 0,
             iterations += teleport_rounds
             e2 = float(s2.sum())
             history.append(e2)
+            if _DEBUG:
+                print(f"teleport src={src} dst={dst} err={err / vol:.3f} -> {e2 / vol:.3f}")
             if e2 < err:
                 best = (e2, c2, r2, s2, lab)
                 teleports += 1
