@@ -97,10 +97,24 @@ def test_cover_triangles_grows_the_cheapest_ball():
     v = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [5, 0, 0], [6, 0, 0], [5, 1, 0]], float)
     t = np.array([[0, 1, 2], [3, 4, 5]])
     centres = np.array([[0.3, 0.3, 0.0], [5.3, 0.3, 0.0]])
-    r, ts = cover_triangles(centres, np.array([0.1, 2.0]), v, t)
+    r, ts = cover_triangles(centres, np.array([0.1, 2.0]), v, t, shrink=False)
     np.testing.assert_array_equal(ts, [0, 1])
     assert r[1] == pytest.approx(2.0, rel=1e-8)  # already holds its triangle: unchanged
     assert r[0] >= np.linalg.norm(v[:3] - centres[0], axis=1).max()
+    # The shrink pass: ball 1 only needs its own triangle's farthest corner.
+    r, ts = cover_triangles(centres, np.array([0.1, 2.0]), v, t)
+    np.testing.assert_array_equal(ts, [0, 1])
+    for k in range(2):
+        far = np.linalg.norm(v[t[k]] - centres[k], axis=1).max()
+        assert far <= r[k] <= far * (1 + 1e-8) + 1e-11
+
+
+def test_shrink_drops_a_ball_that_another_one_covers():
+    v = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], float)
+    t = np.array([[0, 1, 2]])
+    centres = np.array([[0.3, 0.3, 0.0], [0.3, 0.3, 0.1]])
+    r, ts = cover_triangles(centres, np.array([1.0, 3.0]), v, t)
+    assert r[1] < 1e-9 and ts[0] == 0  # the big ball went first and gave its triangle away
 
 
 def test_bad_input():

@@ -340,53 +340,55 @@ _ROT = (np.array([[1, 0, 0], [0, _c, -_s], [0, _s, _c]])
 
 # ------------------------------------------------------------------------- cover pass
 def cover_triangles(centres: np.ndarray, radii: np.ndarray, vertices: np.ndarray,
-                    triangles: np.ndarray, chunk: int = 1 << 22) -> tuple[np.ndarray, np.ndarray]:
-    """Grow radii so that every triangle has its three corners in one ball.
+                    triangles: np.ndarray, priority: np.ndarray | None = None,
+                    shrink: bool = True, chunk: int = 1 << 22) -> tuple[np.ndarray, np.ndarray]:
+    """Make every triangle lie in one ball (its three corners inside), then shrink.
 
-    Each uncovered triangle picks the ball whose volume grows least to take it (the ball
-    volume is a cheap stand-in for its outside volume; growth near a cluster boundary
-    mostly lands inside the mesh either way); then every triangle is assigned to the
-    smallest ball containing it.
+    Grow: each uncovered triangle picks the ball whose volume grows least to take it (the
+    ball volume is a cheap stand-in for its outside volume: growth at a cluster boundary
+    mostly lands inside the mesh either way); every ball grows to its most demanding pick.
+    Shrink (only the triangles count now, not the interior samples): ball by ball, in
+    decreasing `priority` (default: radius), the radius drops to what the triangles no other
+    ball holds require. Radii only decrease there, so the union's outside volume can only fall.
+    Finally every triangle is assigned to the smallest ball holding it.
 
+    Args:
+        centres: (N, 3) float64; radii: (N,) float64; vertices (V, 3); triangles (T, 3) int.
+        priority: (N,) float, the order of the shrink pass (largest first).
     Returns:
-        radii (N,) float64 (grown, with a 1e-9 relative margin so that containment survives
+        radii (N,) float64 (with a 1e-9 relative margin so that containment survives
         rounding), triangle_sphere (T,) int64.
     """
     v = np.asarray(vertices, dtype=np.float64)
     t = np.asarray(triangles, dtype=np.int64).reshape(-1, 3)
     N, T = len(centres), len(t)
     r = radii.astype(np.float64).copy()
-    need = np.empty((T, N)) if T * N <= chunk else None
-    step = max(1, chunk // max(1, N))
-
-    def required(rows: np.ndarray) -> np.ndarray:
-        tv = v[t[rows]]  # (m, 3, 3)
-        d = np.sqrt(((tv[:, :, None, :] - centres[None, None]) ** 2).sum(-1))  # (m, 3, N)
-        return d.max(1)
-
-    best = np.empty(T, dtype=np.int64)
+    # need[t, j]: the radius ball j needs to hold triangle t (its farthest corner).
+    need = np.empty((T, N))
+    step = max(1, chunk // max(1, 3 * N))
     for s in range(0, T, step):  # loop over memory chunks
-        rows = np.arange(s, min(T, s + step))
-        q = required(rows)
-        if need is not None:
-            need[rows] = q
-        grow = np.maximum(q ** 3 - r[None] ** 3, 0.0)
-        best[rows] = np.where(grow <= 0, q, np.inf).argmin(1)
-        unc = ~(grow <= 0).any(1)
-        best[rows[unc]] = grow[unc].argmin(1)
-    # Simultaneous growth: each ball grows to its most demanding chosen triangle.
-    tri_need = np.empty(T)
-    for s in range(0, T, step):  # loop over memory chunks
-        rows = np.arange(s, min(T, s + step))
-        q = need[rows] if need is not None else required(rows)
-        tri_need[rows] = q[np.arange(len(rows)), best[rows]]
-    np.maximum.at(r, best, tri_need)
+        tv = v[t[s:s + step]]  # (m, 3, 3)
+        need[s:s + step] = np.sqrt(((tv[:, :, None, :] - centres[None, None]) ** 2).sum(-1)).max(1)
+    covered = (need <= r[None]).any(1)
+    unc = np.nonzero(~covered)[0]
+    if len(unc):
+        grow = need[unc] ** 3 - r[None] ** 3
+        pick = grow.argmin(1)
+        np.maximum.at(r, pick, need[unc, pick])
+    if shrink and N > 1:
+        holds = need <= r[None]  # (T, N)
+        count = holds.sum(1)
+        order = np.argsort(-(r if priority is None else np.asarray(priority)), kind="stable")
+        for i in order:  # loop over spheres (N), each step vectorized over triangles
+            only = holds[:, i] & (count == 1)
+            new_r = float(need[only, i].max()) if only.any() else 0.0
+            if new_r < r[i]:
+                r[i] = new_r
+                now = need[:, i] <= new_r
+                count -= holds[:, i] & ~now
+                holds[:, i] = now
     r = r * (1.0 + 1e-9) + 1e-12
-    tri_sphere = np.empty(T, dtype=np.int64)
-    for s in range(0, T, step):  # loop over memory chunks
-        rows = np.arange(s, min(T, s + step))
-        q = need[rows] if need is not None else required(rows)
-        tri_sphere[rows] = np.where(q <= r[None], r[None], np.inf).argmin(1)
+    tri_sphere = np.where(need <= r[None], r[None], np.inf).argmin(1).astype(np.int64)
     return r, tri_sphere
 
 
@@ -516,7 +518,7 @@ def fit(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int = 0,
 
     err, centres, radii, sov, labels = best
     report(0.92)
-    radii, tri_sphere = cover_triangles(centres, radii, v, t)
+    radii, tri_sphere = cover_triangles(centres, radii, v, t, priority=sov)
     report(0.95)
     out, stderr = union_outside_volume_estimate(centres, radii, v, t, n_samples=e_r_samples,
                                                 seed=seed, mesh=mesh)
