@@ -178,6 +178,11 @@ class Scanner:
         self.mode = {"rebuild": "rebuild", "bottom-up": "bottom-up"}.get(method, "on-demand")
         self.self_collision = self_collision
         self.first_hit = first_hit
+        #: Capped frames (the panel's MAX_PAIRS): with no filters, the exact self tree
+        #: stops once an object's own polygon pairs exceed this many; `stopped` then says
+        #: the frame's pairs are a subset (the count a lower bound). None: every pair.
+        self.max_pairs: int | None = None
+        self.stopped = False
         if objects is None:
             rigs = [extract.rig_from_object(ob) for ob in meshes]
             for rig in rigs:
@@ -270,10 +275,26 @@ class Scanner:
         # With filters, the first pair found may be one they drop: then the whole frame is
         # queried and the first pair kept after the filters (never a false "clean").
         first = self.first_hit and not self.ignore and not self.allow_polygons
+        enough = None
+        if (self.max_pairs is not None and self.self_collision and not self.first_hit
+                and not self.ignore and not self.allow_polygons):
+            enough = self._enough_self
         res = core_scan.query_frame(self.objects, positions, poses, mode=self.mode,
                                     self_collision=self.self_collision,
-                                    first_hit=first, triangles=triangles)
+                                    first_hit=first, triangles=triangles,
+                                    enough_self=enough)
+        self.stopped = any(st.extra.get("stopped") for st in res.stats)
         return res.pairs, res.ms, res.modes
+
+    def _enough_self(self, i: int, pairs: np.ndarray) -> bool:
+        """Whether self pairs `pairs` of object i already make more than `max_pairs`
+        polygon pairs (then the frame is capped anyway and the rest is not tested)."""
+        if pairs.shape[0] <= self.max_pairs:
+            return False
+        poly = self.objects[i].rig.tri_polygon
+        pp = contacts.normalized_pairs(np.stack([poly[pairs[:, 0]], poly[pairs[:, 1]]], 1),
+                                       True)
+        return int(np.count_nonzero(pp[:, 0] != pp[:, 1])) > self.max_pairs
 
     def keep(self, tri_pairs) -> list[tuple[int, int, np.ndarray]]:
         """The triangle pairs that count: unique, self pairs as (min, max), without the

@@ -41,10 +41,14 @@ class LiveResult:
     not_checked: bool = False
     modes: list[str] = field(default_factory=list)
     poses: list = field(default_factory=list)
+    #: True when counting stopped past `MAX_PAIRS` (a dense frame): `n_pairs` is then a
+    #: lower bound ("more than MAX_PAIRS").
+    more_than: bool = False
 
     @property
     def n_pairs(self) -> int:
-        """The exact number of colliding polygon pairs (`polygon_pairs` may be capped)."""
+        """The number of colliding polygon pairs (`polygon_pairs` may be capped): exact,
+        or a lower bound when `more_than`."""
         return self.total_pairs if self.total_pairs >= 0 else len(self.polygon_pairs)
 
 
@@ -278,18 +282,22 @@ def pipeline(scene, meshes: list, objects: list, first_hit: bool = False) -> sca
 
 
 def query(scene, depsgraph, meshes: list, objects: list | None = None,
-          first_hit: bool = False) -> LiveResult:
+          first_hit: bool = False, exact_count: bool = False) -> LiveResult:
     """Collide `meshes` at the scene's current (already evaluated) frame, through the
     scene's `pipeline`.
 
     Raises SessionError (never another exception type for a user-caused problem): missing
     or changed armature, vertex count changed by modifiers, unreadable data. At most
     `MAX_PAIRS` polygon pairs are kept; `LiveResult.total_pairs` is the exact count and
-    `LiveResult.warning` says when the list is capped. A pose whose bones collapse space
+    `LiveResult.warning` says when the list is capped. Unless `exact_count` (Scan Frame
+    Range), the exact self tree stops once an object's own pairs pass the cap: then
+    `more_than` is set and the count is a lower bound. A pose whose bones collapse space
     raises `DegeneratePose` (the frame is not checked).
     """
     objects = objects or load_objects(meshes)
     sc = pipeline(scene, meshes, objects, first_hit=first_hit)
+    if not exact_count:             # a dense frame stops counting past the cap
+        sc.max_pairs = MAX_PAIRS
     try:
         out = sc.current(scene, depsgraph)
     except extract.RigError as exc:
@@ -306,12 +314,16 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
                 for h in hits]
     n_polys = len(rec.pairs)
     warning = ""
-    if n_polys > MAX_PAIRS:
+    if sc.stopped:
+        warning = (f"more than {MAX_PAIRS} colliding pairs (counting stopped there, to keep "
+                   f"the frame quick): only {MAX_PAIRS} are kept; a pose this broken is "
+                   "best fixed before checking further")
+    elif n_polys > MAX_PAIRS:
         warning = f"{n_polys} colliding pairs: only the first {MAX_PAIRS} are kept"
     result = LiveResult(scene.frame_current, rec.ms, names, out.positions,
                         [t.astype(np.int64) for t in hit_tris], rec.pairs[:MAX_PAIRS],
                         total_pairs=n_polys, warning=warning, triangles=out.triangles,
-                        modes=rec.modes, poses=out.poses)
+                        modes=rec.modes, poses=out.poses, more_than=sc.stopped)
     _live[scene.name_full] = result
     return result
 

@@ -199,7 +199,8 @@ def frame_triangles(obj: CollisionObject, positions: np.ndarray) -> np.ndarray:
 def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
                 poses: list[Pose | None], mode: str = "on-demand",
                 self_collision: bool = False, first_hit: bool = False,
-                triangles: list[np.ndarray | None] | None = None) -> FrameResult:
+                triangles: list[np.ndarray | None] | None = None,
+                enough_self=None) -> FrameResult:
     """Collide every pair of objects (and each with itself if `self_collision`).
 
     Adjacent triangles are never reported: within an object those sharing a weld id (a
@@ -219,6 +220,9 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
             `frame_triangles` on the mesh-local evaluated positions, or Blender's evaluated
             loop triangles for meshes with n-gons); None (or a None entry) decides the
             quads from `positions` here.
+        enough_self: optional f(i, pairs) -> bool for capped frames: the exact self
+            tree of object i stops once it says its (K, 2) pairs so far are enough (the
+            self pairs are then a subset; the stats' ``extra["stopped"]`` says so).
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
@@ -251,7 +255,9 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
         for i in range(n):
             # The method's own self query, or the exact AABB self tree (docs/self_collision.md).
             st = traversal.QueryStats()
-            pairs = _self_pairs(objects[i], positions[i], poses[i], tris_all[i], mode, st)
+            enough = None if enough_self is None else (lambda p, i=i: enough_self(i, p))
+            pairs = _self_pairs(objects[i], positions[i], poses[i], tris_all[i], mode, st,
+                                enough)
             if first_hit:
                 pairs = pairs[:1]
             result.stats.append(st)
@@ -264,7 +270,8 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
 
 
 def _self_pairs(obj: CollisionObject, positions: np.ndarray, pose: Pose | None,
-                tris: np.ndarray, mode: str, st: traversal.QueryStats) -> np.ndarray:
+                tris: np.ndarray, mode: str, st: traversal.QueryStats,
+                enough=None) -> np.ndarray:
     """Self pairs of one object: its method's own self query (`Method.self_pairs`, e.g.
     sphere chains) when it has one, else the exact AABB self tree."""
     if mode != "bottom-up":
@@ -274,7 +281,7 @@ def _self_pairs(obj: CollisionObject, positions: np.ndarray, pose: Pose | None,
                                  obj.vertex_keys, stats=st)
             if pairs is not None:
                 return pairs
-    return object_self_pairs(obj, positions, tris, stats=st)
+    return object_self_pairs(obj, positions, tris, stats=st, enough=enough)
 
 
 def frame_method(obj: CollisionObject, pose: Pose | None, mode: str) -> str:

@@ -99,7 +99,7 @@ class SKINCOLLIDE_OT_scan(TimerSteps, bpy.types.Operator):
         scene.frame_set(f)
         try:
             res = session.query(scene, context.evaluated_depsgraph_get(), self._meshes,
-                                self._objects, first_hit=self.first_hit)
+                                self._objects, first_hit=self.first_hit, exact_count=True)
         except session.DegeneratePose as exc:
             res = session.not_checked(scene, str(exc))
         self._records.append((f, res))

@@ -65,7 +65,8 @@ class SKINCOLLIDE_PT_main(bpy.types.Panel):
             if res.error:
                 layout.label(text=res.error, icon="ERROR")
             else:
-                layout.label(text=f"Frame {res.frame}: {res.n_pairs} pairs, {res.ms:.1f} ms",
+                count = f"more than {session.MAX_PAIRS}" if res.more_than else res.n_pairs
+                layout.label(text=f"Frame {res.frame}: {count} pairs, {res.ms:.1f} ms",
                              icon="MOD_PHYSICS" if res.n_pairs else "CHECKMARK")
                 if res.n_pairs > len(res.polygon_pairs):
                     layout.label(text=f"showing the first {session.MAX_PAIRS} pairs only",

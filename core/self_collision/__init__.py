@@ -27,19 +27,20 @@ def for_object(obj) -> SelfTree:
 
 
 def object_self_pairs(obj, positions: np.ndarray, tris: np.ndarray | None = None,
-                      stats=None) -> np.ndarray:
+                      stats=None, enough=None) -> np.ndarray:
     """Self pairs of a `scan.CollisionObject` at one frame: (K, 2) int64, t < u, sorted.
 
     Args:
         positions: (V, 3) float64 evaluated positions. tris: (T, 3) the frame's triangles
             (default: the rest triangles). stats: optional `traversal.QueryStats`, given
-            the exact-test count and, in ``extra``, the box tests and re-split pairs.
+            the exact-test count and, in ``extra``, the box tests and re-split pairs
+            (and ``stopped``). enough: `self_pairs`' early stop for capped frames.
     """
     tree = for_object(obj)
     if tris is None:
         tris = obj.rig.triangles
     counts: dict = {}
-    pairs = self_pairs(tree, positions, tris, tree.weld_ids, stats=counts)
+    pairs = self_pairs(tree, positions, tris, tree.weld_ids, stats=counts, enough=enough)
     if stats is not None:
         stats.triangle_tests += counts["triangle_tests"]
         stats.extra.update(counts)

@@ -131,9 +131,23 @@ def candidate_leaf_pairs(tree: SelfTree, boxes: list[np.ndarray]) -> tuple[np.nd
     return pa, pb, tests
 
 
+#: Candidate pairs gathered and tested per block by `exact_test`. Gathering all of a
+#: dense frame's candidates at once is memory-bound: on MakeHuman in a pose with limbs
+#: scaled up to 5x (10M candidates), blocks of 2**18 halved the exact test's time
+#: (bench/bench_dense_pairs.py pose 0.002 5 1).
+EXACT_BLOCK = 1 << 18
+
+
 def exact_test(positions: np.ndarray, tris: np.ndarray, ta: np.ndarray, tb: np.ndarray) -> np.ndarray:
     """(K,) bool: `core.triangles.triangles_intersect` on triangle pairs (ta[k], tb[k]) of
-    one mesh, gathered with `np.take` (several times faster than fancy indexing here)."""
+    one mesh, gathered with `np.take` (several times faster than fancy indexing here), in
+    blocks of `EXACT_BLOCK` pairs."""
+    if ta.size > EXACT_BLOCK:
+        out = np.empty(ta.size, dtype=bool)
+        for k in range(0, ta.size, EXACT_BLOCK):
+            out[k:k + EXACT_BLOCK] = exact_test(positions, tris, ta[k:k + EXACT_BLOCK],
+                                                tb[k:k + EXACT_BLOCK])
+        return out
     va = np.take(tris, ta, axis=0)
     vb = np.take(tris, tb, axis=0)
     g = [np.take(positions, v[:, i], axis=0) for v in (va, vb) for i in range(3)]
@@ -167,7 +181,8 @@ def _resplit_pairs(tree: SelfTree, keys: np.ndarray, tri_box: np.ndarray) -> tup
 
 
 def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
-               weld_ids: np.ndarray, stats: dict | None = None) -> np.ndarray:
+               weld_ids: np.ndarray, stats: dict | None = None,
+               enough=None) -> np.ndarray:
     """Every intersecting, non-adjacent pair of triangles of one mesh in one frame.
 
     Args:
@@ -180,7 +195,11 @@ def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
         stats: optional dict, filled with counts: box tests, exact triangle tests,
             re-split pairs, and ``tested_triangles``, the number of triangles that reach
             at least one exact test (the rest of the surface is culled by boxes and
-            adjacency alone).
+            adjacency alone), and ``stopped`` (see `enough`).
+        enough: optional f(pairs) -> bool, asked after each block of `EXACT_BLOCK`
+            candidates with the (K, 2) pairs found so far: True stops the exact tests
+            there (a capped frame: the pairs returned are then a subset, ``stopped`` is
+            set in `stats`). None: every pair.
     Returns:
         (K, 2) int64 pairs (t < u), lexicographically sorted.
     """
@@ -194,13 +213,35 @@ def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
     ra, rb = _resplit_pairs(tree, keys, tri_box)
     if ra.size:
         ta, tb = np.concatenate([ta, ra]), np.concatenate([tb, rb])
-    hit = exact_test(positions, tris, ta, tb)
-    ha, hb = ta[hit], tb[hit]
-    if ha.size:
-        # Pairs not rest-adjacent may share a key after a re-split: drop them.
-        far = ~_keys_adjacent(keys, ha, hb)
-        ha, hb = ha[far], hb[far]
+    stopped = False
+    if enough is None:
+        hit = exact_test(positions, tris, ta, tb)
+        ha, hb = ta[hit], tb[hit]
+        if ha.size:
+            # Pairs not rest-adjacent may share a key after a re-split: drop them.
+            far = ~_keys_adjacent(keys, ha, hb)
+            ha, hb = ha[far], hb[far]
+    else:
+        parts_a, parts_b, n_found = [], [], 0
+        for k in range(0, ta.size, EXACT_BLOCK):
+            ba, bb = ta[k:k + EXACT_BLOCK], tb[k:k + EXACT_BLOCK]
+            hit = exact_test(positions, tris, ba, bb)
+            xa, xb = ba[hit], bb[hit]
+            if xa.size:
+                far = ~_keys_adjacent(keys, xa, xb)
+                parts_a.append(xa[far])
+                parts_b.append(xb[far])
+                n_found += int(np.count_nonzero(far))
+            if n_found and k + EXACT_BLOCK < ta.size:
+                so_far = np.stack([np.concatenate(parts_a), np.concatenate(parts_b)], axis=1)
+                if enough(so_far):
+                    stopped = True
+                    ta, tb = ta[:k + EXACT_BLOCK], tb[:k + EXACT_BLOCK]   # the tested ones
+                    break
+        ha = np.concatenate(parts_a) if parts_a else ta[:0]
+        hb = np.concatenate(parts_b) if parts_b else tb[:0]
     if stats is not None:
+        stats["stopped"] = stopped
         touched = np.zeros(tris.shape[0], dtype=bool)
         touched[ta] = True
         touched[tb] = True
@@ -265,9 +306,12 @@ def cross_pairs(tree_a: SelfTree, pos_a: np.ndarray, tris_a: np.ndarray, tree_b:
     bb = level_boxes(tree_b, triangle_boxes(pos_b, tris_b))
     sa, sb = cross_candidates(tree_a, ba, tree_b, bb)
     ta, tb = np.take(tree_a.slot_tri, sa), np.take(tree_b.slot_tri, sb)
-    va, vb = np.take(tris_a, ta, axis=0), np.take(tris_b, tb, axis=0)
-    g = [np.take(pos_a, va[:, i], axis=0) for i in range(3)]
-    g += [np.take(pos_b, vb[:, i], axis=0) for i in range(3)]
-    hit = tri_test.triangles_intersect(*g)
+    hit = np.empty(ta.size, dtype=bool)
+    for k in range(0, ta.size, EXACT_BLOCK):          # in blocks: see EXACT_BLOCK
+        va = np.take(tris_a, ta[k:k + EXACT_BLOCK], axis=0)
+        vb = np.take(tris_b, tb[k:k + EXACT_BLOCK], axis=0)
+        g = [np.take(pos_a, va[:, i], axis=0) for i in range(3)]
+        g += [np.take(pos_b, vb[:, i], axis=0) for i in range(3)]
+        hit[k:k + EXACT_BLOCK] = tri_test.triangles_intersect(*g)
     pairs = np.stack([ta[hit], tb[hit]], axis=1).astype(np.int64)
     return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]

@@ -1,0 +1,100 @@
+"""Issue 16: dense frames (very many colliding pairs in a pose that is not degenerate).
+The exact tests run in blocks (memory-bound otherwise); a capped live query stops counting
+once the cap is passed and says "more than N"; every other path stays exact."""
+import numpy as np
+import pytest
+
+from skin_collide.core import procedural, scan, skinning
+from skin_collide.core import self_collision as sc
+from skin_collide.core.self_collision import query as q
+from test_self_collision import as_set, elbow_fold, position_ids
+
+
+@pytest.fixture(scope="module")
+def tube():
+    rig = procedural.tube_rig(rings=30, segments=16, n_bones=6, length=2.0, radius=0.3)
+    weld = position_ids(rig.rest_positions)
+    return rig, weld, sc.build(rig.rest_positions, rig.triangles, weld)
+
+
+def test_blocks_and_early_stop_of_the_self_tree(tube, monkeypatch):
+    rig, weld, tree = tube
+    pos = skinning.lbs_rig(rig, elbow_fold(rig))
+    full = sc.self_pairs(tree, pos, rig.triangles, weld)
+    assert len(full) > 40
+    monkeypatch.setattr(q, "EXACT_BLOCK", 64)             # many blocks
+    st = {}
+    again = sc.self_pairs(tree, pos, rig.triangles, weld, stats=st, enough=lambda p: False)
+    assert np.array_equal(again, full) and st["stopped"] is False
+    assert np.array_equal(sc.self_pairs(tree, pos, rig.triangles, weld), full)
+    st = {}
+    part = sc.self_pairs(tree, pos, rig.triangles, weld, stats=st,
+                         enough=lambda p: len(p) > 10)
+    assert st["stopped"] is True and 10 < len(part) < len(full)
+    assert as_set(part) <= as_set(full)
+    assert np.all(part[:, 0] < part[:, 1])
+
+
+def test_cross_pairs_in_blocks(tube, monkeypatch):
+    rig, weld, tree = tube
+    other = procedural.tube_rig(rings=14, segments=10, n_bones=4, length=1.5, radius=0.2)
+    tree2 = sc.build(other.rest_positions, other.triangles, position_ids(other.rest_positions))
+    rng = np.random.default_rng(4)
+    pa = skinning.lbs_rig(rig, procedural.random_pose(rig, rng, translate=0.1))
+    pb = skinning.lbs_rig(other, procedural.random_pose(other, rng, translate=0.1))
+    pb += pa.mean(axis=0) - pb.mean(axis=0)
+    whole = sc.cross_pairs(tree, pa, rig.triangles, tree2, pb, other.triangles)
+    monkeypatch.setattr(q, "EXACT_BLOCK", 50)
+    blocks = sc.cross_pairs(tree, pa, rig.triangles, tree2, pb, other.triangles)
+    assert len(whole) > 0 and np.array_equal(whole, blocks)
+    assert as_set(whole) == as_set(scan.brute_force_pairs(pa, rig.triangles, pb,
+                                                          other.triangles))
+
+
+bpy = pytest.importorskip("bpy")
+
+
+@pytest.fixture
+def folded(registered_addon):
+    """One generated character folded onto itself, built, self-collision on."""
+    import math
+
+    from blender_helpers import selected_demo
+
+    a, b = selected_demo(bpy)
+    for ob in bpy.context.scene.objects:
+        ob.select_set(ob == a)
+    arm = next(m.object for m in a.modifiers if m.type == "ARMATURE")
+    arm.animation_data_clear()
+    for k, pb in enumerate(arm.pose.bones):
+        pb.rotation_mode = "XYZ"
+        pb.rotation_euler = (math.radians(80) if k else 0.0, 0.0, 0.0)
+    bpy.context.view_layer.update()
+    scene = bpy.context.scene
+    scene.skin_collide.self_collision = True
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    yield a
+    bpy.ops.wm.read_homefile(use_empty=True)
+
+
+@pytest.mark.blender
+def test_a_dense_live_frame_stops_counting_and_says_more_than(folded, monkeypatch):
+    from skin_collide.addon import session
+
+    scene = bpy.context.scene
+    assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
+    full = session.live_result(scene)
+    assert not full.more_than and full.n_pairs > 30
+    everything = set(full.polygon_pairs)
+    monkeypatch.setattr(session, "MAX_PAIRS", 5)
+    monkeypatch.setattr(q, "EXACT_BLOCK", 8)            # stop early in a small frame
+    assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
+    res = session.live_result(scene)
+    assert res.more_than and "more than 5" in res.warning
+    assert 5 < res.n_pairs < full.n_pairs               # a lower bound, found quickly
+    assert len(res.polygon_pairs) == 5 and set(res.polygon_pairs) <= everything
+    # Scan Frame Range keeps exact counts (its report lists them).
+    f = scene.frame_current
+    assert bpy.ops.skin_collide.scan(use_scene_range=False, frame_start=f, frame_end=f) \
+        == {"FINISHED"}
+    assert scene.skin_collide.frame_counts[0].pairs == full.n_pairs
