@@ -126,22 +126,25 @@ def test_pairs_equal_brute_force_and_the_sphere_tree(kind):
     assert tests < cart                 # the AABB filter removes pairs
 
 
-def test_scan_with_sphere_set_equals_sphere_tree():
+def test_scan_with_sphere_set_equals_sphere_tree(monkeypatch):
     """Through `scan.query_frame` (broad phase, fast path, stacked traversal), two
-    characters and self-collision."""
+    characters and self-collision. Object pairs with few triangles where their boxes meet
+    skip the trees (`scan.BOX_PAIRS_MAX`): set to 0 here, so the sets are traversed."""
+    monkeypatch.setattr(scan, "BOX_PAIRS_MAX", 0)
     rig = procedural.tube_rig(rings=16, segments=10, n_bones=5)
     rig2 = procedural.tube_rig(rings=12, segments=8, n_bones=4, name="other")
-    objs = [scan.prepare(r, "sphere-set") for r in (rig, rig2)]
+    objs = [ss.prepare_object(r, 16) for r in (rig, rig2)]     # the real fit, 16 spheres
     refs = [scan.prepare(r, "sphere-tree") for r in (rig, rig2)]
     assert [o.method for o in objs] == ["sphere-set"] * 2
     rng = np.random.default_rng(4)
-    total = 0
+    total = traversed = 0
     for _ in range(4):
         pa = procedural.random_pose(rig, rng, max_angle=math.radians(170))
         pb = procedural.random_pose(rig2, rng, max_angle=math.radians(170))
         pb = Pose(pb.deform, pa.armature_world, pa.mesh_world)
         pos = [skinning.lbs_rig(rig, pa), skinning.lbs_rig(rig2, pb)]
         got = scan.query_frame(objs, pos, [pa, pb], self_collision=True)
+        traversed += got.stats[0].extra["traversed_pairs"]
         want = scan.query_frame(refs, pos, [pa, pb], self_collision=True)
         g = {(i, j, tuple(p)) for i, j, q in got.pairs for p in q.tolist()}
         w = {(i, j, tuple(p)) for i, j, q in want.pairs for p in q.tolist()}
@@ -150,7 +153,7 @@ def test_scan_with_sphere_set_equals_sphere_tree():
         bu = scan.query_frame(objs, pos, [pa, pb], mode="bottom-up", self_collision=True)
         assert {(i, j, tuple(p)) for i, j, q in bu.pairs for p in q.tolist()} == w
         total += len(g)
-    assert total > 30
+    assert total > 30 and traversed > 0
 
 
 @pytest.mark.parametrize("kind", ["tube", "branch"])
@@ -233,16 +236,29 @@ ASSET = "cesium_man.glb"
 
 @pytest.mark.asset
 @pytest.mark.blender
-def test_crossing_cesium_men_equal_the_sphere_tree(bpy_module, assets_dir):
+def test_crossing_cesium_men_equal_the_sphere_tree(bpy_module, assets_dir, monkeypatch):
     from conftest import ASSET_FILES
     if ASSET not in ASSET_FILES:
         pytest.skip(f"{ASSET} is not in the shared assets")
     from test_obb_assets import _crossing as crossing, _states as states
     from skin_collide.addon import scanner
 
+    from skin_collide.addon import extract
+
     bpy = bpy_module
     ob, arm, ob2, arm2 = crossing(bpy, assets_dir, ASSET)
-    sset = scanner.Scanner([ob, ob2], method="sphere-set")
+    # One set for both copies (the same rest mesh and weights), made by the quick top-down
+    # builder: the pairs do not depend on how the set was made, and the variational fit
+    # of 64 spheres on Cesium Man takes minutes.
+    rigs = [extract.rig_from_object(o) for o in (ob, ob2)]
+    data = ss.build(rigs[0], 64, builder="top-down")
+    objs = []
+    for r in rigs:
+        o = scan.prepare(r, "bottom-up")
+        o.method, o.asked, o.data = "sphere-set", "sphere-set", data
+        objs.append(o)
+    sset = scanner.Scanner([ob, ob2], method="sphere-set", objects=objs)
+    monkeypatch.setattr(scan, "BOX_PAIRS_MAX", 0)     # through the sets, not the box path
     ref = scanner.Scanner([ob, ob2], method="sphere-tree")
     assert [o.method for o in sset.objects] == ["sphere-set"] * 2, [o.reason for o in sset.objects]
     rng = np.random.default_rng(5)
