@@ -116,17 +116,33 @@ def test_the_real_fit(demo_blend, tmp_path):
     check_set_json(out, co, tris, 8)
 
 
-def test_scan_with_the_sphere_set_method(demo_blend, tmp_path):
+def test_scan_with_the_sphere_set_method(demo_blend, tmp_path, bpy_module):
+    """`scan --method sphere-set` on a file whose sets the panel built (8 spheres: the scan
+    loads them instead of fitting 64) equals the sphere-tree scan."""
+    import skin_collide
+
+    bpy = bpy_module
+    bpy.ops.wm.open_mainfile(filepath=str(demo_blend), load_ui=False)
+    skin_collide.register()
+    try:
+        for name in ("Left", "Right"):
+            bpy.data.objects[name].select_set(True)
+        bpy.context.scene.skin_collide.sphere_count = 8
+        assert bpy.ops.skin_collide.build_sphere_set() == {"FINISHED"}
+        built = tmp_path / "built.blend"
+        bpy.ops.wm.save_as_mainfile(filepath=str(built))
+    finally:
+        skin_collide.unregister()
     out = tmp_path / "scan.json"
-    res = run("scan", str(demo_blend), "--method", "sphere-set", "--frames", "1:12", "--self",
+    res = run("scan", str(built), "--method", "sphere-set", "--frames", "1:12", "--self",
               "--json", str(out))
     assert res.returncode == 0, res.stderr
+    assert "loaded from the .blend" in res.stdout and "8 spheres in the set" in res.stdout
     ref = tmp_path / "ref.json"
     res2 = run("scan", str(demo_blend), "--method", "sphere-tree", "--frames", "1:12", "--self",
                "--json", str(ref))
     assert res2.returncode == 0, res2.stderr
     a, b = json.loads(out.read_text()), json.loads(ref.read_text())
     assert set(a["refit"].values()) == {"sphere-set"}, a["refit"]
-    assert "spheres in the set" in res.stdout
     assert [f["pairs"] for f in a["frames"]] == [f["pairs"] for f in b["frames"]]
     assert sum(len(f["pairs"]) for f in a["frames"]) > 0
