@@ -23,6 +23,7 @@ def test_blocks_and_early_stop_of_the_self_tree(tube, monkeypatch):
     full = sc.self_pairs(tree, pos, rig.triangles, weld)
     assert len(full) > 40
     monkeypatch.setattr(q, "EXACT_BLOCK", 64)             # many blocks
+    monkeypatch.setattr(q, "LEVEL_BLOCK", 3)
     st = {}
     again = sc.self_pairs(tree, pos, rig.triangles, weld, stats=st, enough=lambda p: False)
     assert np.array_equal(again, full) and st["stopped"] is False

@@ -81,6 +81,10 @@ def boxes_overlap(xa: np.ndarray, xb_swapped: np.ndarray) -> np.ndarray:
     return (s <= 0).view(np.uint64)[..., 0] == _ALL
 
 
+#: Parent pairs expanded per block by `candidate_leaf_pairs` (see `EXACT_BLOCK`).
+LEVEL_BLOCK = 1 << 16
+
+
 def candidate_leaf_pairs(tree: SelfTree, boxes: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, int]:
     """Leaf slot pairs (a < b, not rest-touching) whose boxes overlap, and the number of
     box tests made."""
@@ -91,19 +95,23 @@ def candidate_leaf_pairs(tree: SelfTree, boxes: list[np.ndarray]) -> tuple[np.nd
         X = boxes[level]
         Xs = np.ascontiguousarray(X[:, _SWAP])
         parts_a, parts_b = [], []
-        if pa.size:
+        X2 = X.reshape(-1, 16).view(_ROW2).ravel()
+        Xs2 = Xs.reshape(-1, 16).view(_ROW2).ravel()
+        for s0 in range(0, pa.size, LEVEL_BLOCK):
             # Four child pairs of each overlapping parent pair in one gather (a sibling
-            # pair of rows is one contiguous 64-byte record).
-            ga = np.take(X.reshape(-1, 16).view(_ROW2).ravel(), pa).view(np.float32).reshape(-1, 2, 1, 8)
-            gb = np.take(Xs.reshape(-1, 16).view(_ROW2).ravel(), pb).view(np.float32).reshape(-1, 1, 2, 8)
+            # pair of rows is one contiguous 64-byte record); in blocks, so that a dense
+            # frame's temporaries stay in cache.
+            qa, qb = pa[s0:s0 + LEVEL_BLOCK], pb[s0:s0 + LEVEL_BLOCK]
+            ga = np.take(X2, qa).view(np.float32).reshape(-1, 2, 1, 8)
+            gb = np.take(Xs2, qb).view(np.float32).reshape(-1, 1, 2, 8)
             ok = boxes_overlap(ga, gb)                                      # (m, 2, 2)
             tests += ok.size
             k = np.flatnonzero(ok)
             q = k >> 2
-            ca = np.take(pa, q)
+            ca = np.take(qa, q)
             ca <<= 1
             ca += (k >> 1) & 1
-            cb = np.take(pb, q)
+            cb = np.take(qb, q)
             cb <<= 1
             cb += k & 1
             parts_a.append(ca)
