@@ -680,3 +680,29 @@ def test_scales_mirrors_and_names_equal_blender(transform):
     if transform == "names":
         assert {p[0] for p in ours} | {p[2] for p in ours} <= {a.name, b.name}
     bpy.ops.wm.read_homefile(use_empty=True)
+
+
+def test_many_rest_contacts_are_stored_one_per_line(demo):
+    """Two coincident characters touch everywhere in the rest pose (Build on two
+    coincident MakeHumans never finished: 350,000 contacts written as one JSON line, and
+    Text.from_string is quadratic in a line's length). One contact per line."""
+    from skin_collide.addon import session
+
+    a, b = demo
+    scene = bpy.context.scene
+    arm_a, arm_b = (next(m.object for m in o.modifiers if m.type == "ARMATURE") for o in (a, b))
+    for arm in (arm_a, arm_b):
+        arm.animation_data_clear()
+    arm_b.matrix_world = arm_a.matrix_world      # the same place: coplanar everywhere
+    bpy.context.view_layer.update()
+    for ob in (a, b):
+        ob.select_set(True)
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    contacts = session.rest_contacts(scene)
+    assert len(contacts) > 100
+    text = scene.skin_collide.rest_contacts
+    assert len(text.lines) >= len(contacts)
+    assert max(len(line.body) for line in text.lines) < 200
+    scene.skin_collide.ignore_rest_contacts = True
+    assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
+    assert session.live_result(scene).n_pairs == 0   # the rest pose: all ignored
