@@ -54,6 +54,23 @@ def write_atomic(path: str, text: str) -> None:
         raise
 
 
+PAIRS_PER_LINE = 200
+"""A frame with more pairs than this has them on several lines: Blender's
+`Text.from_string` is quadratic in a line's length (a capped frame's 20,000 pairs on one
+line took 9.7 s to store in the panel's report Text; bpy 5.0.1)."""
+_PAIRS_MARK = "\u0000pairs\u0000"
+
+
+def _frame_json(frame: dict) -> str:
+    pairs = frame.get("pairs")
+    if not isinstance(pairs, list) or len(pairs) <= PAIRS_PER_LINE:
+        return json.dumps(frame)
+    rows = ",\n ".join(json.dumps(pairs[k:k + PAIRS_PER_LINE])[1:-1]
+                        for k in range(0, len(pairs), PAIRS_PER_LINE))
+    text = json.dumps({**frame, "pairs": _PAIRS_MARK})
+    return text.replace(json.dumps(_PAIRS_MARK), f"[\n {rows}]", 1)
+
+
 def dumps(report: dict) -> str:
     """A scan report as JSON text with one frame per line: small diffs, readable by eye,
     and fast in Blender's Text editor (slow on one huge line). The one formatter of the
@@ -61,7 +78,7 @@ def dumps(report: dict) -> str:
     if not isinstance(report.get("frames"), list):
         return json.dumps(report, indent=1) + "\n"
     head = {k: v for k, v in report.items() if k != "frames"}
-    frames = ",\n".join(json.dumps(f) for f in report["frames"])
+    frames = ",\n".join(_frame_json(f) for f in report["frames"])
     body = json.dumps(head)[:-1]
     sep = ", " if head else ""
     return f'{body}{sep}"frames": [\n{frames}\n]}}\n'

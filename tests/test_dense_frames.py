@@ -52,6 +52,24 @@ def test_cross_pairs_in_blocks(tube, monkeypatch):
                                                           other.triangles))
 
 
+def test_report_json_keeps_lines_short():
+    """The panel stores its scan report in a Text, whose from_string is quadratic in a
+    line's length: a capped frame's pairs go on several lines (still the same JSON)."""
+    import json
+
+    from skin_collide.core import report
+
+    frames = [{"frame": 1, "pairs": [["a b", i, "日本", i + 1] for i in range(20000)],
+               "ms": 1.5, "pairs_total": 30000, "truncated": True},
+              {"frame": 2, "pairs": [["a b", 1, "日本", 2]], "ms": 0.5}]
+    doc = {"objects": ["a b", "日本"], "complete": True, "frames": frames}
+    text = report.dumps(doc)
+    assert json.loads(text) == doc
+    lines = text.splitlines()
+    assert max(map(len, lines)) < 50 * report.PAIRS_PER_LINE
+    assert any(line.startswith('{"frame": 2') for line in lines)   # small frames: one line
+
+
 bpy = pytest.importorskip("bpy")
 
 
