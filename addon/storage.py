@@ -146,8 +146,10 @@ def owns(ob, text) -> bool:
         return False
     if OWNER_ID_KEY in text:
         owner = text[OWNER_ID_KEY]
+        if owner == ob:
+            return True                   # cheap: every frame asks this for each mesh
         if owner is not None and _text_of(owner) == text and _linked(owner):
-            return owner == ob
+            return False
         import bpy            # owner removed (or re-pointed): the only pointer left adopts
 
         return not any(o != ob and _text_of(o) == text and _linked(o)
