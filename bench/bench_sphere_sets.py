@@ -1,0 +1,322 @@
+"""Sphere sets (Wang et al. 2006, issue 10): relative outside volume E_r and build time of
+the variational fit against the two simple baselines, at the same sphere counts.
+
+For each asset (its largest skinned mesh, the rest mesh in mesh data coordinates: no
+modifier, no object transform, as `skin_collide sphere-set` reads it) and each count N:
+
+* builders: `variational` (`core.sphere_set.variational.fit`), `top-down` (the leaves of a
+  top-down minimal-ball split) and `grid` (an octree cover), `core.sphere_set.baselines`;
+* E_r = (volume of the union of the spheres outside the mesh) / (mesh volume), every set
+  measured by the SAME estimator here (not the builder's own number):
+  `outside_volume.union_outside_volume_estimate` with `--samples` jittered-grid points over
+  the union's box and the same seed; its standard error (a conservative bound,
+  sqrt(p (1 - p) / n) * V_box / V_mesh) is printed per cell. The mesh volume is
+  `outside_volume.mesh_volume` (divergence theorem);
+* coverage: every rest triangle has one sphere that holds its three vertices (so the
+  triangle lies in the union), with a relative tolerance of 1e-9 of the mesh size; the
+  table says `covered` or the number of triangles left out and the worst gap.
+
+Each fit runs in a child process (spawned, numpy only) with a time limit: at
+`--time-limit` seconds the fit is asked to stop (`should_stop`, the panel's Esc) and
+returns its best set so far, covered; the cell is then marked `stopped` (not a finished
+fit; its E_r is printed for information only). A child that does not come back within
+1.5 x the limit + 60 s is killed and the cell is `not reached`. Nothing hangs.
+
+Results are kept in `--out-json` (read first when it exists; the cells computed now replace
+theirs; written after every cell), so assets can be run in separate invocations; the table
+and the plot cover every cell in the file. `--plot PNG` draws E_r against N (log2 x axis,
+log10 y axis), one line per builder per asset, with the AMAA reference of issue 10 on
+Cesium Man (`bench/plot_png.py`, no matplotlib).
+
+Usage (from the repository root):
+    bash dev python bench/bench_sphere_sets.py --assets cesium_man.glb --counts 8 16 32 64 128 \\
+        --out-json out/sphere_sets.json --plot docs/sphere_sets_er.png
+    bash dev python bench/bench_sphere_sets.py --plot-only --out-json out/sphere_sets.json \\
+        --plot docs/sphere_sets_er.png
+Not a test: nothing here asserts on time.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SHARED = os.path.join(HERE, "..", "..", "shared", "assets")
+METHODS = ("variational", "top-down", "grid")
+#: AMAA (Bradshaw's sphere-tree toolkit, medial axis, grown to bound) on Cesium Man, issue 10.
+AMAA = {8: 4.0, 16: 2.0, 32: 1.1, 62: 0.70, 124: 0.47}
+#: Issue 10's goal on Cesium Man: E_r at most this with N spheres.
+TARGETS = {32: 0.70, 64: 0.47}
+LABELS = {"cesium_man.glb": "Cesium Man", "fox.glb": "Fox",
+          "makehuman_default.blend": "MakeHuman"}
+
+
+# ------------------------------------------------------------------------- meshes
+def rest_mesh(ob) -> tuple[np.ndarray, np.ndarray]:
+    """(V, 3) float64 vertices and (T, 3) int64 loop triangles of mesh object `ob`'s own
+    data (rest pose, mesh data coordinates)."""
+    me = ob.data
+    co = np.empty(3 * len(me.vertices), dtype=np.float32)
+    me.vertices.foreach_get("co", co)
+    me.calc_loop_triangles()
+    tris = np.empty(3 * len(me.loop_triangles), dtype=np.int32)
+    me.loop_triangles.foreach_get("vertices", tris)
+    return co.reshape(-1, 3).astype(np.float64), tris.reshape(-1, 3).astype(np.int64)
+
+
+def load_asset(asset: str) -> tuple[str, np.ndarray, np.ndarray]:
+    """The largest skinned mesh of `asset` (as bench_self.load_one picks it)."""
+    import bpy
+
+    from skin_collide.addon import extract, files
+
+    files.load_file(os.path.join(SHARED, asset))
+    meshes = extract.skinned_meshes(bpy.context.scene)
+    ob = max(meshes, key=lambda o: len(o.data.polygons))
+    v, t = rest_mesh(ob)
+    return ob.name, v, t
+
+
+# ---------------------------------------------------------------------- the fits
+def _fit_child(conn, method: str, v, t, count: int, seed: int, limit: float) -> None:
+    """Child process: one fit, its result back through `conn`."""
+    try:
+        from skin_collide.core.sphere_set import baselines
+
+        t0 = time.perf_counter()
+        deadline = t0 + limit
+        if method == "variational":
+            from skin_collide.core.sphere_set import variational
+
+            s = variational.fit(v, t, count, seed=seed,
+                                should_stop=lambda: time.perf_counter() > deadline)
+            stopped = bool(s.info.get("stopped", False))
+            extra = {k: s.info.get(k) for k in ("iterations", "teleports", "sov_evaluations")}
+            extra["own_er"] = float(s.relative_outside_volume)
+        else:
+            s = baselines.BUILDERS[method](v, t, count, seed=seed)
+            stopped, extra = False, {}
+        seconds = time.perf_counter() - t0
+        conn.send({"ok": True, "centers": np.asarray(s.centers, np.float64),
+                   "radii": np.asarray(s.radii, np.float64), "seconds": seconds,
+                   "stopped": stopped, "extra": extra})
+    except BaseException as exc:  # report, never hang the parent
+        conn.send({"ok": False, "error": f"{type(exc).__name__}: {exc}"})
+    finally:
+        conn.close()
+
+
+def run_fit(method: str, v, t, count: int, seed: int, limit: float) -> dict:
+    """One fit in a spawned child with a soft (`should_stop`) and a hard (kill) limit."""
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe(duplex=False)
+    p = ctx.Process(target=_fit_child, args=(child, method, v, t, count, seed, limit))
+    t0 = time.perf_counter()
+    p.start()
+    child.close()
+    hard = 1.5 * limit + 60.0
+    msg = None
+    if parent.poll(hard):
+        try:
+            msg = parent.recv()
+        except EOFError:
+            msg = None
+    wall = time.perf_counter() - t0
+    if msg is None:
+        if p.is_alive():
+            p.kill()
+        p.join()
+        return {"status": "not reached", "wall": wall,
+                "why": f"no result within {hard:.0f} s (killed)" if wall >= hard
+                else f"child died (exit code {p.exitcode})"}
+    p.join()
+    if not msg["ok"]:
+        return {"status": "error", "wall": wall, "why": msg["error"]}
+    msg["status"] = "stopped" if msg["stopped"] else "done"
+    return msg
+
+
+# ------------------------------------------------------------------- measuring
+def coverage(centers, radii, v, t, rel_tol: float = 1e-9) -> tuple[int, float]:
+    """(triangles with no sphere holding all three vertices, worst gap relative to the
+    mesh size). A triangle lies in a ball iff its three corners do."""
+    size = float(np.linalg.norm(v.max(0) - v.min(0)))
+    tol = rel_tol * size
+    best = np.full(len(t), np.inf)
+    step = max(1, (1 << 22) // max(1, len(radii)))
+    for s in range(0, len(t), step):  # loop over memory chunks
+        p = v[t[s:s + step]]                                            # (k, 3, 3)
+        d = np.linalg.norm(p[:, :, None, :] - centers[None, None], axis=-1).max(1)  # (k, N)
+        best[s:s + step] = (d - radii[None]).min(1)
+    missed = int(np.count_nonzero(best > tol))
+    return missed, float(max(best.max(), 0.0) / size)
+
+
+def measure(centers, radii, v, t, samples: int, seed: int, mesh, vol: float) -> dict:
+    from skin_collide.core.sphere_set import outside_volume as ov
+
+    t0 = time.perf_counter()
+    out, err = ov.union_outside_volume_estimate(centers, radii, v, t, n_samples=samples,
+                                                seed=seed, mesh=mesh)
+    missed, gap = coverage(centers, radii, v, t)
+    return {"e_r": out / vol, "e_r_stderr": err / vol, "uncovered": missed, "gap": gap,
+            "measure_s": time.perf_counter() - t0}
+
+
+# ------------------------------------------------------------------------ output
+def cell_text(c: dict | None) -> str:
+    if c is None:
+        return "–"
+    if c["status"] in ("not reached", "error"):
+        return f"not reached ({c['why']})"
+    sec = c["seconds"]
+    txt = f"{c['e_r']:.3f} ± {c['e_r_stderr']:.3f}, " + (f"{sec:.1f} s" if sec >= 10 else f"{sec:.2f} s")
+    if c["status"] == "stopped":
+        txt += f" (stopped at the {c['limit']:.0f} s limit)"
+    if c["uncovered"]:
+        txt += f", {c['uncovered']} triangles NOT covered (gap {c['gap']:.1e})"
+    return txt
+
+
+def table(results: dict) -> str:
+    cells = results["cells"]
+    assets = [a for a in LABELS if any(c["asset"] == a for c in cells)] + sorted(
+        {c["asset"] for c in cells} - set(LABELS))
+    lines = []
+    for a in assets:
+        mine = [c for c in cells if c["asset"] == a]
+        meta = results["assets"][a]
+        counts = sorted({c["count"] for c in mine})
+        lines.append(f"**{LABELS.get(a, a)}** (`{meta['object']}`, {meta['triangles']} "
+                     f"triangles, mesh volume {meta['volume']:.4g}): E_r ± standard error, "
+                     f"build time")
+        lines.append("")
+        lines.append("| N | " + " | ".join(m for m in METHODS
+                                            if any(c["method"] == m for c in mine)) + " |")
+        ms = [m for m in METHODS if any(c["method"] == m for c in mine)]
+        lines.append("|---|" + "---|" * len(ms))
+        for n in counts:
+            row = []
+            for m in ms:
+                c = next((c for c in mine if c["method"] == m and c["count"] == n), None)
+                row.append(cell_text(c))
+            lines.append(f"| {n} | " + " | ".join(row) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def plot(results: dict, path: str) -> None:
+    sys.path.insert(0, HERE)
+    import plot_png
+
+    colors = {"variational": (200, 40, 40), "top-down": (40, 90, 200), "grid": (30, 150, 60)}
+    dashes = {"cesium_man.glb": None, "fox.glb": (10, 6), "makehuman_default.blend": (3, 4)}
+    markers = {"cesium_man.glb": "o", "fox.glb": "s", "makehuman_default.blend": "^"}
+    series = []
+    cells = results["cells"]
+    for a in LABELS:
+        for m in METHODS:
+            pts = sorted((c["count"], c["e_r"]) for c in cells
+                         if c["asset"] == a and c["method"] == m and c["status"] == "done"
+                         and c["e_r"] > 0)
+            if pts:
+                series.append({"x": [p[0] for p in pts], "y": [p[1] for p in pts],
+                               "color": colors[m], "dash": dashes[a], "marker": markers[a],
+                               "label": f"{LABELS[a]} {m}"})
+    if any(c["asset"] == "cesium_man.glb" for c in cells):
+        series.append({"x": list(AMAA), "y": list(AMAA.values()), "color": (120, 120, 120),
+                       "dash": (2, 3), "marker": "x", "label": "Cesium Man AMAA (issue 10)"})
+    plot_png.line_plot(series, path, title="Sphere sets: E_r against N",
+                       xlabel="spheres N", ylabel="E_r = outside / mesh volume",
+                       logx=2, logy=10)
+
+
+# -------------------------------------------------------------------------- main
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--assets", nargs="+", default=list(LABELS))
+    ap.add_argument("--counts", nargs="+", type=int, default=[8, 16, 32, 64, 128])
+    ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--samples", type=int, default=1_000_000,
+                    help="points of the E_r estimator (the same for every set)")
+    ap.add_argument("--time-limit", type=float, default=900.0,
+                    help="seconds per fit before it is asked to stop")
+    ap.add_argument("--out-json", default=os.path.join("out", "sphere_sets.json"))
+    ap.add_argument("--plot", default=None, help="write the E_r plot to this PNG")
+    ap.add_argument("--plot-only", action="store_true",
+                    help="no fits: table and plot from --out-json")
+    a = ap.parse_args(argv)
+
+    results = {"cells": [], "assets": {}}
+    if os.path.exists(a.out_json):
+        with open(a.out_json) as f:
+            results = json.load(f)
+
+    def save():
+        os.makedirs(os.path.dirname(os.path.abspath(a.out_json)), exist_ok=True)
+        tmp = a.out_json + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(results, f, indent=1)
+        os.replace(tmp, a.out_json)
+
+    if not a.plot_only:
+        from skin_collide.core.sphere_set import outside_volume as ov
+
+        load = os.getloadavg()
+        print(f"# {time.strftime('%Y-%m-%d %H:%M:%S %Z')}, load average "
+              f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, E_r estimator: "
+              f"union_outside_volume_estimate, {a.samples} samples, seed {a.seed}", flush=True)
+        for asset in a.assets:
+            name, v, t = load_asset(asset)
+            vol = ov.mesh_volume(v, t)
+            mesh = ov.prepare_mesh(v, t)
+            results["assets"][asset] = {"object": name, "vertices": len(v), "triangles": len(t),
+                                        "volume": vol}
+            print(f"## {asset}: '{name}', {len(v)} vertices, {len(t)} triangles, "
+                  f"mesh volume {vol:.6g}", flush=True)
+            for n in a.counts:
+                for m in a.methods:
+                    r = run_fit(m, v, t, n, a.seed, a.time_limit)
+                    cell = {"asset": asset, "method": m, "count": n, "seed": a.seed,
+                            "status": r["status"], "limit": a.time_limit,
+                            "samples": a.samples, "load": os.getloadavg()[0],
+                            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+                    if r["status"] in ("done", "stopped"):
+                        c, rad = r["centers"], r["radii"]
+                        cell.update(seconds=r["seconds"], spheres=int(len(rad)),
+                                    **r["extra"], **measure(c, rad, v, t, a.samples, a.seed,
+                                                            mesh, vol))
+                    else:
+                        cell.update(why=r["why"], seconds=r["wall"])
+                    results["cells"] = [x for x in results["cells"]
+                                        if (x["asset"], x["method"], x["count"])
+                                        != (asset, m, n)] + [cell]
+                    save()
+                    print(f"{asset} N={n} {m}: {cell_text(cell)}", flush=True)
+    print()
+    print(table(results))
+    cm = [c for c in results["cells"] if c["asset"] == "cesium_man.glb"
+          and c["method"] == "variational"]
+    for n, goal in TARGETS.items():
+        c = next((c for c in cm if c["count"] == n), None)
+        if c is not None and c["status"] == "done":
+            ok = c["e_r"] <= goal and not c["uncovered"]
+            print(f"Cesium Man, {n} spheres: E_r {c['e_r']:.3f} against the goal {goal}: "
+                  f"{'reached' if ok else 'NOT reached'}")
+        elif c is not None:
+            print(f"Cesium Man, {n} spheres: {cell_text(c)}: goal {goal} not reached")
+    if a.plot:
+        plot(results, a.plot)
+        print(f"wrote {a.plot}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
