@@ -115,7 +115,7 @@ def per_vertex_stale_reason(ob, full_check: bool = False) -> str:
     key = (text.name_full, str(text.get(storage.BUILD_KEY) or ob.skin_collide.signature))
     pos = _rest_positions(ob.data)
     seen = _verified.get(key)
-    reason = (f"the weights, rest shape or bones' rest pose of '{ob.name}' changed since its "
+    reason = (f"the weights, rest shape or bones (rest pose) of '{ob.name}' changed since its "
               "collision data was built: rebuild")
     mesh_key = ob.data.as_pointer()
     if seen is not None and not full_check and mesh_key not in _changed_meshes:
