@@ -275,16 +275,27 @@ class Scanner:
         # With filters, the first pair found may be one they drop: then the whole frame is
         # queried and the first pair kept after the filters (never a false "clean").
         first = self.first_hit and not self.ignore and not self.allow_polygons
-        enough = None
-        if (self.max_pairs is not None and self.self_collision and not self.first_hit
-                and not self.ignore and not self.allow_polygons):
-            enough = self._enough_self
+        capped = (self.max_pairs is not None and not self.first_hit and not self.ignore
+                  and not self.allow_polygons)
         res = core_scan.query_frame(self.objects, positions, poses, mode=self.mode,
                                     self_collision=self.self_collision,
                                     first_hit=first, triangles=triangles,
-                                    enough_self=enough)
+                                    enough_self=self._enough_self if capped else None,
+                                    enough_between=self._enough_between if capped else None)
         self.stopped = any(st.extra.get("stopped") for st in res.stats)
         return res.pairs, res.ms, res.modes
+
+    def _enough_between(self, tri_pairs) -> bool:
+        """Whether triangle pairs between objects (i, j, (K, 2)) already make more than
+        `max_pairs` polygon pairs."""
+        if sum(p.shape[0] for _, _, p in tri_pairs) <= self.max_pairs:
+            return False
+        total = 0
+        for i, j, p in tri_pairs:
+            pp = np.stack([self.objects[i].rig.tri_polygon[p[:, 0]],
+                           self.objects[j].rig.tri_polygon[p[:, 1]]], 1)
+            total += contacts.normalized_pairs(pp, False).shape[0]
+        return total > self.max_pairs
 
     def _enough_self(self, i: int, pairs: np.ndarray) -> bool:
         """Whether self pairs `pairs` of object i already make more than `max_pairs`

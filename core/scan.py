@@ -200,7 +200,7 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
                 poses: list[Pose | None], mode: str = "on-demand",
                 self_collision: bool = False, first_hit: bool = False,
                 triangles: list[np.ndarray | None] | None = None,
-                enough_self=None) -> FrameResult:
+                enough_self=None, enough_between=None) -> FrameResult:
     """Collide every pair of objects (and each with itself if `self_collision`).
 
     Adjacent triangles are never reported: within an object those sharing a weld id (a
@@ -223,6 +223,8 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
         enough_self: optional f(i, pairs) -> bool for capped frames: the exact self
             tree of object i stops once it says its (K, 2) pairs so far are enough (the
             self pairs are then a subset; the stats' ``extra["stopped"]`` says so).
+        enough_between: the same for the pairs between objects that go through the
+            stacked traversal: f(list of (i, j, (K, 2) triangle pairs)) -> bool.
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
@@ -246,7 +248,8 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
     if n > 1:
         # Fills `vols` for the objects that go through the tree traversal.
         result.pairs, st = _collide_candidates(objects, positions, poses, tris_all, seams,
-                                               vols, candidates, boxes, first_hit, mode)
+                                               vols, candidates, boxes, first_hit, mode,
+                                               enough_between)
         result.stats.append(st)
         for k, v in enumerate(vols):
             if v is not None:
@@ -306,7 +309,7 @@ BOX_PAIRS_MAX = 20000
 
 
 def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candidates, boxes,
-                        first_hit: bool = False, mode: str = "on-demand"
+                        first_hit: bool = False, mode: str = "on-demand", enough=None
                         ) -> tuple[list[tuple[int, int, np.ndarray]], traversal.QueryStats]:
     """Every intersecting triangle pair of the candidate object pairs (the broad phase's),
     on whole arrays over all of them: positions and triangles of all objects stacked; per
@@ -387,9 +390,17 @@ def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candid
             # The volumes' own hierarchies; objects without volumes are never reached.
             stk = multi.stacked([v.hierarchy if v is not None else multi.EMPTY
                                  for v in vols], [t.shape[0] for t in tris_all])
+            stop = None
+            if enough is not None:
+                def stop(so_far, before=list(found)):
+                    return enough(multi.split_pairs(np.concatenate(before + [so_far]),
+                                                    tri_off))
             more, st2 = multi.collide_many(vols, trav[rest], stk, test,
-                                           boxes=(blo[rest], bhi[rest]), first_hit=first_hit)
+                                           boxes=(blo[rest], bhi[rest]), first_hit=first_hit,
+                                           enough=stop)
             found.append(more)
+            if st2.extra.get("stopped"):
+                st.extra["stopped"] = True
             st.volume_tests, st.chunks = st2.volume_tests, st2.chunks
             st.refitted += st2.refitted
             st.triangle_tests += st2.triangle_tests

@@ -117,3 +117,30 @@ def test_a_dense_live_frame_stops_counting_and_says_more_than(folded, monkeypatc
     assert bpy.ops.skin_collide.scan(use_scene_range=False, frame_start=f, frame_end=f) \
         == {"FINISHED"}
     assert scene.skin_collide.frame_counts[0].pairs == full.n_pairs
+
+
+@pytest.mark.blender
+def test_a_dense_frame_between_objects_stops_counting_too(registered_addon, monkeypatch):
+    from blender_helpers import selected_demo
+    from skin_collide.addon import session
+    from skin_collide.core import scan as core_scan
+    from skin_collide.core.query import multi
+
+    a, b = selected_demo(bpy, build=True)
+    scene = bpy.context.scene
+    monkeypatch.setattr(core_scan, "BOX_PAIRS_MAX", 0)    # through the stacked traversal
+    monkeypatch.setattr(multi, "MULTI_CHUNK", 4)          # in many small steps
+    for f in range(8, 25):
+        scene.frame_set(f)
+        assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
+        full = session.live_result(scene)
+        if full.n_pairs > 12:
+            break
+    assert full.n_pairs > 12 and not full.more_than
+    monkeypatch.setattr(session, "MAX_PAIRS", 3)
+    assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
+    res = session.live_result(scene)
+    assert res.more_than and "more than 3" in res.warning
+    assert 3 < res.n_pairs < full.n_pairs
+    assert set(res.polygon_pairs) <= set(full.polygon_pairs)
+    bpy.ops.wm.read_homefile(use_empty=True)

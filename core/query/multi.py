@@ -120,7 +120,7 @@ def _sphere_meets_box(c: np.ndarray, r: np.ndarray, lo: np.ndarray, hi: np.ndarr
 def collide_many(vols: list[Volumes | None], pairs: np.ndarray, st: Stacked,
                  triangle_test: Callable[[np.ndarray, np.ndarray], np.ndarray],
                  chunk: int | None = None, boxes: tuple[np.ndarray, np.ndarray] | None = None,
-                 first_hit: bool = False) -> tuple[np.ndarray, QueryStats]:
+                 first_hit: bool = False, enough=None) -> tuple[np.ndarray, QueryStats]:
     """All intersecting triangle pairs of the object pairs `pairs`, in one traversal.
 
     Args:
@@ -137,6 +137,9 @@ def collide_many(vols: list[Volumes | None], pairs: np.ndarray, st: Stacked,
             holds every point where the two objects may touch (`broad_phase`: the
             intersection of their boxes, shrunk); a node pair is also dropped when either
             sphere misses its pair's box (docs/broad_phase.md).
+        enough: optional f(pairs) -> bool for capped frames, asked with the (K, 2) global
+            pairs found so far each time their number has doubled: True stops the
+            traversal (the pairs are then a subset; ``stats.extra["stopped"]``).
     Returns:
         (K, 2) int64 global triangle pairs, the first column from the first object of its
         pair; and statistics (all object pairs together).
@@ -154,6 +157,7 @@ def collide_many(vols: list[Volumes | None], pairs: np.ndarray, st: Stacked,
     pair_order = np.argsort(pair_keys, kind="stable")
     pair_keys_sorted = pair_keys[pair_order]
     stack_ = [(st.node_off[pairs[:, 0]], st.node_off[pairs[:, 1]])]
+    n_found, ask_at = 0, 1
     while stack_:
         na, nb = stack_.pop()
         if na.size > chunk:
@@ -193,6 +197,12 @@ def collide_many(vols: list[Volumes | None], pairs: np.ndarray, st: Stacked,
                     found.append(np.stack([ta[hit], tb[hit]], axis=1))
                     if first_hit:
                         break
+                    n_found += found[-1].shape[0]
+                    if enough is not None and n_found >= ask_at:
+                        ask_at = 2 * n_found
+                        if enough(np.concatenate(found)):
+                            stats.extra["stopped"] = True
+                            break
         rest = ~both
         if rest.any():
             ra_, rb_ = na[rest], nb[rest]
