@@ -20,9 +20,6 @@ from .outside_volume import (FOUR_PI, PreparedMesh, classify_inside, mesh_volume
 from .types import SphereSet
 
 
-_DEBUG = False
-
-
 class _Stopped(Exception):
     """Raised inside the iterations when should_stop() asks for Esc."""
 
@@ -163,20 +160,19 @@ class _Solver:
         self.sov_calls += len(centres)
         return sphere_outside_volume(centres, radii, self.mesh, inside="sign")
 
-    # ------------------------------------------------------------------ assignment
-    def assign(self, centres: np.ndarray, reach: np.ndarray) -> np.ndarray:
-        """Labels (n,) int64: flood fill from the centres; each wave's points join the
-        cluster whose SOV grows least (ties: nearest centre). The SOV of cluster i as a
-        function of its radius (centre fixed during assignment) is tabulated at
-        `table_size` radii up to `reach[i]` and interpolated linearly; beyond the table it
-        grows like a ball entirely outside (an upper bound), which keeps far points away."""
+    # ------------------------------------------------------------------ SOV tables
+    def sov_table(self, centres: np.ndarray, reach: np.ndarray) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+        """f(i, r) -> SOV of ball (centres[i], r), both arrays of one shape: the paper's
+        radius-to-SOV table of each fixed centre, at `table_size` radii up to reach[i]
+        (at least 2 grid steps), made monotone and interpolated linearly; beyond the table
+        it grows like a ball entirely outside (an upper bound), which keeps far units away."""
         N, K = len(centres), self.table_size
         rmax = np.maximum(reach, 2.0 * self.s)
         rho = rmax[:, None] * np.linspace(0.0, 1.0, K)[None, :]  # (N, K)
         tab = np.empty((N, K))
         todo = np.ones(N, dtype=bool)
         if self._table_memo is not None and len(self._table_memo[0]) == N:
-            # Spheres that did not move since the last assignment keep their table.
+            # Spheres that did not move since the last table keep theirs.
             c0, r0, t0 = self._table_memo
             same = np.all(c0 == centres, axis=1) & (r0 == rmax)
             tab[same] = t0[same]
@@ -185,7 +181,6 @@ class _Solver:
             vals = self.sov(np.repeat(centres[todo], K, axis=0), rho[todo].reshape(-1))
             tab[todo] = np.maximum.accumulate(vals.reshape(-1, K), axis=1)  # SOV grows with r
         self._table_memo = (centres.copy(), rmax.copy(), tab.copy())
-        self.check_stop()
 
         def f(i: np.ndarray, r: np.ndarray) -> np.ndarray:
             x = r / rmax[i] * (K - 1)
@@ -194,6 +189,50 @@ class _Solver:
             val = tab[i, k] * (1 - t) + tab[i, k + 1] * t
             over = np.maximum(r - rmax[i], 0.0)
             return val + FOUR_PI / 3.0 * ((rmax[i] + over) ** 3 - rmax[i] ** 3)
+
+        return f
+
+    def removal_cost(self, centres: np.ndarray, radii: np.ndarray, sov: np.ndarray,
+                     labels: np.ndarray, reach: np.ndarray) -> np.ndarray:
+        """(N,) estimated change of Σ SOV if ball i were deleted: each of its units moves to
+        the other ball whose SOV grows least (by the tables), each receiving ball grows to
+        its farthest new unit; the growth summed minus the ball's own SOV."""
+        N = len(centres)
+        f = self.sov_table(centres, reach)
+        cols = np.arange(N)
+        base = f(cols, radii)
+        out = -sov.copy()
+        step = max(1, (1 << 21) // max(1, 3 * N))
+        key_all, d_all = [], []
+        for s in range(0, len(self.pts), step):  # loop over memory chunks
+            cor = self.corners[s:s + step]
+            d = np.sqrt(((cor[:, :, None, :] - centres[None, None]) ** 2).sum(-1)).max(1)  # (m, N)
+            cost = f(np.broadcast_to(cols, d.shape), np.maximum(d, radii[None])) - base[None]
+            own = labels[s:s + step]
+            cost[np.arange(len(own)), own] = np.inf
+            j = cost.argmin(1)
+            key_all.append(own * N + j)
+            d_all.append(d[np.arange(len(own)), j])
+        key = np.concatenate(key_all)
+        dist = np.concatenate(d_all)
+        need = np.zeros(N * N)
+        np.maximum.at(need, key, dist)
+        pair = np.nonzero(need > 0)[0]
+        i, j = pair // N, pair % N
+        grow = f(j, np.maximum(need[pair], radii[j])) - base[j]
+        out += np.bincount(i, weights=grow, minlength=N)
+        return out
+
+    # ------------------------------------------------------------------ assignment
+    def assign(self, centres: np.ndarray, reach: np.ndarray) -> np.ndarray:
+        """Labels (n,) int64: flood fill from the centres; each wave's points join the
+        cluster whose SOV grows least (ties: nearest centre). The SOV of cluster i as a
+        function of its radius (centre fixed during assignment) is tabulated at
+        `table_size` radii up to `reach[i]` and interpolated linearly; beyond the table it
+        grows like a ball entirely outside (an upper bound), which keeps far points away."""
+        N = len(centres)
+        f = self.sov_table(centres, reach)
+        self.check_stop()
 
         seeds = _nearest(centres, self.pts)  # (N,) the sample nearest each centre
         level = self.vox.waves(seeds)
@@ -397,7 +436,8 @@ def fit(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int = 0,
         progress: Callable[[float], None] | None = None,
         should_stop: Callable[[], bool] | None = None, *,
         n_interior: int = 4000, n_surface: int = 1000, max_iterations: int = 40,
-        max_teleports: int = 60, max_failed_teleports: int = 4, teleport_rounds: int = 2, table_size: int = 24,
+        max_teleports: int = 60, max_failed_teleports: int = 6, teleport_rounds: int = 2,
+        teleport_source: str = "overlap", table_size: int = 24,
         search_steps: int = 40, tolerance: float = 5e-3,
         e_r_samples: int = 100_000) -> SphereSet:
     """Fit `count` spheres whose union bounds the mesh, minimizing outside volume.
@@ -417,6 +457,8 @@ def fit(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int = 0,
         max_teleports, max_failed_teleports: teleport budget; the fit ends once this many
             teleports in a row fail to lower the error.
         teleport_rounds: assignment/fit rounds run before judging a teleport.
+        teleport_source: "overlap" (default): the paper's largest overlap ratio; "removal":
+            the ball whose deletion raises Σ SOV least by the tables (measured worse).
         table_size: radii in each cluster's SOV-versus-radius table.
         search_steps: compass-search steps per fit.
         tolerance: relative error decrease below which a round counts as stalled.
@@ -481,12 +523,17 @@ def fit(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int = 0,
             if teleports >= max_teleports or failed >= max_failed_teleports:
                 break
             err, c0, r0, s0, l0 = best
-            ratio = solver.overlap_ratio(c0, r0, rng)
-            src_order = np.argsort(-ratio, kind="stable")
+            if teleport_source == "overlap":  # the paper's: the most redundant ball
+                src_order = np.argsort(-solver.overlap_ratio(c0, r0, rng), kind="stable")
+            else:  # the ball whose deletion costs least, by the SOV tables
+                rc = solver.removal_cost(c0, r0, s0, l0, 1.5 * r0 + 2 * spacing)
+                src_order = np.argsort(rc, kind="stable")
             dst_order = np.argsort(-s0, kind="stable")
-            # The failed-th best (source, destination) pair, so retries explore.
-            src = int(src_order[min(failed, count - 1)])
-            dst = int(next((d for d in dst_order if d != src), dst_order[0]))
+            # Retries walk the (source, destination) ranks: (0, 0), (0, 1), (1, 0), (1, 1),
+            # (2, 0), ... (a failure often comes from a destination that splits badly).
+            src = int(src_order[min(failed // 2, count - 1)])
+            dsts = [int(d) for d in dst_order if d != src]
+            dst = dsts[min(failed % 2, len(dsts) - 1)] if dsts else src
             if src == dst or np.count_nonzero(l0 == dst) < 2:
                 failed += 1
                 continue
@@ -502,8 +549,6 @@ def fit(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int = 0,
             iterations += teleport_rounds
             e2 = float(s2.sum())
             history.append(e2)
-            if _DEBUG:
-                print(f"teleport src={src} dst={dst} err={err / vol:.3f} -> {e2 / vol:.3f}")
             if e2 < err:
                 best = (e2, c2, r2, s2, lab)
                 teleports += 1
