@@ -11,6 +11,22 @@ pytestmark = pytest.mark.blender
 bpy = pytest.importorskip("bpy")
 
 
+@pytest.fixture(autouse=True)
+def headless_properties():
+    """`cli.main` in-process registers the add-on's properties when the add-on is not
+    registered (as a headless scan does): unregister them after, for the next modules."""
+    import skin_collide
+
+    had = hasattr(bpy.types.Object, "skin_collide")
+    yield
+    if not had and hasattr(bpy.types.Object, "skin_collide") and not skin_collide._registered:
+        from skin_collide.addon import properties
+
+        properties.unregister()
+        for cls in reversed(properties.CLASSES):
+            bpy.utils.unregister_class(cls)
+
+
 @pytest.fixture
 def demo_file(tmp_path):
     from skin_collide.addon import demo_rig
