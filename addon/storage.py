@@ -464,4 +464,18 @@ def remove_orphans() -> int:
     for t in gone:
         _cache.pop(t.name_full, None)
         bpy.data.texts.remove(t)
+    # A kept Text whose owner was deleted (kept alive only by this pointer): hand it to the
+    # one object still pointing to it, or forget the pointer, so the deleted object is not
+    # saved with the file.
+    for t in bpy.data.texts:
+        owner = t.get(OWNER_ID_KEY) if t.get(UID_KEY) is not None else None
+        if owner is None or _linked(owner):
+            continue
+        heirs = [o for o in bpy.data.objects if o.type == "MESH" and _linked(o)
+                 and _text_of(o) == t]
+        if len(heirs) == 1:
+            t[OWNER_ID_KEY] = heirs[0]
+            t[OWNER_KEY] = heirs[0].name
+        else:
+            del t[OWNER_ID_KEY]
     return len(gone)

@@ -706,3 +706,29 @@ def test_many_rest_contacts_are_stored_one_per_line(demo):
     scene.skin_collide.ignore_rest_contacts = True
     assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
     assert session.live_result(scene).n_pairs == 0   # the rest pose: all ignored
+
+
+def test_deleted_original_is_not_kept_alive_by_its_data(demo, tmp_path):
+    """Shift+D, then delete the original with the operator: the copy inherits the data,
+    and the deleted original is not saved with the file (the Text's owner pointer is a
+    user of it)."""
+    from skin_collide.addon import storage
+
+    a, b = demo
+    for ob in bpy.context.scene.objects:
+        ob.select_set(ob == a)
+    bpy.context.view_layer.objects.active = a
+    bpy.ops.object.duplicate()
+    copy = bpy.context.active_object
+    name_a, name_copy = a.name, copy.name
+    for ob in bpy.context.scene.objects:
+        ob.select_set(ob == a)
+    assert bpy.ops.object.delete() == {"FINISHED"}
+    assert storage.has_data(copy)
+    path = tmp_path / "d.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    assert name_a not in bpy.data.objects
+    copy = bpy.data.objects[name_copy]
+    assert storage.has_data(copy) and storage.stale_reason(copy) == ""
+    assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
