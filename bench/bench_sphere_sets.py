@@ -207,6 +207,13 @@ def table(results: dict) -> str:
                 c = next((c for c in mine if c["method"] == m and c["count"] == n), None)
                 row.append(cell_text(c))
             lines.append(f"| {n} | " + " | ".join(row) + " |")
+        measured = [c for c in mine if "uncovered" in c]
+        bad = [c for c in measured if c["uncovered"]]
+        lines.append("")
+        lines.append(f"Coverage: {len(measured) - len(bad)} of {len(measured)} sets hold every "
+                     f"rest triangle (its three vertices in one sphere)"
+                     + (", NOT: " + ", ".join(f"{c['method']} N={c['count']}" for c in bad)
+                        if bad else "") + ".")
         lines.append("")
     return "\n".join(lines)
 
@@ -232,6 +239,8 @@ def plot(results: dict, path: str) -> None:
     if any(c["asset"] == "cesium_man.glb" for c in cells):
         series.append({"x": list(AMAA), "y": list(AMAA.values()), "color": (120, 120, 120),
                        "dash": (2, 3), "marker": "x", "label": "Cesium Man AMAA (issue 10)"})
+        series.append({"x": list(TARGETS), "y": list(TARGETS.values()), "color": (0, 0, 0),
+                       "marker": "s", "line": False, "label": "Cesium Man goal (issue 10)"})
     plot_png.line_plot(series, path, title="Sphere sets: E_r against N",
                        xlabel="spheres N", ylabel="E_r = outside / mesh volume",
                        logx=2, logy=10)

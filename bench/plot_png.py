@@ -3,7 +3,8 @@ matplotlib): axes with linear or logarithmic scales, ticks, grid, a legend, dash
 markers and a 5x7 bitmap font of our own.
 
     line_plot([{"x": [...], "y": [...], "color": (r, g, b), "dash": (on, off) or None,
-                "marker": "o" | "s" | "^" | "x" | None, "label": "..."}, ...],
+                "marker": "o" | "s" | "^" | "x" | None, "label": "...",
+                "line": True (False: markers only)}, ...],
               "out.png", title=..., xlabel=..., ylabel=..., logx=2, logy=10)
 """
 from __future__ import annotations
@@ -304,13 +305,15 @@ def line_plot(series: list[dict], path: str, title: str = "", xlabel: str = "",
         cv.text(16, (top + bottom) / 2, ylabel, anchor="lm", vertical=True)
     for s in series:
         px, py = tx(s["x"]), ty(s["y"])
-        cv.polyline(px, py, s["color"], 2.0, s.get("dash"))
+        if s.get("line", True):
+            cv.polyline(px, py, s["color"], 2.0, s.get("dash"))
         for x, y in zip(px, py):
             cv.marker(x, y, s.get("marker"), s["color"])
     # Legend: a line sample with the marker, then the label.
     lx, ly = right + 16, top + 4
     for s in series:
-        cv.line(lx, ly + 8, lx + 40, ly + 8, s["color"], 2.0, s.get("dash"))
+        if s.get("line", True):
+            cv.line(lx, ly + 8, lx + 40, ly + 8, s["color"], 2.0, s.get("dash"))
         cv.marker(lx + 20, ly + 8, s.get("marker"), s["color"], 4.0)
         cv.text(lx + 50, ly + 8, s.get("label", ""), anchor="lm")
         ly += 26
