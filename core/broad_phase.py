@@ -94,38 +94,20 @@ def _ranges(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndar
     return owner, starts[owner] + (np.arange(off[-1]) - off[owner])
 
 
-def triangles_in_boxes(pairs_obj: np.ndarray, tri_off: np.ndarray, tlo: np.ndarray,
-                       thi: np.ndarray, blo: np.ndarray, bhi: np.ndarray
-                       ) -> tuple[np.ndarray, np.ndarray]:
-    """Per pair p, the triangles of object ``pairs_obj[p]`` whose box meets box p.
-
-    Args:
-        pairs_obj: (P,) int64 the object of each pair's side.
-        tri_off: (n + 1,) int64 first global triangle of each object.
-        tlo, thi: (T, 3) float64 global triangle boxes (min / max of their vertices).
-        blo, bhi: (P, 3) float64 the boxes to meet (closed).
-    Returns:
-        (pair (K,), global triangle (K,)) int64, grouped by pair in increasing order.
-    """
-    owner, g = _ranges(tri_off[pairs_obj], tri_off[pairs_obj + 1] - tri_off[pairs_obj])
-    keep = np.all((tlo[g] <= bhi[owner]) & (thi[g] >= blo[owner]), axis=1)
-    return owner[keep], g[keep]
+def _vertex_codes(xT: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """(R,) uint8 outcodes of the columns of `xT` (3, R) against closed boxes: bit a set
+    when ``x[a] < lo[a]``, bit 3 + a when ``x[a] > hi[a]`` (`lo`, `hi`: (3, R) or (3, 1))."""
+    b = (xT < lo).view(np.uint8)
+    a = (xT > hi).view(np.uint8)
+    return b[0] | (b[1] << 1) | (b[2] << 2) | (a[0] << 3) | (a[1] << 4) | (a[2] << 5)
 
 
-def _shrink(pr: np.ndarray, g: np.ndarray, tlo: np.ndarray, thi: np.ndarray, P: int
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per pair, the box of the triangles kept (rows grouped by pair): lo, hi (P, 3) and
-    (P,) counts; pairs without rows get an empty box."""
-    k = np.bincount(pr, minlength=P)
-    lo = np.full((P, 3), np.inf)
-    hi = np.full((P, 3), -np.inf)
-    has = np.nonzero(k)[0]
-    if has.size:
-        starts = np.zeros(P + 1, dtype=np.int64)
-        np.cumsum(k, out=starts[1:])
-        lo[has] = np.minimum.reduceat(tlo[g], starts[has], axis=0)
-        hi[has] = np.maximum.reduceat(thi[g], starts[has], axis=0)
-    return lo, hi, k
+def _kept(code: np.ndarray, crow: np.ndarray) -> np.ndarray:
+    """(K,) bool: the triangle whose corners are the vertex rows ``crow`` (3, K) has a box
+    that meets its closed box. Its box misses the box iff on some axis all three corners
+    lie below (or all above) it, i.e. iff the AND of the corners' outcodes is not 0: the
+    same float64 comparisons as ``tri_lo <= hi and tri_hi >= lo``, nothing rounded."""
+    return (code[crow[0]] & code[crow[1]] & code[crow[2]]) == 0
 
 
 def _sweep_plan(pa, ga, pb, gb, tlo, thi, axis: int):
@@ -252,8 +234,8 @@ def subdivide(pa: np.ndarray, ga: np.ndarray, pb: np.ndarray, gb: np.ndarray,
     return pa, ga, pb, gb
 
 
-def box_filtered_pairs(pairs: np.ndarray, tri_off: np.ndarray, tlo: np.ndarray,
-                       thi: np.ndarray, olo: np.ndarray, ohi: np.ndarray,
+def box_filtered_pairs(pairs: np.ndarray, tri_off: np.ndarray, v_off: np.ndarray,
+                       PT: np.ndarray, T: np.ndarray, olo: np.ndarray, ohi: np.ndarray,
                        max_per_pair: int, rounds: int = 3, axis: int | None = None
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The triangle level of the broad phase, on whole arrays over all object pairs.
@@ -262,47 +244,93 @@ def box_filtered_pairs(pairs: np.ndarray, tri_off: np.ndarray, tlo: np.ndarray,
     position boxes, `position_boxes`), and only if their own boxes meet I. Per object
     pair: the triangles of each side whose box meets I; then I shrinks to the intersection
     of the boxes of the two sides' kept triangles (a contact point lies in a kept triangle
-    of each side), `rounds` times. A pair with no triangle left on one side cannot touch;
+    of each side), at most `rounds` times (a round that drops nothing is a fixed point:
+    the next would shrink nothing). A pair with no triangle left on one side cannot touch;
     a pair with at most `max_per_pair` kept triangles (both sides) gets, through
     `subdivide` and `sweep_two_sets`, the triangle pairs whose boxes meet, for the exact
     test; the others are left to the tree traversal, with their shrunken I
     (docs/broad_phase.md).
 
+    Whether a triangle's box meets I is decided from its corners' outcodes against I
+    (`_kept`), computed once per vertex and round: the same comparisons as on the
+    triangle's box, without making the boxes; boxes are made only for the triangles of
+    the pairs paired by boxes.
+
     Args:
         pairs: (P, 2) int64 object pairs.
         tri_off: (n + 1,) int64 first global triangle of each object.
-        tlo, thi: (T, 3) float64 global triangle boxes.
+        v_off: (n + 1,) int64 first global vertex of each object.
+        PT: (3, V) float64 global positions, one row per axis.
+        T: (T, 3) int64 global triangles (global vertex ids).
         olo, ohi: (n, 3) float64 object boxes.
     Returns:
         ga (K,), gb (K,) int64 global triangle pairs to test exactly;
         (Q,) int64 indices into `pairs` of the pairs left to the traversal, and their
         boxes lo (Q, 3), hi (Q, 3).
     """
-    i, j = pairs[:, 0], pairs[:, 1]
     P = pairs.shape[0]
-    ilo = np.maximum(olo[i], olo[j])
-    ihi = np.minimum(ohi[i], ohi[j])
-    pa, ga = triangles_in_boxes(i, tri_off, tlo, thi, ilo, ihi)
-    pb, gb = triangles_in_boxes(j, tri_off, tlo, thi, ilo, ihi)
-    for r in range(rounds):
-        alo, ahi, ka = _shrink(pa, ga, tlo, thi, P)
-        blo, bhi, kb = _shrink(pb, gb, tlo, thi, P)
-        ilo = np.maximum(ilo, np.maximum(alo, blo))
-        ihi = np.minimum(ihi, np.minimum(ahi, bhi))
-        keep = np.all((tlo[ga] <= ihi[pa]) & (thi[ga] >= ilo[pa]), axis=1)
-        pa, ga = pa[keep], ga[keep]
-        keep = np.all((tlo[gb] <= ihi[pb]) & (thi[gb] >= ilo[pb]), axis=1)
-        pb, gb = pb[keep], gb[keep]
-    ka = np.bincount(pa, minlength=P)
-    kb = np.bincount(pb, minlength=P)
+    ilo = np.maximum(olo[pairs[:, 0]], olo[pairs[:, 1]])
+    ihi = np.minimum(ohi[pairs[:, 0]], ohi[pairs[:, 1]])
+    # Sides: side s < P is the first object of pair s, side P + s its second; every row
+    # below (vertex rows, triangle rows) belongs to one side, grouped by side in order.
+    obj = np.concatenate([pairs[:, 0], pairs[:, 1]])
+    vcount = v_off[obj + 1] - v_off[obj]
+    vown, vg = _ranges(v_off[obj], vcount)
+    vstart = np.zeros(2 * P + 1, dtype=np.int64)
+    np.cumsum(vcount, out=vstart[1:])
+    xT = PT[:, vg]
+    town, tg = _ranges(tri_off[obj], tri_off[obj + 1] - tri_off[obj])
+    # The vertex rows of each triangle's corners, (3, K).
+    crow = T[tg].T + (vstart[:-1] - v_off[obj])[town]
+    vpair = None if P == 1 else vown % P
+
+    def codes():
+        if vpair is None:
+            return _vertex_codes(xT, ilo.T, ihi.T)
+        return _vertex_codes(xT, ilo.T[:, vpair], ihi.T[:, vpair])
+
+    keep = _kept(codes(), crow)
+    town, tg, crow = town[keep], tg[keep], crow[:, keep]
+    has_v = vcount > 0
+    for _ in range(rounds):
+        # Box of each side's kept triangles: of the vertex rows they use.
+        used = np.zeros(xT.shape[1], dtype=bool)
+        used[crow.ravel()] = True
+        slo = np.full((3, 2 * P), np.inf)
+        shi = np.full((3, 2 * P), -np.inf)
+        if has_v.any():
+            st = vstart[:-1][has_v]
+            slo[:, has_v] = np.minimum.reduceat(np.where(used, xT, np.inf), st, axis=1)
+            shi[:, has_v] = np.maximum.reduceat(np.where(used, xT, -np.inf), st, axis=1)
+        ilo = np.maximum(ilo, np.maximum(slo[:, :P], slo[:, P:]).T)
+        ihi = np.minimum(ihi, np.minimum(shi[:, :P], shi[:, P:]).T)
+        keep = _kept(codes(), crow)
+        if keep.all():
+            break
+        town, tg, crow = town[keep], tg[keep], crow[:, keep]
+    k = np.bincount(town, minlength=2 * P)
+    ka, kb = k[:P], k[P:]
     combos = ka * kb
     small = (combos > 0) & (ka + kb <= max_per_pair)
     big = np.nonzero((combos > 0) & ~small)[0]
-    sa, sb = small[pa], small[pb]
-    qa, qga, qb, qgb = subdivide(pa[sa], ga[sa], pb[sb], gb[sb], tlo, thi, ilo, ihi)
-    ta, tb = sweep_two_sets(qa, qga, qb, qgb, tlo, thi, axis)
-    if ta.size:
-        # A pair lying on a cut was found in both halves: once each.
-        key = np.unique(ta * int(tlo.shape[0]) + tb)
-        ta, tb = key // tlo.shape[0], key % tlo.shape[0]
+    empty = np.zeros(0, np.int64)
+    ta = tb = empty
+    sel = small[town % P]
+    if sel.any():
+        town, tg, crow = town[sel], tg[sel], crow[:, sel]
+        # Boxes of these triangles only (exact: min and max round nothing), at their
+        # global ids in full-size arrays (the other rows are never read).
+        c0, c1, c2 = xT[:, crow[0]], xT[:, crow[1]], xT[:, crow[2]]
+        tlo = np.empty((T.shape[0], 3))
+        thi = np.empty((T.shape[0], 3))
+        tlo[tg] = np.minimum(np.minimum(c0, c1), c2).T
+        thi[tg] = np.maximum(np.maximum(c0, c1), c2).T
+        a = town < P
+        qa, qga, qb, qgb = subdivide(town[a], tg[a], town[~a] - P, tg[~a], tlo, thi,
+                                     ilo, ihi)
+        ta, tb = sweep_two_sets(qa, qga, qb, qgb, tlo, thi, axis)
+        if ta.size:
+            # A pair lying on a cut was found in both halves: once each.
+            key = np.unique(ta * int(T.shape[0]) + tb)
+            ta, tb = key // T.shape[0], key % T.shape[0]
     return ta, tb, big, ilo[big], ihi[big]

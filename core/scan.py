@@ -354,13 +354,8 @@ def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candid
         hit[idx] = tri_test.triangle_pairs_intersect(P, T, ga[idx], P, T, gb[idx])
         return hit
 
-    # Triangle boxes of the objects in some candidate pair (the others are never read).
-    tlo = np.empty((int(tri_off[-1]), 3))
-    thi = np.empty_like(tlo)
-    for k in np.unique(candidates).tolist():
-        seg = slice(tri_off[k], tri_off[k + 1])
-        tlo[seg], thi[seg] = broad_phase.triangle_boxes(positions[k], tris_all[k])
-    ga, gb, big, blo, bhi = broad_phase.box_filtered_pairs(candidates, tri_off, tlo, thi,
+    PT = np.concatenate([p.T for p in positions], axis=1)
+    ga, gb, big, blo, bhi = broad_phase.box_filtered_pairs(candidates, tri_off, v_off, PT, T,
                                                            boxes[0], boxes[1], BOX_PAIRS_MAX)
     st.extra["box_pairs"] = int(ga.size)
     found = []

@@ -91,6 +91,8 @@ def _gather(vols: list[Volumes | None], st: Stacked, nodes: np.ndarray
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Centres (n, 3), radii (n,) and sizes (n,) of global `nodes`, asked per object."""
     obj = st.node_obj[nodes]
+    if nodes.size and obj[0] == obj[-1] and (obj == obj[0]).all():
+        return _gather_one(vols, st, int(obj[0]), nodes)
     c = np.empty((nodes.size, 3))
     r = np.empty(nodes.size)
     s = np.empty(nodes.size)
@@ -107,13 +109,26 @@ def _gather(vols: list[Volumes | None], st: Stacked, nodes: np.ndarray
     return c, r, s
 
 
+def _gather_one(vols: list[Volumes | None], st: Stacked, o: int, nodes: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`_gather` of nodes that all belong to object `o` (no grouping)."""
+    local = nodes - st.node_off[o]
+    v = vols[o]
+    v.ensure(local)
+    c, r = v.spheres(local)
+    return c, r, v.size(local)
+
+
 def _sphere_meets_box(c: np.ndarray, r: np.ndarray, lo: np.ndarray, hi: np.ndarray
                       ) -> np.ndarray:
-    """(n,) bool: may sphere (c[k], r[k]) meet the closed box [lo[k], hi[k]]? Rounding of
-    the distance is covered by a relative slack of 1e-9 of the coordinates' size (1 µm at
-    1 km), so the answer is never a wrong False."""
+    """(n,) bool: may sphere (c[k], r[k]) meet the closed box [lo[k], hi[k]] (or one box
+    [lo, hi] of shape (3,) for all)? Rounding of the distance is covered by a relative
+    slack of 1e-9 of the coordinates' size (1 µm at 1 km; taken over all the spheres, so
+    at least each one's own), so the answer is never a wrong False."""
+    if not c.size:
+        return np.zeros(0, dtype=bool)
     d = c - np.clip(c, lo, hi)
-    slack = 1e-9 * (np.abs(c).max(axis=1) + np.abs(r))
+    slack = 1e-9 * (np.abs(c).max() + np.abs(r).max())
     return (r >= 0) & (np.einsum("ij,ij->i", d, d) <= (r + slack) ** 2)
 
 
@@ -157,6 +172,8 @@ def collide_many(vols: list[Volumes | None], pairs: np.ndarray, st: Stacked,
     pair_order = np.argsort(pair_keys, kind="stable")
     pair_keys_sorted = pair_keys[pair_order]
     stack_ = [(st.node_off[pairs[:, 0]], st.node_off[pairs[:, 1]])]
+    single = pairs.shape[0] == 1
+    oa, ob = int(pairs[0, 0]), int(pairs[0, 1])
     n_found, ask_at = 0, 1
     while stack_:
         na, nb = stack_.pop()
@@ -164,19 +181,27 @@ def collide_many(vols: list[Volumes | None], pairs: np.ndarray, st: Stacked,
             stack_.append((na[chunk:], nb[chunk:]))
             na, nb = na[:chunk], nb[:chunk]
         stats.chunks += 1
-        # One `ensure` per object present in the chunk, for both columns together.
-        c, r, s = _gather(vols, st, np.concatenate([na, nb]))
-        m = na.size
-        ca, ra, sa, cb, rb, sb = c[:m], r[:m], s[:m], c[m:], r[m:], s[m:]
+        if single:
+            # One object pair: each column holds one object.
+            ca, ra, sa = _gather_one(vols, st, oa, na)
+            cb, rb, sb = _gather_one(vols, st, ob, nb)
+        else:
+            # One `ensure` per object present in the chunk, for both columns together.
+            c, r, s = _gather(vols, st, np.concatenate([na, nb]))
+            m = na.size
+            ca, ra, sa, cb, rb, sb = c[:m], r[:m], s[:m], c[m:], r[m:], s[m:]
         d = ca - cb
         sr = ra + rb
         # As Volumes.overlap (a negative radius marks an empty node).
         ok = (sr >= 0) & (np.einsum("ij,ij->i", d, d) <= sr * sr)
         if boxes is not None:
-            row = pair_order[np.searchsorted(pair_keys_sorted,
-                                             st.node_obj[na].astype(np.int64) * n_obj
-                                             + st.node_obj[nb])]
-            lo, hi = boxes[0][row], boxes[1][row]
+            if single:
+                lo, hi = boxes[0][0], boxes[1][0]
+            else:
+                row = pair_order[np.searchsorted(pair_keys_sorted,
+                                                 st.node_obj[na].astype(np.int64) * n_obj
+                                                 + st.node_obj[nb])]
+                lo, hi = boxes[0][row], boxes[1][row]
             ok &= _sphere_meets_box(ca, ra, lo, hi) & _sphere_meets_box(cb, rb, lo, hi)
         stats.volume_tests += int(na.size)
         na, nb, sa, sb = na[ok], nb[ok], sa[ok], sb[ok]
