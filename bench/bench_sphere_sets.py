@@ -170,6 +170,23 @@ def measure(centers, radii, v, t, samples: int, seed: int, mesh, vol: float) -> 
 
 
 # ------------------------------------------------------------------------ output
+def variational_version() -> str:
+    """The last commit of core/sphere_set/variational.py, '+modified' when the working
+    copy differs from it (others may be editing it)."""
+    import subprocess
+
+    root = os.path.join(HERE, "..")
+    path = os.path.join("core", "sphere_set", "variational.py")
+    try:
+        h = subprocess.run(["git", "log", "-1", "--format=%h", "--", path], cwd=root,
+                           capture_output=True, text=True, timeout=30).stdout.strip()
+        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", path], cwd=root,
+                               timeout=30).returncode != 0
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (h or "uncommitted") + ("+modified" if dirty else "")
+
+
 def cell_text(c: dict | None) -> str:
     if c is None:
         return "–"
@@ -193,9 +210,12 @@ def table(results: dict) -> str:
         mine = [c for c in cells if c["asset"] == a]
         meta = results["assets"][a]
         counts = sorted({c["count"] for c in mine})
+        versions = sorted({c.get("variational_version", "not recorded") for c in mine
+                           if c["method"] == "variational"})
         lines.append(f"**{LABELS.get(a, a)}** (`{meta['object']}`, {meta['triangles']} "
                      f"triangles, mesh volume {meta['volume']:.4g}): E_r ± standard error, "
-                     f"build time")
+                     f"build time" + (f" (variational.py at {', '.join(versions)})"
+                                      if versions else ""))
         lines.append("")
         lines.append("| N | " + " | ".join(m for m in METHODS
                                             if any(c["method"] == m for c in mine)) + " |")
@@ -278,10 +298,12 @@ def main(argv=None) -> int:
     if not a.plot_only:
         from skin_collide.core.sphere_set import outside_volume as ov
 
+        version = variational_version()
         load = os.getloadavg()
         print(f"# {time.strftime('%Y-%m-%d %H:%M:%S %Z')}, load average "
               f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, E_r estimator: "
-              f"union_outside_volume_estimate, {a.samples} samples, seed {a.seed}", flush=True)
+              f"union_outside_volume_estimate, {a.samples} samples, seed {a.seed}; variational.py at "
+              f"{version}", flush=True)
         for asset in a.assets:
             name, v, t = load_asset(asset)
             vol = ov.mesh_volume(v, t)
@@ -292,11 +314,15 @@ def main(argv=None) -> int:
                   f"mesh volume {vol:.6g}", flush=True)
             for n in a.counts:
                 for m in a.methods:
+                    # Each fit imports the module afresh in its child: note its version now.
+                    version = variational_version() if m == "variational" else None
                     r = run_fit(m, v, t, n, a.seed, a.time_limit)
                     cell = {"asset": asset, "method": m, "count": n, "seed": a.seed,
                             "status": r["status"], "limit": a.time_limit,
                             "samples": a.samples, "load": os.getloadavg()[0],
                             "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+                    if version is not None:
+                        cell["variational_version"] = version
                     if r["status"] in ("done", "stopped"):
                         c, rad = r["centers"], r["radii"]
                         cell.update(seconds=r["seconds"], spheres=int(len(rad)),
@@ -308,7 +334,8 @@ def main(argv=None) -> int:
                                         if (x["asset"], x["method"], x["count"])
                                         != (asset, m, n)] + [cell]
                     save()
-                    print(f"{asset} N={n} {m}: {cell_text(cell)}", flush=True)
+                    print(f"{asset} N={n} {m}: {cell_text(cell)}"
+                          + (f" [variational.py {version}]" if version else ""), flush=True)
     print()
     print(table(results))
     cm = [c for c in results["cells"] if c["asset"] == "cesium_man.glb"
