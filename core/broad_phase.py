@@ -234,6 +234,95 @@ def subdivide(pa: np.ndarray, ga: np.ndarray, pb: np.ndarray, gb: np.ndarray,
     return pa, ga, pb, gb
 
 
+def _kept_rows(pairs, tri_off, v_off, PT, T, ilo, ihi, rounds):
+    """`box_filtered_pairs`' kept triangles for any pairs: rows per side (side s < P is
+    the first object of pair s, side P + s its second), grouped by side, copied from the
+    objects' contiguous slices. Returns the side (K,) and global triangle (K,) of each
+    kept row, its corners (3, K) as columns of the returned (3, R) coordinates, and the
+    shrunken boxes (P, 3)."""
+    P = pairs.shape[0]
+    obj = np.concatenate([pairs[:, 0], pairs[:, 1]]).tolist()
+    vcount = v_off[1:] - v_off[:-1]
+    tcount = tri_off[1:] - tri_off[:-1]
+    vc = vcount[obj]
+    vstart = np.zeros(2 * P + 1, dtype=np.int64)
+    np.cumsum(vc, out=vstart[1:])
+    xT = np.concatenate([PT[:, v_off[o]:v_off[o + 1]] for o in obj], axis=1)
+    TT = np.ascontiguousarray(T.T)
+    # The vertex rows of each triangle's corners, (3, K), and its global id.
+    crow = np.concatenate([TT[:, tri_off[o]:tri_off[o + 1]] + (vstart[s] - v_off[o])
+                           for s, o in enumerate(obj)], axis=1)
+    tg = np.concatenate([np.arange(tri_off[o], tri_off[o + 1]) for o in obj])
+    town = np.repeat(np.arange(2 * P), tcount[obj])
+    side_pair = np.arange(2 * P) % P
+
+    def codes():
+        return _vertex_codes(xT, np.repeat(ilo.T[:, side_pair], vc, axis=1),
+                             np.repeat(ihi.T[:, side_pair], vc, axis=1))
+
+    keep = _kept(codes(), crow)
+    town, tg, crow = town[keep], tg[keep], crow[:, keep]
+    has_v = vc > 0
+    for _ in range(rounds):
+        # Box of each side's kept triangles: of the vertex rows they use.
+        used = np.zeros(xT.shape[1], dtype=bool)
+        used[crow.ravel()] = True
+        slo = np.full((3, 2 * P), np.inf)
+        shi = np.full((3, 2 * P), -np.inf)
+        if has_v.any():
+            st = vstart[:-1][has_v]
+            slo[:, has_v] = np.minimum.reduceat(np.where(used, xT, np.inf), st, axis=1)
+            shi[:, has_v] = np.maximum.reduceat(np.where(used, xT, -np.inf), st, axis=1)
+        ilo = np.maximum(ilo, np.maximum(slo[:, :P], slo[:, P:]).T)
+        ihi = np.minimum(ihi, np.minimum(shi[:, :P], shi[:, P:]).T)
+        keep = _kept(codes(), crow)
+        if keep.all():
+            break
+        town, tg, crow = town[keep], tg[keep], crow[:, keep]
+    return town, tg, crow, xT, ilo, ihi
+
+
+def _kept_one_pair(i, j, tri_off, v_off, PT, T, ilo, ihi, rounds):
+    """`_kept_rows` for one pair of two objects, on the global arrays themselves (each
+    object is one side: no rows to make): corners are global vertex ids, columns of
+    `PT`."""
+    sides = (i, j)
+    x = [PT[:, v_off[k]:v_off[k + 1]] for k in sides]
+    code = np.empty(PT.shape[1], dtype=np.uint8)
+
+    def codes():
+        for k, xk in zip(sides, x):
+            code[v_off[k]:v_off[k + 1]] = _vertex_codes(xk, ilo.T, ihi.T)
+        return code
+
+    codes()
+    tg, C = [], []
+    for k in sides:
+        Tk = T[tri_off[k]:tri_off[k + 1]]
+        g = np.flatnonzero((code[Tk[:, 0]] & code[Tk[:, 1]] & code[Tk[:, 2]]) == 0)
+        tg.append(g + tri_off[k])
+        C.append(Tk[g].T)
+    for _ in range(rounds):
+        slo = np.full((3, 2), np.inf)
+        shi = np.full((3, 2), -np.inf)
+        for s, (k, xk, c) in enumerate(zip(sides, x, C)):
+            if c.size:
+                used = np.zeros(xk.shape[1], dtype=bool)
+                used[c.ravel() - v_off[k]] = True
+                slo[:, s] = np.where(used, xk, np.inf).min(axis=1)
+                shi[:, s] = np.where(used, xk, -np.inf).max(axis=1)
+        ilo = np.maximum(ilo, slo.max(axis=1))
+        ihi = np.minimum(ihi, shi.min(axis=1))
+        codes()
+        keep = [_kept(code, c) for c in C]
+        if all(kp.all() for kp in keep):
+            break
+        tg = [g[kp] for g, kp in zip(tg, keep)]
+        C = [c[:, kp] for c, kp in zip(C, keep)]
+    town = np.repeat(np.array([0, 1], dtype=np.int64), [tg[0].size, tg[1].size])
+    return town, np.concatenate(tg), np.concatenate(C, axis=1), PT, ilo, ihi
+
+
 def box_filtered_pairs(pairs: np.ndarray, tri_off: np.ndarray, v_off: np.ndarray,
                        PT: np.ndarray, T: np.ndarray, olo: np.ndarray, ohi: np.ndarray,
                        max_per_pair: int, rounds: int = 3, axis: int | None = None
@@ -271,43 +360,12 @@ def box_filtered_pairs(pairs: np.ndarray, tri_off: np.ndarray, v_off: np.ndarray
     P = pairs.shape[0]
     ilo = np.maximum(olo[pairs[:, 0]], olo[pairs[:, 1]])
     ihi = np.minimum(ohi[pairs[:, 0]], ohi[pairs[:, 1]])
-    # Sides: side s < P is the first object of pair s, side P + s its second; every row
-    # below (vertex rows, triangle rows) belongs to one side, grouped by side in order.
-    obj = np.concatenate([pairs[:, 0], pairs[:, 1]])
-    vcount = v_off[obj + 1] - v_off[obj]
-    vown, vg = _ranges(v_off[obj], vcount)
-    vstart = np.zeros(2 * P + 1, dtype=np.int64)
-    np.cumsum(vcount, out=vstart[1:])
-    xT = PT[:, vg]
-    town, tg = _ranges(tri_off[obj], tri_off[obj + 1] - tri_off[obj])
-    # The vertex rows of each triangle's corners, (3, K).
-    crow = T[tg].T + (vstart[:-1] - v_off[obj])[town]
-    vpair = None if P == 1 else vown % P
-
-    def codes():
-        if vpair is None:
-            return _vertex_codes(xT, ilo.T, ihi.T)
-        return _vertex_codes(xT, ilo.T[:, vpair], ihi.T[:, vpair])
-
-    keep = _kept(codes(), crow)
-    town, tg, crow = town[keep], tg[keep], crow[:, keep]
-    has_v = vcount > 0
-    for _ in range(rounds):
-        # Box of each side's kept triangles: of the vertex rows they use.
-        used = np.zeros(xT.shape[1], dtype=bool)
-        used[crow.ravel()] = True
-        slo = np.full((3, 2 * P), np.inf)
-        shi = np.full((3, 2 * P), -np.inf)
-        if has_v.any():
-            st = vstart[:-1][has_v]
-            slo[:, has_v] = np.minimum.reduceat(np.where(used, xT, np.inf), st, axis=1)
-            shi[:, has_v] = np.maximum.reduceat(np.where(used, xT, -np.inf), st, axis=1)
-        ilo = np.maximum(ilo, np.maximum(slo[:, :P], slo[:, P:]).T)
-        ihi = np.minimum(ihi, np.minimum(shi[:, :P], shi[:, P:]).T)
-        keep = _kept(codes(), crow)
-        if keep.all():
-            break
-        town, tg, crow = town[keep], tg[keep], crow[:, keep]
+    if P == 1 and pairs[0, 0] != pairs[0, 1]:
+        town, tg, crow, X, ilo, ihi = _kept_one_pair(int(pairs[0, 0]), int(pairs[0, 1]),
+                                                     tri_off, v_off, PT, T, ilo, ihi, rounds)
+    else:
+        town, tg, crow, X, ilo, ihi = _kept_rows(pairs, tri_off, v_off, PT, T, ilo, ihi,
+                                                 rounds)
     k = np.bincount(town, minlength=2 * P)
     ka, kb = k[:P], k[P:]
     combos = ka * kb
@@ -320,7 +378,7 @@ def box_filtered_pairs(pairs: np.ndarray, tri_off: np.ndarray, v_off: np.ndarray
         town, tg, crow = town[sel], tg[sel], crow[:, sel]
         # Boxes of these triangles only (exact: min and max round nothing), at their
         # global ids in full-size arrays (the other rows are never read).
-        c0, c1, c2 = xT[:, crow[0]], xT[:, crow[1]], xT[:, crow[2]]
+        c0, c1, c2 = X[:, crow[0]], X[:, crow[1]], X[:, crow[2]]
         tlo = np.empty((T.shape[0], 3))
         thi = np.empty((T.shape[0], 3))
         tlo[tg] = np.minimum(np.minimum(c0, c1), c2).T

@@ -354,7 +354,9 @@ def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candid
         hit[idx] = tri_test.triangle_pairs_intersect(P, T, ga[idx], P, T, gb[idx])
         return hit
 
-    PT = np.concatenate([p.T for p in positions], axis=1)
+    PT = np.empty((3, int(v_off[-1])))         # one row per axis, C order
+    for p, a, b in zip(positions, v_off[:-1].tolist(), v_off[1:].tolist()):
+        PT[:, a:b] = p.T
     ga, gb, big, blo, bhi = broad_phase.box_filtered_pairs(candidates, tri_off, v_off, PT, T,
                                                            boxes[0], boxes[1], BOX_PAIRS_MAX)
     st.extra["box_pairs"] = int(ga.size)
