@@ -123,3 +123,16 @@ def test_bad_input():
         fit(v, np.zeros((0, 3), np.int64), 4)
     with pytest.raises(ValueError):
         fit(v, np.array([[0, 1, 2]]), 0)
+
+
+def test_open_and_flat_meshes():
+    """A box without its top (not watertight) and a single triangle (no volume)."""
+    from test_sphere_set_outside_volume import cube
+
+    v, t = cube(1.0, open_top=True)
+    s = fit(v, t, 4, seed=0, **FAST)
+    assert_covers(s, v, t)
+    assert s.mesh_volume > 0 and np.isfinite(s.outside_volume)
+    v = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], float)
+    s = fit(v, np.array([[0, 1, 2]]), 3, seed=0, **FAST)
+    assert_covers(s, v, np.array([[0, 1, 2]]))

@@ -36,7 +36,9 @@ def _samples(mesh: PreparedMesh, volume: float, n_interior: int, n_surface: int,
     v = mesh.vertices[np.unique(mesh.triangles)]
     lo, hi = v.min(0), v.max(0)
     # Spacing for about n_interior points inside the volume.
-    s = max((max(volume, 1e-300) / max(n_interior, 1)) ** (1.0 / 3.0), 1e-9 * float(np.max(hi - lo)))
+    # At most 256 steps along the longest side: a flat or open mesh has (almost) no volume.
+    s = max((max(volume, 1e-300) / max(n_interior, 1)) ** (1.0 / 3.0), float(np.max(hi - lo)) / 256.0,
+            1e-12)
     dims = np.maximum(np.floor((hi - lo) / s).astype(np.int64), 1)
     axes = [lo[k] + (np.arange(dims[k]) + 0.5) * (hi[k] - lo[k]) / dims[k] for k in range(3)]
     grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
