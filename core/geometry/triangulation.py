@@ -31,7 +31,7 @@ docs/triangulation.md.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -49,6 +49,14 @@ class QuadTable:
     first_tri: np.ndarray
     corners: np.ndarray
     has_ngons: bool
+    # Made on first use by `frame_triangles_from` (per frame only flipped quads change):
+    # the triangles with every quad cut along 0–2 (Blender's default), each quad's two
+    # flipped triangles (Q, 2, 3), the corner columns as index arrays (4, Q) and the
+    # rest triangles they were made from.
+    _base: np.ndarray | None = field(default=None, repr=False)
+    _flipped: np.ndarray | None = field(default=None, repr=False)
+    _cols: np.ndarray | None = field(default=None, repr=False)
+    _rest: np.ndarray | None = field(default=None, repr=False)
 
 
 def triangle_ptr(poly_ptr: np.ndarray) -> np.ndarray:
@@ -84,13 +92,19 @@ def quad_flips(positions: np.ndarray, corners: np.ndarray) -> np.ndarray:
             float32 like Blender's).
         corners: (Q, 4) int vertex indices of the quads in loop order.
     """
-    p = np.asarray(positions, dtype=np.float32)
-    cols = [np.ascontiguousarray(p[:, k]) for k in range(3)]
     c = np.asarray(corners)
-    c0, c1, c2, c3 = (np.ascontiguousarray(c[:, k]) for k in range(4))
-    # Per axis k: the corner coordinates, then d12 = p1 − p0, d13 = p2 − p0, d14 = p3 − p0.
+    return _flips(positions, np.ascontiguousarray(c.T).astype(np.intp, copy=False))
+
+
+def _flips(positions: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """`quad_flips` with the corners given as (4, Q) index columns."""
+    # One row per axis, float32 (the cast rounds like Blender's float32 positions).
+    p = np.empty((3, positions.shape[0]), dtype=np.float32)
+    p[...] = np.asarray(positions).T
+    c0, c1, c2, c3 = cols
+    # Per axis k: d12 = p1 − p0, d13 = p2 − p0, d14 = p3 − p0.
     d12, d13, d14 = [], [], []
-    for x in cols:
+    for x in p:
         x0 = x[c0]
         d12.append(x[c1] - x0)
         d13.append(x[c2] - x0)
@@ -126,12 +140,31 @@ def split_quads(corners: np.ndarray, flip: np.ndarray) -> np.ndarray:
 def frame_triangles_from(rest_triangles: np.ndarray, quads: QuadTable,
                          positions: np.ndarray) -> np.ndarray:
     """(T, 3) int32: `rest_triangles` with every quad re-decided at `positions`."""
-    tris = np.array(rest_triangles, dtype=np.int32, copy=True).reshape(-1, 3)
-    if quads.first_tri.size:
-        pair = split_quads(quads.corners, quad_flips(positions, quads.corners))
+    if not quads.first_tri.size:
+        return np.array(rest_triangles, dtype=np.int32, copy=True).reshape(-1, 3)
+    if quads._base is None or quads._rest is not rest_triangles:
+        _prepare(quads, rest_triangles)
+    # Most quads keep the 0–2 cut: copy those triangles, then write the flipped quads.
+    tris = quads._base.copy()
+    q = np.flatnonzero(_flips(positions, quads._cols))
+    if q.size:
         # A quad's two triangles are adjacent rows: write both at once.
-        tris.reshape(-1)[(3 * quads.first_tri)[:, None] + np.arange(6)] = pair.reshape(-1, 6)
+        rows = quads.first_tri[q]
+        tris[rows] = quads._flipped[q, 0]
+        tris[rows + 1] = quads._flipped[q, 1]
     return tris
+
+
+def _prepare(quads: QuadTable, rest_triangles: np.ndarray) -> None:
+    """Fill the per-mesh arrays of `quads` used by `frame_triangles_from`."""
+    base = np.array(rest_triangles, dtype=np.int32, copy=True).reshape(-1, 3)
+    n = quads.first_tri.size
+    keep = split_quads(quads.corners, np.zeros(n, dtype=bool))
+    base.reshape(-1)[(3 * quads.first_tri)[:, None] + np.arange(6)] = keep.reshape(-1, 6)
+    quads._flipped = split_quads(quads.corners, np.ones(n, dtype=bool))
+    quads._cols = np.ascontiguousarray(np.asarray(quads.corners).T).astype(np.intp)
+    quads._base = base
+    quads._rest = rest_triangles
 
 
 def frame_triangles(topology, positions: np.ndarray) -> np.ndarray:
