@@ -471,21 +471,38 @@ def leaf_spheres(tree: SphereTree, triangles: np.ndarray, positions: np.ndarray,
     p = positions[triangles[tree.leaf_tri[nodes]]]                 # (n, 3, 3)
     a, b, c = p[:, 0], p[:, 1], p[:, 2]
     u, v = b - a, c - a
-    w = np.cross(u, v)
+    w = _cross3(u, v)
     ww = np.einsum("ij,ij->i", w, w)
     uu, vv = np.einsum("ij,ij->i", u, u), np.einsum("ij,ij->i", v, v)
-    edges = np.stack([uu, np.einsum("ij,ij->i", c - b, c - b), vv], 1)   # ab, bc, ca
-    longest = np.argmax(edges, axis=1)
-    ends = np.array([[0, 1], [1, 2], [2, 0]])[longest]
-    n = np.arange(p.shape[0])
-    mid = 0.5 * (p[n, ends[:, 0]] + p[n, ends[:, 1]])
+    bc = c - b
+    ee = np.einsum("ij,ij->i", bc, bc)
+    # The longest edge (the first of ab, bc, ca on ties) and its midpoint.
+    on_ab = (uu >= ee) & (uu >= vv)
+    on_bc = ~on_ab & (ee >= vv)
+    top = np.where(on_ab, uu, np.where(on_bc, ee, vv))
+    mid = 0.5 * np.where(on_ab[:, None], a + b, np.where(on_bc[:, None], b + c, c + a))
     with np.errstate(divide="ignore", invalid="ignore"):
-        circ = a + (uu[:, None] * np.cross(v, w) + vv[:, None] * np.cross(w, u)) / (2 * ww[:, None])
+        circ = a + (uu[:, None] * _cross3(v, w) + vv[:, None] * _cross3(w, u)) / (2 * ww[:, None])
     # Obtuse (longest edge² ≥ sum of the others) or degenerate: the longest edge's ball.
-    obtuse = 2 * edges.max(axis=1) >= edges.sum(axis=1)
+    obtuse = 2 * top >= (uu + ee) + vv
     centers = np.where((obtuse | ~np.isfinite(circ).all(axis=1))[:, None], mid, circ)
-    radii = np.linalg.norm(p - centers[:, None], axis=2).max(axis=1)
-    return centers, radii
+    # Radius: the largest centre-vertex distance (sqrt is monotonic: the max of the
+    # squares, summed in the order of `np.linalg.norm`).
+    d = p - centers[:, None]
+    d *= d
+    r2 = d[:, :, 0] + d[:, :, 1] + d[:, :, 2]
+    return centers, np.sqrt(np.maximum(np.maximum(r2[:, 0], r2[:, 1]), r2[:, 2]))
+
+
+def _cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise a × b of (n, 3) arrays (the arithmetic of `np.cross`, fewer calls)."""
+    out = np.empty_like(a)
+    a0, a1, a2 = a[:, 0], a[:, 1], a[:, 2]
+    b0, b1, b2 = b[:, 0], b[:, 1], b[:, 2]
+    np.subtract(a1 * b2, a2 * b1, out=out[:, 0])
+    np.subtract(a2 * b0, a0 * b2, out=out[:, 1])
+    np.subtract(a0 * b1, a1 * b0, out=out[:, 2])
+    return out
 
 
 def refit_bottom_up(tree: SphereTree, triangles: np.ndarray,
