@@ -183,6 +183,10 @@ class Scanner:
         #: the frame's pairs are a subset (the count a lower bound). None: every pair.
         self.max_pairs: int | None = None
         self.stopped = False
+        #: Set with `stopped` when a capped frame was dense: more candidate triangle pairs
+        #: than the live budget (`core.self_collision.query.CANDIDATE_BUDGET`), so only a
+        #: prefix of them was tested (the pairs found are a subset, possibly under the cap).
+        self.dense = False
         if objects is None:
             rigs = [extract.rig_from_object(ob) for ob in meshes]
             for rig in rigs:
@@ -283,6 +287,7 @@ class Scanner:
                                     enough_self=self._enough_self if capped else None,
                                     enough_between=self._enough_between if capped else None)
         self.stopped = any(st.extra.get("stopped") for st in res.stats)
+        self.dense = any(st.extra.get("dense") for st in res.stats)
         return res.pairs, res.ms, res.modes
 
     def _enough_between(self, tri_pairs) -> bool:

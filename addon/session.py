@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core import contacts
+from ..core.self_collision import query as _query
 from . import extract, scanner, storage
 
 
@@ -44,12 +45,27 @@ class LiveResult:
     #: True when counting stopped past `MAX_PAIRS` (a dense frame): `n_pairs` is then a
     #: lower bound ("more than MAX_PAIRS").
     more_than: bool = False
+    #: True (with `more_than`) when the frame was dense: more candidate triangle pairs
+    #: than the live budget (`core.self_collision.query.CANDIDATE_BUDGET`), so only a
+    #: prefix of them was tested and `n_pairs` (the pairs found there, possibly fewer
+    #: than `MAX_PAIRS`) is a lower bound.
+    dense: bool = False
 
     @property
     def n_pairs(self) -> int:
         """The number of colliding polygon pairs (`polygon_pairs` may be capped): exact,
         or a lower bound when `more_than`."""
         return self.total_pairs if self.total_pairs >= 0 else len(self.polygon_pairs)
+
+    @property
+    def count_text(self) -> str:
+        """The count for people: "12", "more than 20000" (capped), "at least 812"
+        (a dense frame, partly checked)."""
+        if self.dense:
+            return f"at least {self.n_pairs}"
+        if self.more_than:
+            return f"more than {MAX_PAIRS}"
+        return str(self.n_pairs)
 
 
 _live: dict[str, LiveResult] = {}
@@ -297,9 +313,10 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
     or changed armature, vertex count changed by modifiers, unreadable data. At most
     `MAX_PAIRS` polygon pairs are kept; `LiveResult.total_pairs` is the exact count and
     `LiveResult.warning` says when the list is capped. Unless `exact_count` (Scan Frame
-    Range), the exact self tree stops once an object's own pairs pass the cap: then
-    `more_than` is set and the count is a lower bound. A pose whose bones collapse space
-    raises `DegeneratePose` (the frame is not checked).
+    Range), the exact self tree stops once an object's own pairs pass the cap, or once it
+    has tested `core.self_collision.query.CANDIDATE_BUDGET` candidate pairs (a dense
+    frame: `dense`): then `more_than` is set and the count is a lower bound. A pose whose
+    bones collapse space raises `DegeneratePose` (the frame is not checked).
     """
     objects = objects or load_objects(meshes)
     sc = pipeline(scene, meshes, objects, first_hit=first_hit)
@@ -321,16 +338,23 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
                 for h in hits]
     n_polys = len(rec.pairs)
     warning = ""
-    if sc.stopped:
+    if sc.dense:
+        budget = _query.CANDIDATE_BUDGET         # the live budget of the self tree
+        warning = (f"dense frame: more than {budget:,} candidate triangle pairs; only the "
+                   f"first {budget:,} were tested, to keep Blender responsive: showing the "
+                   f"{min(n_polys, MAX_PAIRS)} colliding pairs found there (a lower bound); "
+                   "Scan Frame Range counts them all")
+    elif sc.stopped:
         warning = (f"more than {MAX_PAIRS} colliding pairs (counting stopped there, to keep "
-                   f"the frame quick): only {MAX_PAIRS} are kept; a pose this broken is "
-                   "best fixed before checking further")
+                   f"the frame quick): only {MAX_PAIRS} are kept; Scan Frame Range counts "
+                   "them all; a pose this broken is best fixed before checking further")
     elif n_polys > MAX_PAIRS:
         warning = f"{n_polys} colliding pairs: only the first {MAX_PAIRS} are kept"
     result = LiveResult(scene.frame_current, rec.ms, names, out.positions,
                         [t.astype(np.int64) for t in hit_tris], rec.pairs[:MAX_PAIRS],
                         total_pairs=n_polys, warning=warning, triangles=out.triangles,
-                        modes=rec.modes, poses=out.poses, more_than=sc.stopped)
+                        modes=rec.modes, poses=out.poses, more_than=sc.stopped,
+                        dense=sc.dense)
     _live[scene.name_full] = result
     return result
 

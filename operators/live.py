@@ -52,7 +52,7 @@ class SKINCOLLIDE_OT_refresh(bpy.types.Operator):
         res = _query_now(self, context)
         if res is None:
             return {"CANCELLED"}
-        count = f"more than {session.MAX_PAIRS}" if res.more_than else res.n_pairs
+        count = res.count_text
         self.report({"INFO"}, f"Frame {res.frame}: {count} colliding pair(s), {res.ms:.1f} ms")
         return {"FINISHED"}
 

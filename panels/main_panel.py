@@ -65,7 +65,7 @@ class SKINCOLLIDE_PT_main(bpy.types.Panel):
             if res.error:
                 layout.label(text=res.error, icon="ERROR")
             else:
-                count = f"more than {session.MAX_PAIRS}" if res.more_than else res.n_pairs
+                count = res.count_text
                 layout.label(text=f"Frame {res.frame}: {count} pairs, {res.ms:.1f} ms",
                              icon="MOD_PHYSICS" if res.n_pairs else "CHECKMARK")
                 if res.n_pairs > len(res.polygon_pairs):

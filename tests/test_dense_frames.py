@@ -36,6 +36,51 @@ def test_blocks_and_early_stop_of_the_self_tree(tube, monkeypatch):
     assert np.all(part[:, 0] < part[:, 1])
 
 
+def test_prefix_blocks_of_a_dense_frame_cover_every_candidate(tube, monkeypatch):
+    """Past the budget the traversal goes a prefix at a time; taken to the end, its blocks
+    are exactly the candidates of the level-by-level traversal."""
+    rig, weld, tree = tube
+    pos = skinning.lbs_rig(rig, elbow_fold(rig))
+    tris = np.asarray(rig.triangles, np.intp)
+    boxes = q.level_boxes(tree, q.triangle_boxes(pos, tris))
+    sa, sb, tests = q.candidate_leaf_pairs(tree, boxes)
+    monkeypatch.setattr(q, "EXACT_BLOCK", 16)
+    for budget in (8, 100, 10 ** 9):
+        counts = {"box_tests": 0}
+        blocks = list(q._capped_leaf_blocks(tree, boxes, budget, counts))
+        assert all(a.size <= 16 for a, _ in blocks)
+        ga = np.concatenate([a for a, _ in blocks])
+        gb = np.concatenate([b for _, b in blocks])
+        assert as_set(np.stack([ga, gb], 1)) == as_set(np.stack([sa, sb], 1))
+        assert ga.size == sa.size                                   # each one once
+        assert counts.get("prefix", False) == (budget < 10 ** 9)
+        if budget == 10 ** 9:
+            assert counts["box_tests"] == tests
+
+
+def test_a_dense_frame_tests_at_most_the_budget(tube):
+    """A capped query tests at most `budget` candidate pairs: then its pairs are a subset
+    and it says dense; under the budget, or uncapped, it is exact."""
+    rig, weld, tree = tube
+    pos = skinning.lbs_rig(rig, elbow_fold(rig))
+    st = {}
+    full = sc.self_pairs(tree, pos, rig.triangles, weld, stats=st)
+    n_candidates = st["triangle_tests"]
+    assert st["dense"] is False and st["stopped"] is False and n_candidates > 200
+    for budget in (1, 50, n_candidates // 2):
+        st = {}
+        part = sc.self_pairs(tree, pos, rig.triangles, weld, stats=st, budget=budget,
+                             enough=lambda p: False)
+        assert st["dense"] is True and st["stopped"] is True
+        assert st["triangle_tests"] == budget                 # the work, counted
+        assert as_set(part) <= as_set(full) and len(part) <= len(full)
+    st = {}
+    again = sc.self_pairs(tree, pos, rig.triangles, weld, stats=st, budget=n_candidates)
+    assert np.array_equal(again, full)
+    assert st["dense"] is False and st["stopped"] is False
+    assert st["triangle_tests"] == n_candidates
+
+
 def test_cross_pairs_in_blocks(tube, monkeypatch):
     rig, weld, tree = tube
     other = procedural.tube_rig(rings=14, segments=10, n_bones=4, length=1.5, radius=0.2)
@@ -113,6 +158,41 @@ def test_a_dense_live_frame_stops_counting_and_says_more_than(folded, monkeypatc
     assert 5 < res.n_pairs < full.n_pairs               # a lower bound, found quickly
     assert len(res.polygon_pairs) == 5 and set(res.polygon_pairs) <= everything
     # Scan Frame Range keeps exact counts (its report lists them).
+    f = scene.frame_current
+    assert bpy.ops.skin_collide.scan(use_scene_range=False, frame_start=f, frame_end=f) \
+        == {"FINISHED"}
+    assert scene.skin_collide.frame_counts[0].pairs == full.n_pairs
+
+
+@pytest.mark.blender
+def test_a_dense_live_frame_tests_a_budget_and_says_so(folded, monkeypatch):
+    """More candidates than the live budget: Refresh tests only that many and says
+    "dense frame"; its pairs are a subset; Scan Frame Range stays exact."""
+    from skin_collide.addon import session
+
+    scene = bpy.context.scene
+    assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
+    full = session.live_result(scene)
+    assert not full.more_than and not full.dense and full.n_pairs > 30
+    assert full.count_text == str(full.n_pairs)
+    seen = []
+    real = q.self_pairs
+
+    def counted(*args, **kw):
+        st = kw.get("stats")
+        out = real(*args, **kw)
+        seen.append(dict(st) if st is not None else None)
+        return out
+
+    monkeypatch.setattr(q, "CANDIDATE_BUDGET", 60)
+    monkeypatch.setattr(sc, "self_pairs", counted)
+    assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
+    res = session.live_result(scene)
+    assert seen and seen[-1]["dense"] and seen[-1]["triangle_tests"] == 60
+    assert res.more_than and res.dense
+    assert "dense frame" in res.warning and "Scan Frame Range counts them all" in res.warning
+    assert res.n_pairs < full.n_pairs and res.count_text == f"at least {res.n_pairs}"
+    assert set(res.polygon_pairs) <= set(full.polygon_pairs)
     f = scene.frame_current
     assert bpy.ops.skin_collide.scan(use_scene_range=False, frame_start=f, frame_end=f) \
         == {"FINISHED"}

@@ -85,6 +85,50 @@ def boxes_overlap(xa: np.ndarray, xb_swapped: np.ndarray) -> np.ndarray:
 LEVEL_BLOCK = 1 << 16
 
 
+def _level_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A level's rows (n, 8), their swapped copy, and both as sibling-pair records (one
+    64-byte record per pair of siblings) for the children gathers."""
+    Xs = np.ascontiguousarray(X[:, _SWAP])
+    return X, Xs, X.reshape(-1, 16).view(_ROW2).ravel(), Xs.reshape(-1, 16).view(_ROW2).ravel()
+
+
+def _children(rows, qa: np.ndarray, qb: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """The child pairs (on the level of `rows`) of parent pairs (qa, qb) whose boxes
+    overlap, and the number of box tests."""
+    # Four child pairs of each overlapping parent pair in one gather (a sibling pair of
+    # rows is one contiguous 64-byte record).
+    ga = np.take(rows[2], qa).view(np.float32).reshape(-1, 2, 1, 8)
+    gb = np.take(rows[3], qb).view(np.float32).reshape(-1, 1, 2, 8)
+    ok = boxes_overlap(ga, gb)                                      # (m, 2, 2)
+    k = np.flatnonzero(ok)
+    q = k >> 2
+    ca = np.take(qa, q)
+    ca <<= 1
+    ca += (k >> 1) & 1
+    cb = np.take(qb, q)
+    cb <<= 1
+    cb += k & 1
+    return ca, cb, ok.size
+
+
+def _seeds(tree: SelfTree, level: int, rows) -> tuple[np.ndarray, np.ndarray, int]:
+    """The seeds of `level` whose boxes overlap, and the number of box tests."""
+    sa, sb = tree.seeds[level]
+    if not sa.size:
+        return sa, sb, 0
+    X, Xs = rows[0], rows[1]
+    # First the one coordinate that separated the pair most at rest (most seeds are
+    # neighbours that stay apart along it), then all six for the others.
+    fa, fb = tree.seed_cols[level]
+    flat = X.ravel()
+    maybe = np.flatnonzero(np.take(flat, fa) + np.take(flat, fb) <= 0)
+    sa, sb = np.take(sa, maybe), np.take(sb, maybe)
+    ga = np.take(X.view(_ROW).ravel(), sa).view(np.float32).reshape(-1, 8)
+    gb = np.take(Xs.view(_ROW).ravel(), sb).view(np.float32).reshape(-1, 8)
+    ok = np.flatnonzero(boxes_overlap(ga, gb))
+    return np.take(sa, ok), np.take(sb, ok), fa.size
+
+
 def candidate_leaf_pairs(tree: SelfTree, boxes: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, int]:
     """Leaf slot pairs (a < b, not rest-touching) whose boxes overlap, and the number of
     box tests made."""
@@ -92,51 +136,106 @@ def candidate_leaf_pairs(tree: SelfTree, boxes: list[np.ndarray]) -> tuple[np.nd
     pb = np.zeros(0, np.intp)
     tests = 0
     for level in range(1, tree.height + 1):
-        X = boxes[level]
-        Xs = np.ascontiguousarray(X[:, _SWAP])
+        rows = _level_rows(boxes[level])
         parts_a, parts_b = [], []
-        X2 = X.reshape(-1, 16).view(_ROW2).ravel()
-        Xs2 = Xs.reshape(-1, 16).view(_ROW2).ravel()
         for s0 in range(0, pa.size, LEVEL_BLOCK):
-            # Four child pairs of each overlapping parent pair in one gather (a sibling
-            # pair of rows is one contiguous 64-byte record); in blocks, so that a dense
-            # frame's temporaries stay in cache.
-            qa, qb = pa[s0:s0 + LEVEL_BLOCK], pb[s0:s0 + LEVEL_BLOCK]
-            ga = np.take(X2, qa).view(np.float32).reshape(-1, 2, 1, 8)
-            gb = np.take(Xs2, qb).view(np.float32).reshape(-1, 1, 2, 8)
-            ok = boxes_overlap(ga, gb)                                      # (m, 2, 2)
-            tests += ok.size
-            k = np.flatnonzero(ok)
-            q = k >> 2
-            ca = np.take(qa, q)
-            ca <<= 1
-            ca += (k >> 1) & 1
-            cb = np.take(qb, q)
-            cb <<= 1
-            cb += k & 1
+            # In blocks, so that a dense frame's temporaries stay in cache.
+            ca, cb, t = _children(rows, pa[s0:s0 + LEVEL_BLOCK], pb[s0:s0 + LEVEL_BLOCK])
+            tests += t
             parts_a.append(ca)
             parts_b.append(cb)
-        sa, sb = tree.seeds[level]
+        sa, sb, t = _seeds(tree, level, rows)
+        tests += t
         if sa.size:
-            # First the one coordinate that separated the pair most at rest (most seeds
-            # are neighbours that stay apart along it), then all six for the others.
-            fa, fb = tree.seed_cols[level]
-            flat = X.ravel()
-            maybe = np.flatnonzero(np.take(flat, fa) + np.take(flat, fb) <= 0)
-            sa, sb = np.take(sa, maybe), np.take(sb, maybe)
-            ga = np.take(X.view(_ROW).ravel(), sa).view(np.float32).reshape(-1, 8)
-            gb = np.take(Xs.view(_ROW).ravel(), sb).view(np.float32).reshape(-1, 8)
-            ok = boxes_overlap(ga, gb)
-            tests += fa.size
-            ok = np.flatnonzero(ok)
-            parts_a.append(np.take(sa, ok))
-            parts_b.append(np.take(sb, ok))
+            parts_a.append(sa)
+            parts_b.append(sb)
         if not parts_a:
             pa, pb = pa[:0], pb[:0]
             continue
         pa = np.concatenate(parts_a) if len(parts_a) > 1 else parts_a[0]
         pb = np.concatenate(parts_b) if len(parts_b) > 1 else parts_b[0]
     return pa, pb, tests
+
+
+#: A capped (live) query sends at most this many candidate triangle pairs through the
+#: exact test per frame (`self_pairs`' `budget`). An ordinary MakeHuman frame has about
+#: 14,000 (bench/bench_self.py); a pose with limbs scaled up to 5x has 10 million, which
+#: Blender's BVHTree tests in C in 0.6-1.9 s and all of which we test in 2.4-6 s; 500,000
+#: of them take us 0.2-0.5 s (bench/bench_dense_pairs.py pose 0.002 5 1).
+CANDIDATE_BUDGET = 500_000
+
+
+def _capped_leaf_blocks(tree: SelfTree, boxes: list[np.ndarray], budget: int,
+                        counts: dict):
+    """Blocks (a, b) of candidate leaf slot pairs, as `candidate_leaf_pairs` finds them
+    (the union of the blocks is its answer when they are all taken), generated lazily for
+    a capped frame: level by level over the whole frame while that stays small; once a
+    level's pairs could make more than `budget` leaf pairs (4 children each), the rest is
+    descended a prefix at a time (a chunk of that level's pairs down to the leaves, then
+    the next chunk, then the seeds of the deeper levels), so that a consumer that stops
+    after `budget` leaf pairs only pays for the part it took. Box tests are added to
+    ``counts["box_tests"]``; ``counts["prefix"]`` is set when the prefix mode starts."""
+    H = tree.height
+    rows: dict[int, tuple] = {}
+
+    def level_rows(level):
+        if level not in rows:
+            rows[level] = _level_rows(boxes[level])
+        return rows[level]
+
+    def expand(level, pa, pb):
+        """Pairs of `level` from overlapping pairs (pa, pb) of level - 1 (no seeds)."""
+        r = level_rows(level)
+        parts_a, parts_b = [], []
+        for s0 in range(0, pa.size, LEVEL_BLOCK):
+            ca, cb, t = _children(r, pa[s0:s0 + LEVEL_BLOCK], pb[s0:s0 + LEVEL_BLOCK])
+            counts["box_tests"] += t
+            parts_a.append(ca)
+            parts_b.append(cb)
+        if len(parts_a) == 1:
+            return parts_a[0], parts_b[0]
+        if not parts_a:
+            return pa[:0], pb[:0]
+        return np.concatenate(parts_a), np.concatenate(parts_b)
+
+    pa = np.zeros(0, np.intp)
+    pb = np.zeros(0, np.intp)
+    for level in range(1, H + 1):
+        ca, cb = expand(level, pa, pb)
+        sa, sb, t = _seeds(tree, level, level_rows(level))
+        counts["box_tests"] += t
+        pa = np.concatenate([ca, sa]) if sa.size else ca
+        pb = np.concatenate([cb, sb]) if sb.size else cb
+        if level < H and 4 * pa.size > budget:
+            break
+    else:
+        for k in range(0, pa.size, EXACT_BLOCK):
+            yield pa[k:k + EXACT_BLOCK], pb[k:k + EXACT_BLOCK]
+        return
+    # Dense: a prefix at a time. The chunk of parent pairs adapts to the leaf pairs that
+    # each one gave so far, aiming at `EXACT_BLOCK` leaf pairs per chunk.
+    counts["prefix"] = True
+    items = [(level, pa, pb)]
+    m = level
+    while items:
+        lv, qa, qb = items.pop()
+        chunk, k = 256, 0
+        while k < qa.size:
+            xa, xb = qa[k:k + chunk], qb[k:k + chunk]
+            n0 = xa.size
+            k += n0
+            for d in range(lv + 1, H + 1):
+                xa, xb = expand(d, xa, xb)
+            per_pair = max(xa.size / n0, 1e-3)
+            chunk = int(min(max(EXACT_BLOCK / per_pair, 16), 4 * chunk))
+            for s0 in range(0, xa.size, EXACT_BLOCK):
+                yield xa[s0:s0 + EXACT_BLOCK], xb[s0:s0 + EXACT_BLOCK]
+        if not items and m < H:
+            # The seeds of the next deeper level are the next item.
+            m += 1
+            sa, sb, t = _seeds(tree, m, level_rows(m))
+            counts["box_tests"] += t
+            items.append((m, sa, sb))
 
 
 #: Candidate pairs gathered and tested per block by `exact_test`. Gathering all of a
@@ -190,7 +289,7 @@ def _resplit_pairs(tree: SelfTree, keys: np.ndarray, tri_box: np.ndarray) -> tup
 
 def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
                weld_ids: np.ndarray, stats: dict | None = None,
-               enough=None) -> np.ndarray:
+               enough=None, budget: int | None = None) -> np.ndarray:
     """Every intersecting, non-adjacent pair of triangles of one mesh in one frame.
 
     Args:
@@ -200,14 +299,19 @@ def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
             the rest; triangle t still belongs to the same polygon).
         weld_ids: (V,) int welded vertex ids; triangles sharing ``weld_ids[tris]`` keys
             are adjacent and never reported.
-        stats: optional dict, filled with counts: box tests, exact triangle tests,
-            re-split pairs, and ``tested_triangles``, the number of triangles that reach
-            at least one exact test (the rest of the surface is culled by boxes and
-            adjacency alone), and ``stopped`` (see `enough`).
-        enough: optional f(pairs) -> bool, asked after each block of `EXACT_BLOCK`
-            candidates with the (K, 2) pairs found so far: True stops the exact tests
-            there (a capped frame: the pairs returned are then a subset, ``stopped`` is
-            set in `stats`). None: every pair.
+        stats: optional dict, filled with counts: box tests, exact triangle tests (the
+            candidate pairs examined), re-split pairs, and ``tested_triangles``, the
+            number of triangles that reach at least one exact test (the rest of the
+            surface is culled by boxes and adjacency alone), ``stopped`` (see `enough`)
+            and ``dense`` (see `budget`).
+        enough: optional f(pairs) -> bool, asked after each block of candidates with the
+            (K, 2) pairs found so far: True stops the exact tests there (a capped frame:
+            the pairs returned are then a subset, ``stopped`` is set in `stats`). None
+            (and no `budget`): every pair.
+        budget: for a capped frame (default `CANDIDATE_BUDGET` when `enough` is given):
+            at most this many candidate pairs go through the exact test. A frame with
+            more (a dense frame) is traversed a prefix at a time and stops there:
+            ``stopped`` and ``dense`` are set and the pairs are a subset.
     Returns:
         (K, 2) int64 pairs (t < u), lexicographically sorted.
     """
@@ -216,23 +320,48 @@ def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
     keys = np.take(np.asarray(weld_ids, np.int64), tris)
     tri_box = triangle_boxes(positions, tris)
     boxes = level_boxes(tree, tri_box)
-    sa, sb, tests = candidate_leaf_pairs(tree, boxes)
-    ta, tb = tree.slot_tri[sa], tree.slot_tri[sb]
     ra, rb = _resplit_pairs(tree, keys, tri_box)
-    if ra.size:
-        ta, tb = np.concatenate([ta, ra]), np.concatenate([tb, rb])
-    stopped = False
-    if enough is None:
+    stopped = dense = False
+    if enough is None and budget is None:
+        sa, sb, tests = candidate_leaf_pairs(tree, boxes)
+        ta, tb = tree.slot_tri[sa], tree.slot_tri[sb]
+        if ra.size:
+            ta, tb = np.concatenate([ta, ra]), np.concatenate([tb, rb])
         hit = exact_test(positions, tris, ta, tb)
         ha, hb = ta[hit], tb[hit]
         if ha.size:
             # Pairs not rest-adjacent may share a key after a re-split: drop them.
             far = ~_keys_adjacent(keys, ha, hb)
             ha, hb = ha[far], hb[far]
+        n_tested = int(ta.size)
+        touched = None
     else:
-        parts_a, parts_b, n_found = [], [], 0
-        for k in range(0, ta.size, EXACT_BLOCK):
-            ba, bb = ta[k:k + EXACT_BLOCK], tb[k:k + EXACT_BLOCK]
+        if budget is None:
+            budget = CANDIDATE_BUDGET
+        counts = {"box_tests": 0}
+        blocks = _capped_leaf_blocks(tree, boxes, budget, counts)
+        parts_a, parts_b, n_found, n_tested = [], [], 0, 0
+        touched = np.zeros(tris.shape[0], dtype=bool)
+        first = (ra, rb) if ra.size else None
+        while True:
+            if first is not None:
+                ba, bb = first
+                first = None
+            else:
+                block = next(blocks, None)
+                if block is None:
+                    break
+                ba, bb = tree.slot_tri[block[0]], tree.slot_tri[block[1]]
+            if not ba.size:
+                continue
+            if n_tested >= budget:
+                stopped = dense = True            # candidates left, none may be tested
+                break
+            if ba.size > budget - n_tested:
+                ba, bb = ba[:budget - n_tested], bb[:budget - n_tested]
+            n_tested += ba.size
+            touched[ba] = True
+            touched[bb] = True
             hit = exact_test(positions, tris, ba, bb)
             xa, xb = ba[hit], bb[hit]
             if xa.size:
@@ -240,20 +369,23 @@ def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
                 parts_a.append(xa[far])
                 parts_b.append(xb[far])
                 n_found += int(np.count_nonzero(far))
-            if n_found and k + EXACT_BLOCK < ta.size:
+            if n_found and enough is not None:
                 so_far = np.stack([np.concatenate(parts_a), np.concatenate(parts_b)], axis=1)
                 if enough(so_far):
                     stopped = True
-                    ta, tb = ta[:k + EXACT_BLOCK], tb[:k + EXACT_BLOCK]   # the tested ones
                     break
-        ha = np.concatenate(parts_a) if parts_a else ta[:0]
-        hb = np.concatenate(parts_b) if parts_b else tb[:0]
+        blocks.close()
+        tests = counts["box_tests"]
+        ha = np.concatenate(parts_a) if parts_a else ra[:0]
+        hb = np.concatenate(parts_b) if parts_b else rb[:0]
     if stats is not None:
         stats["stopped"] = stopped
-        touched = np.zeros(tris.shape[0], dtype=bool)
-        touched[ta] = True
-        touched[tb] = True
-        stats.update(box_tests=tests, triangle_tests=int(ta.size), resplit=int(ra.size),
+        stats["dense"] = dense
+        if touched is None:
+            touched = np.zeros(tris.shape[0], dtype=bool)
+            touched[ta] = True
+            touched[tb] = True
+        stats.update(box_tests=tests, triangle_tests=n_tested, resplit=int(ra.size),
                      tested_triangles=int(np.count_nonzero(touched)))
     pairs = np.stack([np.minimum(ha, hb), np.maximum(ha, hb)], axis=1).astype(np.int64)
     return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
