@@ -360,6 +360,9 @@ def box_filtered_pairs(pairs: np.ndarray, tri_off: np.ndarray, v_off: np.ndarray
     P = pairs.shape[0]
     ilo = np.maximum(olo[pairs[:, 0]], olo[pairs[:, 1]])
     ihi = np.minimum(ohi[pairs[:, 0]], ohi[pairs[:, 1]])
+    empty = np.zeros(0, np.int64)
+    if P == 0:
+        return empty, empty, empty, ilo, ihi
     if P == 1 and pairs[0, 0] != pairs[0, 1]:
         town, tg, crow, X, ilo, ihi = _kept_one_pair(int(pairs[0, 0]), int(pairs[0, 1]),
                                                      tri_off, v_off, PT, T, ilo, ihi, rounds)
@@ -371,7 +374,6 @@ def box_filtered_pairs(pairs: np.ndarray, tri_off: np.ndarray, v_off: np.ndarray
     combos = ka * kb
     small = (combos > 0) & (ka + kb <= max_per_pair)
     big = np.nonzero((combos > 0) & ~small)[0]
-    empty = np.zeros(0, np.int64)
     ta = tb = empty
     sel = small[town % P]
     if sel.any():

@@ -175,3 +175,46 @@ def test_triangle_box_pairing_equals_all_pairs(seed):
     got = broad_phase.sweep_two_sets(qa, qga, qb, qgb, tlo, thi)
     assert set(zip(*[x.tolist() for x in got])) == want
     assert qa.max() > 3                      # cells were really cut
+
+
+def _stacked(pos, tris):
+    n = len(pos)
+    tri_off = np.zeros(n + 1, np.int64)
+    np.cumsum([t.shape[0] for t in tris], out=tri_off[1:])
+    v_off = np.zeros(n + 1, np.int64)
+    np.cumsum([p.shape[0] for p in pos], out=v_off[1:])
+    T = np.concatenate([t.astype(np.int64) + o for t, o in zip(tris, v_off[:-1])])
+    PT = np.ascontiguousarray(np.concatenate(pos).T)
+    return tri_off, v_off, PT, T
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_box_filtered_pairs_one_pair_and_many_agree_with_brute_force(seed):
+    """`box_filtered_pairs` (vertex outcodes, shrink rounds to their fixed point): on a
+    coarse grid (boxes touching, corners on the intersection's faces), one object pair
+    alone (its own path) and the same pair among others give the same pairs: exactly the
+    triangle pairs whose boxes meet, each once; a pair whose boxes are apart gives none."""
+    rng = np.random.default_rng(seed)
+    pos = [rng.integers(0, 10, size=(60, 3)).astype(float) + o
+           for o in ([0, 0, 0], [4, 3, 2], [40, 0, 0])]
+    tris = [rng.integers(0, 60, size=(150, 3)).astype(np.int32) for _ in pos]
+    tri_off, v_off, PT, T = _stacked(pos, tris)
+    olo, ohi = broad_phase.position_boxes(pos)
+    lo, hi = PT.T[T].min(axis=1), PT.T[T].max(axis=1)
+    want = {(a, b) for a in range(tri_off[0], tri_off[1]) for b in range(tri_off[1], tri_off[2])
+            if np.all(lo[a] <= hi[b]) and np.all(lo[b] <= hi[a])}
+    assert len(want) > 20
+    for pairs in (np.array([[0, 1]]), np.array([[0, 2], [0, 1], [1, 2]])):
+        ta, tb, big, _, _ = broad_phase.box_filtered_pairs(pairs, tri_off, v_off, PT, T,
+                                                           olo, ohi, 10**6)
+        got = list(zip(ta.tolist(), tb.tolist()))
+        assert len(got) == len(set(got)) and set(got) == want and not big.size
+    # Over the limit: the pair goes to the traversal, with a box holding every contact.
+    ta, tb, big, blo, bhi = broad_phase.box_filtered_pairs(np.array([[0, 1]]), tri_off, v_off,
+                                                           PT, T, olo, ohi, 10)
+    assert not ta.size and big.tolist() == [0]
+    pts = [PT.T[T[g]] for g in {g for p in want for g in p}]
+    assert all(np.all(blo[0] <= p.max(axis=0)) and np.all(p.min(axis=0) <= bhi[0]) for p in pts)
+    none = broad_phase.box_filtered_pairs(np.zeros((0, 2), np.int64), tri_off, v_off, PT, T,
+                                          olo, ohi, 10)
+    assert all(x.size == 0 for x in none[:3])
