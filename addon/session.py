@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core import contacts
+from ..core.query import multi
 from ..core.self_collision import query as _query
 from . import extract, scanner, storage
 
@@ -46,7 +47,8 @@ class LiveResult:
     #: lower bound ("more than MAX_PAIRS").
     more_than: bool = False
     #: True (with `more_than`) when the frame was dense: more candidate triangle pairs
-    #: than the live budget (`core.self_collision.query.CANDIDATE_BUDGET`), so only a
+    #: than the live budgets (`core.self_collision.query.CANDIDATE_BUDGET`,
+    #: `core.query.multi.live_budget`), so only a
     #: prefix of them was tested and `n_pairs` (the pairs found there, possibly fewer
     #: than `MAX_PAIRS`) is a lower bound.
     dense: bool = False
@@ -314,7 +316,8 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
     `MAX_PAIRS` polygon pairs are kept; `LiveResult.total_pairs` is the exact count and
     `LiveResult.warning` says when the list is capped. Unless `exact_count` (Scan Frame
     Range), the exact self tree stops once an object's own pairs pass the cap, or once it
-    has tested `core.self_collision.query.CANDIDATE_BUDGET` candidate pairs (a dense
+    has tested `core.self_collision.query.CANDIDATE_BUDGET` candidate pairs, and the
+    traversal between objects after `core.query.multi.live_budget` triangle tests (a dense
     frame: `dense`): then `more_than` is set and the count is a lower bound. A pose whose
     bones collapse space raises `DegeneratePose` (the frame is not checked).
     """
@@ -339,9 +342,10 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
     n_polys = len(rec.pairs)
     warning = ""
     if sc.dense:
-        budget = _query.CANDIDATE_BUDGET         # the live budget of the self tree
-        warning = (f"dense frame: more than {budget:,} candidate triangle pairs; only the "
-                   f"first {budget:,} were tested, to keep Blender responsive: showing the "
+        warning = (f"dense frame: too many candidate triangle pairs to test them all live "
+                   f"(more than {_query.CANDIDATE_BUDGET:,} in one mesh, or than "
+                   f"{multi.DENSE_TESTS_PER_TRIANGLE:g} per triangle between meshes); only "
+                   f"the first were tested, to keep Blender responsive: showing the "
                    f"{min(n_polys, MAX_PAIRS)} colliding pairs found there (a lower bound); "
                    "Scan Frame Range counts them all")
     elif sc.stopped:

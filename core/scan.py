@@ -394,10 +394,13 @@ def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candid
                                                     tri_off))
             more, st2 = multi.collide_many(vols, trav[rest], stk, test,
                                            boxes=(blo[rest], bhi[rest]), first_hit=first_hit,
-                                           enough=stop)
+                                           enough=stop, budget=None if stop is None else
+                                           multi.live_budget([tris_all[k].shape[0] for k in
+                                                              np.unique(trav[rest])]))
             found.append(more)
             if st2.extra.get("stopped"):
                 st.extra["stopped"] = True
+                st.extra["dense"] = bool(st2.extra.get("dense"))
             st.volume_tests, st.chunks = st2.volume_tests, st2.chunks
             st.refitted += st2.refitted
             st.triangle_tests += st2.triangle_tests

@@ -210,6 +210,7 @@ def test_a_dense_frame_between_objects_stops_counting_too(registered_addon, monk
     scene = bpy.context.scene
     monkeypatch.setattr(core_scan, "BOX_PAIRS_MAX", 0)    # through the stacked traversal
     monkeypatch.setattr(multi, "MULTI_CHUNK", 4)          # in many small steps
+    monkeypatch.setattr(multi, "CAPPED_CHUNK", 4)         # (the live ones too)
     for f in range(8, 25):
         scene.frame_set(f)
         assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
@@ -222,5 +223,29 @@ def test_a_dense_frame_between_objects_stops_counting_too(registered_addon, monk
     res = session.live_result(scene)
     assert res.more_than and "more than 3" in res.warning
     assert 3 < res.n_pairs < full.n_pairs
+    assert set(res.polygon_pairs) <= set(full.polygon_pairs)
+    # A dense frame: more triangle tests than the live budget. Only that many are made.
+    monkeypatch.setattr(session, "MAX_PAIRS", 20000)
+    monkeypatch.setattr(multi, "DENSE_TESTS_MIN", 5)
+    monkeypatch.setattr(multi, "DENSE_TESTS_PER_TRIANGLE", 0.0)
+    monkeypatch.setattr(multi, "DENSE_HIT_SHARE", 1000.0)  # few hits: not dense, exact
+    assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
+    res = session.live_result(scene)
+    assert not res.dense and not res.more_than and res.polygon_pairs == full.polygon_pairs
+    monkeypatch.setattr(multi, "DENSE_HIT_SHARE", 0.0)
+    seen = []
+    real = multi.collide_many
+
+    def counted(*args, **kw):
+        out, st = real(*args, **kw)
+        seen.append(st)
+        return out, st
+
+    monkeypatch.setattr(multi, "collide_many", counted)
+    assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
+    res = session.live_result(scene)
+    assert seen[-1].triangle_tests == 5 and seen[-1].extra["dense"]
+    assert res.dense and res.more_than and "dense frame" in res.warning
+    assert res.n_pairs < full.n_pairs and res.count_text == f"at least {res.n_pairs}"
     assert set(res.polygon_pairs) <= set(full.polygon_pairs)
     bpy.ops.wm.read_homefile(use_empty=True)
