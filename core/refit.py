@@ -289,6 +289,56 @@ def _rest_terms(bounds: LbsBounds) -> tuple:
     return out
 
 
+#: `_world_terms` of the last few (armature, mesh) world matrices: they rarely change
+#: between frames, and their inverses, SVDs and determinants are LAPACK calls (slow and
+#: jittery on a loaded machine when OpenBLAS wakes its threads for a 4×4 matrix).
+_WORLD_TERMS: dict[bytes, tuple | None] = {}
+_WORLD_TERMS_SIZE = 32
+
+
+def _world_terms(A: np.ndarray, M: np.ndarray) -> tuple | None:
+    """The part of `float32_margin` that depends on the armature and mesh world matrices
+    only (§F.3, §F.4), memoized on their exact bytes (the same numbers as computing it);
+    None when the bound does not apply."""
+    key = A.tobytes() + M.tobytes()
+    if key in _WORLD_TERMS:
+        return _WORLD_TERMS[key]
+    out = _world_terms_uncached(A, M)
+    if len(_WORLD_TERMS) >= _WORLD_TERMS_SIZE:
+        _WORLD_TERMS.clear()
+    _WORLD_TERMS[key] = out
+    return out
+
+
+def _world_terms_uncached(A: np.ndarray, M: np.ndarray) -> tuple | None:
+    g = _gamma
+    r3 = np.sqrt(3.0)
+    X = np.linalg.inv(M)
+    Q = X @ A                                        # postmat, exact
+    P = np.linalg.inv(Q)                             # premat, exact
+    sg, Fg, ig, tg = _norms(np.stack([A, M, X, Q, P]))   # one batched SVD
+    (sA, sM, sX, sQ, sP), (FA, _, FX, FQ, FP) = sg.tolist(), Fg.tolist()
+    inv_min_A, inv_min_P = float(ig[0]), float(ig[4])      # 1/σ_min
+    tA, tM, tX, tQ, tP = tg.tolist()
+    # §F.3 postmat: X̂ = fl(M⁻¹) (its translation errs by the linear bound times |t_M|),
+    # then Q̂ = fl(X̂ · A): γ_3 on the linear part, γ_4 on the translation.
+    eXL = float(_inverse_rounding(M[:3, :3]))
+    eXt = eXL * tM
+    FXh, tXh = FX + r3 * eXL, tX + eXt
+    eQL = eXL * sA + g(3) * FXh * FA
+    eQt = eXL * tA + eXt + g(4) * (FXh * tA + tXh)
+    # §F.4 premat P̂ = fl(Q̂⁻¹): the exact inverse of Q̂ differs from P by a Neumann-bounded
+    # perturbation; the inversion of Q̂ rounds as in §F.2 with |Q̂_L − Q_L|_ij ≤ eQL.
+    if sP * eQL >= 0.5:
+        return None
+    dPL = sP * sP * eQL / (1.0 - sP * eQL)
+    dPt = dPL * (tQ + eQt) + sP * eQt
+    eIL = float(_inverse_rounding(Q[:3, :3], eQL))
+    ePL = dPL + eIL
+    ePt = dPt + eIL * (tQ + eQt)
+    return (sA, sM, sQ, sP, FQ, FP, inv_min_A, inv_min_P, tM, tQ, tP, eQL, eQt, ePL, ePt)
+
+
 def float32_margin(pose: Pose, bounds: LbsBounds,
                    sigma_c: np.ndarray | None = None) -> tuple[float, float]:
     """Bound on |Blender's float32 evaluated vertex − exact LBS| in world space, as
@@ -312,30 +362,10 @@ def float32_margin(pose: Pose, bounds: LbsBounds,
     u = U32
     g = _gamma
     r3 = np.sqrt(3.0)
-    A, M = pose.armature_world, pose.mesh_world
-    X = np.linalg.inv(M)
-    Q = X @ A                                        # postmat, exact
-    P = np.linalg.inv(Q)                             # premat, exact
-    sg, Fg, ig, tg = _norms(np.stack([A, M, X, Q, P]))   # one batched SVD
-    (sA, sM, sX, sQ, sP), (FA, _, FX, FQ, FP) = sg.tolist(), Fg.tolist()
-    inv_min_A, inv_min_P = float(ig[0]), float(ig[4])      # 1/σ_min
-    tA, tM, tX, tQ, tP = tg.tolist()
-    # §F.3 postmat: X̂ = fl(M⁻¹) (its translation errs by the linear bound times |t_M|),
-    # then Q̂ = fl(X̂ · A): γ_3 on the linear part, γ_4 on the translation.
-    eXL = float(_inverse_rounding(M[:3, :3]))
-    eXt = eXL * tM
-    FXh, tXh = FX + r3 * eXL, tX + eXt
-    eQL = eXL * sA + g(3) * FXh * FA
-    eQt = eXL * tA + eXt + g(4) * (FXh * tA + tXh)
-    # §F.4 premat P̂ = fl(Q̂⁻¹): the exact inverse of Q̂ differs from P by a Neumann-bounded
-    # perturbation; the inversion of Q̂ rounds as in §F.2 with |Q̂_L − Q_L|_ij ≤ eQL.
-    if sP * eQL >= 0.5:
+    terms = _world_terms(pose.armature_world, pose.mesh_world)
+    if terms is None:
         return float("inf"), float("inf")
-    dPL = sP * sP * eQL / (1.0 - sP * eQL)
-    dPt = dPL * (tQ + eQt) + sP * eQt
-    eIL = float(_inverse_rounding(Q[:3, :3], eQL))
-    ePL = dPL + eIL
-    ePt = dPt + eIL * (tQ + eQt)
+    sA, sM, sQ, sP, FQ, FP, inv_min_A, inv_min_P, tM, tQ, tP, eQL, eQt, ePL, ePt = terms
     # §F.5 chan_mat D̂_j = fl(S_j · fl(R_j⁻¹)), S_j = pose_mat (Blender's, read exactly).
     R, eRL, eRt, FRh, tRh, sR, FR = _rest_terms(bounds)
     D = pose.deform_with_static()[bounds.used_joints]

@@ -218,6 +218,10 @@ class Rig:
         return joints, weights
 
 
+#: `Pose.mesh_to_armature` of the last few (armature, mesh) world matrices.
+_MESH_TO_ARMATURE: dict[bytes, np.ndarray] = {}
+
+
 @dataclass
 class Pose:
     """One frame's deformation state.
@@ -238,8 +242,18 @@ class Pose:
         self.mesh_world = np.asarray(self.mesh_world, dtype=np.float64).reshape(4, 4)
 
     def mesh_to_armature(self) -> np.ndarray:
-        """(4, 4) float64 ``A⁻¹ M``: mesh-local to armature space."""
-        return np.linalg.solve(self.armature_world, self.mesh_world)
+        """(4, 4) float64 ``A⁻¹ M``: mesh-local to armature space (memoized on the two
+        matrices' exact bytes: they rarely change between frames, and a LAPACK solve of a
+        4×4 is slow and jittery on a loaded machine)."""
+        key = self.armature_world.tobytes() + self.mesh_world.tobytes()
+        out = _MESH_TO_ARMATURE.get(key)
+        if out is None:
+            out = np.linalg.solve(self.armature_world, self.mesh_world)
+            out.flags.writeable = False
+            if len(_MESH_TO_ARMATURE) >= 32:
+                _MESH_TO_ARMATURE.clear()
+            _MESH_TO_ARMATURE[key] = out
+        return out
 
     def deform_with_static(self) -> np.ndarray:
         """(J + 1, 4, 4) float64: `deform` plus the identity for the virtual static joint."""
