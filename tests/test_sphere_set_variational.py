@@ -1,13 +1,14 @@
 """The variational sphere-set fit (core/sphere_set/variational.py) on small procedural
-shapes: every triangle inside its assigned ball (corners and dense surface samples),
-determinism for a seed, E_r falling with the count, Esc (should_stop) ending the fit with a
-valid cover."""
+shapes: every surface point inside the UNION of the balls (every vertex, and dense random
+surface samples independent of and denser than the fit's own), `triangle_sphere` a valid
+grouping, determinism for a seed, E_r falling with the count, Esc (should_stop) ending the
+fit with a valid cover; the cover pass (`cover_surface`) on hand-made cases."""
 import numpy as np
 import pytest
 
 from skin_collide.core.procedural import fan_triangulate, tube_geometry
 from skin_collide.core.sphere_set import SphereSet
-from skin_collide.core.sphere_set.variational import cover_triangles, fit
+from skin_collide.core.sphere_set.variational import cover_surface, fit
 
 FAST = dict(n_interior=600, n_surface=200, e_r_samples=20_000, max_iterations=10)
 
@@ -33,18 +34,26 @@ def surface_samples(v, t, n, rng):
     return (1 - u)[:, None] * a[k] + (u * (1 - w))[:, None] * b[k] + (u * w)[:, None] * c[k], k
 
 
-def assert_covers(s: SphereSet, v, t):
+def union_gap(s: SphereSet, p: np.ndarray) -> float:
+    """max over points p of min over balls of |p - c| - r (<= 0: every point inside)."""
+    d = np.linalg.norm(p[:, None, :] - s.centers[None], axis=2) - s.radii[None]
+    return float(d.min(1).max())
+
+
+def assert_covers(s: SphereSet, v, t, n=60_000):
     ts = s.info["triangle_sphere"]
     assert ts.shape == (len(t),) and ts.dtype == np.int64
-    # Every corner of every triangle is in the ball assigned to it (so the whole triangle).
-    d = np.linalg.norm(v[t] - s.centers[ts][:, None, :], axis=2)
-    assert np.all(d <= s.radii[ts][:, None])
-    # Dense surface samples: each inside its triangle's ball, hence inside the union.
-    p, k = surface_samples(v, t, 20_000, np.random.default_rng(5))
-    assert np.all(np.linalg.norm(p - s.centers[ts[k]], axis=1) <= s.radii[ts[k]])
+    assert ts.min() >= 0 and ts.max() < s.count
+    # Every vertex, every edge midpoint and dense random surface samples inside the union.
+    # The samples are independent of the fit's (another generator, random barycentrics)
+    # and denser than its leaf patches on these shapes.
+    assert union_gap(s, v[np.unique(t)]) <= 0.0
+    assert union_gap(s, 0.5 * (v[t] + v[np.roll(t, 1, axis=1)]).reshape(-1, 3)) <= 0.0
+    p, _ = surface_samples(v, t, n, np.random.default_rng(5))
+    assert union_gap(s, p) <= 0.0
 
 
-def test_every_triangle_is_inside_one_ball(tube, tube_fits):
+def test_every_surface_point_is_inside_the_union(tube, tube_fits):
     v, t = tube
     for n, s in tube_fits.items():
         assert s.centers.shape == (n, 3) and s.radii.shape == (n,)
@@ -53,6 +62,16 @@ def test_every_triangle_is_inside_one_ball(tube, tube_fits):
         assert s.mesh_volume > 0 and s.outside_volume >= 0
         assert s.info["iterations"] >= 1 and s.info["teleports"] >= 0
         assert s.build_seconds > 0
+
+
+def test_union_coverage_with_a_coarse_cover_eps(tube):
+    """With leaf samples 100x coarser than the default (eps = 2 % of the box diagonal),
+    random test samples far denser than every leaf are still all inside: the coverage is
+    proven (depth >= covering radius), not sampled."""
+    v, t = tube
+    s = fit(v, t, 5, seed=3, cover_eps=0.02, **FAST)
+    assert s.info["cover"]["eps"] > 0.04
+    assert_covers(s, v, t, n=200_000)
 
 
 def test_relative_outside_volume_falls_with_the_count(tube_fits):
@@ -93,28 +112,51 @@ def test_stopped_before_the_first_round_still_covers(tube):
     assert_covers(s, v, t)
 
 
-def test_cover_triangles_grows_the_cheapest_ball():
-    v = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [5, 0, 0], [6, 0, 0], [5, 1, 0]], float)
-    t = np.array([[0, 1, 2], [3, 4, 5]])
-    centres = np.array([[0.3, 0.3, 0.0], [5.3, 0.3, 0.0]])
-    r, ts = cover_triangles(centres, np.array([0.1, 2.0]), v, t, shrink=False)
-    np.testing.assert_array_equal(ts, [0, 1])
-    assert r[1] == pytest.approx(2.0, rel=1e-8)  # already holds its triangle: unchanged
-    assert r[0] >= np.linalg.norm(v[:3] - centres[0], axis=1).max()
-    # The shrink pass: ball 1 only needs its own triangle's farthest corner.
-    r, ts = cover_triangles(centres, np.array([0.1, 2.0]), v, t)
-    np.testing.assert_array_equal(ts, [0, 1])
-    for k in range(2):
-        far = np.linalg.norm(v[t[k]] - centres[k], axis=1).max()
-        assert far <= r[k] <= far * (1 + 1e-8) + 1e-11
+def test_cover_surface_closes_a_gap_between_two_balls():
+    """Two balls holding the corners of a long thin triangle but not its middle: the cover
+    grows one of them until the whole triangle is inside the union, at depth >= eps for
+    the leaf samples, and the radii only grow where they must."""
+    v = np.array([[0, 0, 0], [2, 0, 0], [1, 0.2, 0]], float)
+    t = np.array([[0, 1, 2]])
+    centres = np.array([[0.0, 0.0, 0.0], [2.0, 0.0, 0.0], [50.0, 0.0, 0.0]])
+    radii = np.array([0.6, 0.6, 0.1])
+    r, ts, st = cover_surface(centres, radii, v, t, 1e-3, shrink=False)
+    assert np.all(r >= radii) and r[2] == pytest.approx(0.1, rel=1e-8)  # far ball untouched
+    assert max(r[0], r[1]) > 0.6  # the middle was not covered
+    s = SphereSet(centres, r)
+    p, _ = surface_samples(v, t, 50_000, np.random.default_rng(1))
+    assert union_gap(s, np.vstack([p, v, [[1, 0, 0], [1, 0.2, 0]]])) <= 0.0
+    assert st["patches"] > 1 and st["levels"] > 1 and ts[0] in (0, 1)
 
 
-def test_shrink_drops_a_ball_that_another_one_covers():
+def test_cover_surface_keeps_a_covering_set_and_shrinks():
     v = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], float)
     t = np.array([[0, 1, 2]])
     centres = np.array([[0.3, 0.3, 0.0], [0.3, 0.3, 0.1]])
-    r, ts = cover_triangles(centres, np.array([1.0, 3.0]), v, t)
-    assert r[1] < 1e-9 and ts[0] == 0  # the big ball went first and gave its triangle away
+    r, ts, st = cover_surface(centres, np.array([1.0, 3.0]), v, t, 1e-3)
+    # The big ball goes first (largest radius) and gives everything to the small one,
+    # which then shrinks to what the triangle (one patch: centroid g, covering radius rho)
+    # needs: |g - c| + rho.
+    g = v.mean(0)
+    need = np.linalg.norm(g - centres[0]) + np.linalg.norm(v - g, axis=1).max()
+    assert r[1] < 1e-9 and r[0] == pytest.approx(need, rel=1e-8) and ts[0] == 0
+    assert st["patches"] == 1 and st["leaf_samples"] == 0
+
+
+def test_cover_surface_grows_to_depth_eps():
+    """A ball whose surface passes exactly through the triangle's far corner still grows:
+    leaf samples must be held at depth (their covering radius)."""
+    v = np.array([[0, 0, 0], [0.01, 0, 0], [0, 0.01, 0]], float)
+    t = np.array([[0, 1, 2]])
+    c = np.array([[0.0, 0.0, 0.0]])
+    r, _, _ = cover_surface(c, np.array([0.01]), v, t, 1e-3, shrink=False)
+    assert r[0] > 0.01
+
+
+def test_relative_outside_volume_of_a_flat_mesh():
+    assert np.isinf(SphereSet(np.zeros((1, 3)), np.ones(1), 1.0, 0.0).relative_outside_volume)
+    assert np.isnan(SphereSet(np.zeros((1, 3)), np.ones(1), 0.0, 0.0).relative_outside_volume)
+    assert SphereSet(np.zeros((1, 3)), np.ones(1), 1.0, 4.0).relative_outside_volume == 0.25
 
 
 def test_bad_input():

@@ -32,5 +32,11 @@ class SphereSet:
 
     @property
     def relative_outside_volume(self) -> float:
-        """E_r = outside volume / mesh volume (the paper's quality measure)."""
-        return float(self.outside_volume / self.mesh_volume)
+        """E_r = outside volume / mesh volume (the paper's quality measure).
+
+        A mesh without volume (flat, a single triangle; mesh_volume 0) gives inf when
+        the union has outside volume and nan when it has none (0/0); never raises."""
+        out, vol = float(self.outside_volume), float(self.mesh_volume)
+        if vol == 0.0:
+            return float("nan") if out == 0.0 or out != out else float("inf")
+        return out / vol

@@ -2,7 +2,8 @@
 and surface sample points, where a point joins the cluster whose sphere's outside volume
 grows least, and each cluster's sphere minimizes its outside volume (SOV) over its centre
 while bounding the cluster. Teleportation moves the most redundant sphere to split the worst
-one. A final pass grows spheres until every triangle lies inside one of them.
+one. A final pass (`cover_surface`) grows spheres until the union provably contains every
+triangle (adaptive patches with a known covering radius, each held at that depth).
 
 Everything runs on numpy arrays; Python loops run over iterations, flood-fill waves, search
 steps and memory chunks, never over points, triangles or spheres.
@@ -26,13 +27,12 @@ class _Stopped(Exception):
 
 # ---------------------------------------------------------------------------- samples
 def _samples(mesh: PreparedMesh, volume: float, n_interior: int, n_surface: int,
-             rng: np.random.Generator) -> tuple[np.ndarray, float]:
-    """Clustering units as corner sets (n, 3, 3) float64 (a unit is inside a ball iff its
-    three corners are): interior grid points (inside by winding number) and area-weighted
-    surface points (the paper's samples; their three corners coincide), and every valid
-    triangle of the mesh, so that the clusters' spheres bound the triangles themselves
-    and the final cover pass has (almost) nothing left to grow.
-    Returns (corners, grid spacing)."""
+             rng: np.random.Generator, with_vertices: bool = True) -> tuple[np.ndarray, float]:
+    """Clustering units (n, 1, 3) float64 (single points, kept in the corner-set layout of
+    the solver): interior grid points (inside by winding number), area-weighted surface
+    points (the paper's samples) and, with `with_vertices`, the mesh's vertices (the
+    extremities of the surface). Union coverage of the whole surface is left to the cover
+    pass (`cover_surface`). Returns (points, grid spacing)."""
     v = mesh.vertices[np.unique(mesh.triangles)]
     lo, hi = v.min(0), v.max(0)
     # Spacing for about n_interior points inside the volume.
@@ -45,15 +45,18 @@ def _samples(mesh: PreparedMesh, volume: float, n_interior: int, n_surface: int,
     inner = grid[classify_inside(grid, mesh, 4.0 * s)] if n_interior > 0 else np.zeros((0, 3))
     # Area-weighted surface points (Turk's square-root warp for uniform barycentrics).
     area = 0.5 * np.linalg.norm(np.cross(mesh.b - mesh.a, mesh.c - mesh.a), axis=1)
-    tri = rng.choice(len(area), size=n_surface, p=area / area.sum())
-    u = np.sqrt(rng.random(n_surface))
-    w = rng.random(n_surface)
-    surf = ((1 - u)[:, None] * mesh.a[tri] + (u * (1 - w))[:, None] * mesh.b[tri]
-            + (u * w)[:, None] * mesh.c[tri])
-    single = np.vstack([inner, surf])
-    tris = np.stack([mesh.a, mesh.b, mesh.c], axis=1)[mesh.valid]
-    corners = np.concatenate([np.repeat(single[:, None, :], 3, axis=1), tris], axis=0)
-    return corners, s
+    tot = area.sum()
+    if n_surface > 0 and tot > 0:
+        tri = rng.choice(len(area), size=n_surface, p=area / tot)
+        u = np.sqrt(rng.random(n_surface))
+        w = rng.random(n_surface)
+        surf = ((1 - u)[:, None] * mesh.a[tri] + (u * (1 - w))[:, None] * mesh.b[tri]
+                + (u * w)[:, None] * mesh.c[tri])
+    else:
+        surf = np.zeros((0, 3))
+    parts = [inner, surf] + ([v] if with_vertices or len(inner) + len(surf) == 0 else [])
+    single = np.vstack(parts)
+    return single[:, None, :].copy(), s
 
 
 def _kmeans_init(points: np.ndarray, count: int, rng: np.random.Generator,
@@ -144,7 +147,8 @@ class _Solver:
     def __init__(self, mesh: PreparedMesh, corners: np.ndarray, spacing: float,
                  table_size: int, should_stop: Callable[[], bool] | None):
         self.mesh = mesh
-        self.corners = corners  # (n, 3, 3) the units
+        self.corners = corners  # (n, k, 3) the units (k = 1: points)
+        self.pad = None  # (n,) depth each unit needs inside its ball (polish only)
         self.pts = corners.mean(axis=1)  # (n, 3) where each unit sits in the flood fill
         self.s = spacing
         self.vox = _Voxels(self.pts, spacing)
@@ -278,6 +282,8 @@ class _Solver:
         first = np.repeat(np.cumsum(cnt) - cnt, cnt)
         member = order[np.repeat(start[owner], cnt) + (np.arange(tot) - first)]
         d = np.sqrt(((self.corners[member] - cand[cand_of][:, None, :]) ** 2).sum(-1)).max(1)
+        if self.pad is not None:
+            d += self.pad[member]
         np.maximum.at(out, cand_of, d)
         return out
 
@@ -380,57 +386,130 @@ _ROT = (np.array([[1, 0, 0], [0, _c, -_s], [0, _s, _c]])
 
 
 # ------------------------------------------------------------------------- cover pass
-def cover_triangles(centres: np.ndarray, radii: np.ndarray, vertices: np.ndarray,
-                    triangles: np.ndarray, priority: np.ndarray | None = None,
-                    shrink: bool = True, chunk: int = 1 << 22) -> tuple[np.ndarray, np.ndarray]:
-    """Make every triangle lie in one ball (its three corners inside), then shrink.
+def _patch_balls(P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Centroid g (m, 3) and covering radius rho (m,) of triangles P (m, 3, 3): the
+    triangle lies in the ball (g, rho), rho = the farthest corner from g (a ball is convex
+    and holds the three corners, so it holds their hull)."""
+    g = P.mean(axis=1)
+    return g, np.sqrt(((P - g[:, None, :]) ** 2).sum(-1)).max(1)
 
-    Grow: each uncovered triangle picks the ball whose volume grows least to take it (the
-    ball volume is a cheap stand-in for its outside volume: growth at a cluster boundary
-    mostly lands inside the mesh either way); every ball grows to its most demanding pick.
-    Shrink (only the triangles count now, not the interior samples): ball by ball, in
-    decreasing `priority` (default: radius), the radius drops to what the triangles no other
-    ball holds require. Radii only decrease there, so the union's outside volume can only fall.
-    Finally every triangle is assigned to the smallest ball holding it.
+
+def _dist(points: np.ndarray, centres: np.ndarray, chunk: int = 1 << 22) -> np.ndarray:
+    """(m, N) float64 distances, in memory chunks."""
+    out = np.empty((len(points), len(centres)))
+    step = max(1, chunk // max(1, len(centres)))
+    for s in range(0, len(points), step):  # loop over memory chunks
+        d = points[s:s + step, None, :] - centres[None]
+        out[s:s + step] = np.sqrt((d * d).sum(-1))
+    return out
+
+
+def _grow(r: np.ndarray, need: np.ndarray) -> None:
+    """Each row (a sample that no ball holds deeply enough) picks the ball whose volume grows
+    least to reach `need` (row, ball); every ball grows to its most demanding pick (in place)."""
+    if len(need) == 0:
+        return
+    cost = np.maximum(need, r[None]) ** 3 - r[None] ** 3
+    pick = cost.argmin(1)
+    np.maximum.at(r, pick, need[np.arange(len(need)), pick])
+
+
+def cover_surface(centres: np.ndarray, radii: np.ndarray, vertices: np.ndarray,
+                  triangles: np.ndarray, eps: float, priority: np.ndarray | None = None,
+                  shrink: bool = True, max_levels: int = 24) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Grow radii until the union of the balls provably contains every triangle, then shrink.
+
+    Patches: every triangle starts as one patch P with centroid g and covering radius rho
+    (P lies in the ball (g, rho), `_patch_balls`). A patch is *held* by ball j when
+    |g - c_j| + rho <= r_j (then P lies in ball j). Level by level, patches no ball holds
+    are split into their 4 midpoint sub-triangles (which tile them exactly), after growing
+    a ball to reach the centroid of any patch whose centroid is outside every ball (those
+    points must be covered anyway). A patch with rho <= eps is not split: it is a *sample*
+    g with covering radius rho <= eps, and if no ball holds it one grows to
+    |g - c_j| + rho (depth rho). At the end every triangle is a union of held patches,
+    hence inside the union of the balls (docs/sphere_sets.md, "Proven union coverage").
+    Growth picks, per patch, the ball whose volume grows least; each ball grows to its
+    most demanding pick.
+
+    Shrink: ball by ball, in decreasing `priority` (default radius), the radius drops to the
+    largest |g - c_i| + rho over the final patches that ball i alone holds; every patch
+    keeps a holder, so the proof still applies, and radii only fall.
 
     Args:
-        centres: (N, 3) float64; radii: (N,) float64; vertices (V, 3); triangles (T, 3) int.
-        priority: (N,) float, the order of the shrink pass (largest first).
+        centres (N, 3), radii (N,), vertices (V, 3), triangles (T, 3); eps > 0 the largest
+        covering radius of a leaf sample; priority (N,) the shrink order (largest first).
     Returns:
-        radii (N,) float64 (with a 1e-9 relative margin so that containment survives
-        rounding), triangle_sphere (T,) int64.
+        radii (N,) (with a 1e-9 relative margin against rounding), triangle_sphere (T,) int64
+        (the ball reaching deepest past each triangle's centroid: max r_j - |g - c_j|; a
+        grouping, not a containment) and stats {"patches", "leaf_samples", "levels", "eps"}.
     """
+    c = np.asarray(centres, dtype=np.float64).reshape(-1, 3)
     v = np.asarray(vertices, dtype=np.float64)
     t = np.asarray(triangles, dtype=np.int64).reshape(-1, 3)
-    N, T = len(centres), len(t)
-    r = radii.astype(np.float64).copy()
-    # need[t, j]: the radius ball j needs to hold triangle t (its farthest corner).
-    need = np.empty((T, N))
-    step = max(1, chunk // max(1, 3 * N))
-    for s in range(0, T, step):  # loop over memory chunks
-        tv = v[t[s:s + step]]  # (m, 3, 3)
-        need[s:s + step] = np.sqrt(((tv[:, :, None, :] - centres[None, None]) ** 2).sum(-1)).max(1)
-    covered = (need <= r[None]).any(1)
-    unc = np.nonzero(~covered)[0]
-    if len(unc):
-        grow = need[unc] ** 3 - r[None] ** 3
-        pick = grow.argmin(1)
-        np.maximum.at(r, pick, need[unc, pick])
+    N = len(c)
+    r = np.asarray(radii, dtype=np.float64).copy()
+    eps = float(eps)
+    P = v[t]  # (T, 3, 3)
+    fin_g, fin_rho = [], []
+    leaves = levels = 0
+    while len(P):  # loop over subdivision levels
+        levels += 1
+        g, rho = _patch_balls(P)
+        d = _dist(g, c)
+        leaf = (rho <= eps) | (levels >= max_levels)
+        held = ((r[None] - d) >= rho[:, None]).any(1)
+        # Centroids outside every ball: reach them first (depth 0).
+        out = ~held & ~leaf & ~((d <= r[None]).any(1))
+        _grow(r, d[out])
+        # Leaf samples no ball holds: depth rho.
+        lw = leaf & ~held
+        _grow(r, d[lw] + rho[lw, None])
+        done = held | leaf
+        fin_g.append(g[done])
+        fin_rho.append(rho[done])
+        leaves += int(np.count_nonzero(leaf))
+        P = P[~done]
+        if len(P):
+            m01, m12, m20 = 0.5 * (P[:, 0] + P[:, 1]), 0.5 * (P[:, 1] + P[:, 2]), 0.5 * (P[:, 2] + P[:, 0])
+            P = np.concatenate([np.stack(q, axis=1) for q in ((P[:, 0], m01, m20), (m01, P[:, 1], m12),
+                                                             (m20, m12, P[:, 2]), (m01, m12, m20))])
+    g = np.concatenate(fin_g)
+    rho = np.concatenate(fin_rho)
     if shrink and N > 1:
-        holds = need <= r[None]  # (T, N)
-        count = holds.sum(1)
-        order = np.argsort(-(r if priority is None else np.asarray(priority)), kind="stable")
-        for i in order:  # loop over spheres (N), each step vectorized over triangles
-            only = holds[:, i] & (count == 1)
-            new_r = float(need[only, i].max()) if only.any() else 0.0
+        # Sparse (patch, ball) holder pairs, sorted by ball.
+        pk, pj, pn = [], [], []
+        step = max(1, (1 << 22) // max(1, N))
+        for s in range(0, len(g), step):  # loop over memory chunks
+            need = _dist(g[s:s + step], c) + rho[s:s + step, None]
+            k, j = np.nonzero(need <= r[None])
+            pk.append(k + s)
+            pj.append(j)
+            pn.append(need[k, j])
+        pk, pj, pn = np.concatenate(pk), np.concatenate(pj), np.concatenate(pn)
+        o = np.argsort(pj, kind="stable")
+        pk, pj, pn = pk[o], pj[o], pn[o]
+        start = np.searchsorted(pj, np.arange(N + 1))
+        count = np.bincount(pk, minlength=len(g))
+        order = np.argsort(-(r if priority is None else np.asarray(priority, dtype=np.float64)),
+                           kind="stable")
+        alive = np.ones(len(pk), dtype=bool)
+        for i in order:  # loop over balls (N), each step vectorized over its pairs
+            sl = slice(start[i], start[i + 1])
+            a = alive[sl]
+            k, n = pk[sl], pn[sl]
+            only = a & (count[k] == 1)
+            new_r = float(n[only].max()) if only.any() else 0.0
             if new_r < r[i]:
                 r[i] = new_r
-                now = need[:, i] <= new_r
-                count -= holds[:, i] & ~now
-                holds[:, i] = now
+                drop = a & (n > new_r)
+                count[k[drop]] -= 1
+                alive[sl] = a & ~drop
     r = r * (1.0 + 1e-9) + 1e-12
-    tri_sphere = np.where(need <= r[None], r[None], np.inf).argmin(1).astype(np.int64)
-    return r, tri_sphere
+    gt = v[t].mean(axis=1)
+    tri_sphere = (r[None] - _dist(gt, c)).argmax(1).astype(np.int64)
+    stats = {"patches": int(len(g)), "leaf_samples": leaves, "levels": levels, "eps": eps,
+             "_g": g, "_rho": rho}
+    return r, tri_sphere, stats
 
 
 # -------------------------------------------------------------------------------- fit
@@ -439,7 +518,8 @@ def fit(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int = 0,
         should_stop: Callable[[], bool] | None = None, *,
         n_interior: int = 4000, n_surface: int = 1000, max_iterations: int = 40,
         max_teleports: int = 60, max_failed_teleports: int = 6, teleport_rounds: int = 2,
-        teleport_source: str = "overlap", polish_rounds: int = 3, table_size: int = 24,
+        teleport_source: str = "overlap", table_size: int = 24, with_vertices: bool = True,
+        cover_eps: float = 1e-4, polish_rounds: int = 3,
         search_steps: int = 40, tolerance: float = 5e-3,
         e_r_samples: int = 100_000) -> SphereSet:
     """Fit `count` spheres whose union bounds the mesh, minimizing outside volume.
@@ -453,16 +533,20 @@ def fit(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int = 0,
         progress: called with a fraction in [0, 1] now and then.
         should_stop: polled between steps; when it returns True the best set so far is
             covered and returned with info["stopped"] = True.
-        n_interior, n_surface: interior grid points and area-weighted surface samples (every
-            triangle is a clustering unit too).
+        n_interior, n_surface: interior grid points and area-weighted surface samples
+            (the clustering units, with the vertices; see with_vertices).
         max_iterations: assignment/fit rounds, teleport evaluations included.
         max_teleports, max_failed_teleports: teleport budget; the fit ends once this many
             teleports in a row fail to lower the error.
         teleport_rounds: assignment/fit rounds run before judging a teleport.
         teleport_source: "overlap" (default): the paper's largest overlap ratio; "removal":
             the ball whose deletion raises Σ SOV least by the tables (measured worse).
-        polish_rounds: rounds refitting each ball on the triangles assigned to it after the
-            cover pass (kept while Σ SOV falls).
+        with_vertices: the mesh vertices are clustering units too.
+        cover_eps: covering radius of the cover pass's leaf samples, relative to the
+            diagonal of the mesh's box (`cover_surface`): every leaf sample is held at
+            depth at least its covering radius (<= eps), so every surface point is inside.
+        polish_rounds: rounds refitting each ball on the cover's patches assigned to it
+            (kept while Σ SOV falls).
         table_size: radii in each cluster's SOV-versus-radius table.
         search_steps: compass-search steps per fit.
         tolerance: relative error decrease below which a round counts as stalled.
@@ -470,9 +554,11 @@ def fit(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int = 0,
 
     Returns:
         SphereSet with centres (N, 3), radii (N,), outside_volume (union outside the mesh),
-        mesh_volume, build_seconds and info: "triangle_sphere" (T,) int64 (a ball holding
-        each triangle), "iterations", "teleports", "sum_sov" (the paper's error, overlaps
-        counted twice), "outside_volume_stderr", "samples", "stopped".
+        mesh_volume, build_seconds and info: "triangle_sphere" (T,) int64 (the ball reaching
+        deepest past each triangle's centroid: a grouping for the collision method, NOT a
+        ball containing the triangle; the union contains every triangle), "iterations", "teleports", "sum_sov" (the paper's error, overlaps
+        counted twice), "outside_volume_stderr", "samples", "stopped", "cover" (the cover
+        pass's patch counts and eps, absolute), "polish_rounds".
     """
     t_start = time.perf_counter()
     if count < 1:
@@ -486,7 +572,7 @@ def fit(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int = 0,
     report(0.0)
     mesh = prepare_mesh(v, t)
     vol = mesh_volume(v, t)
-    corners, spacing = _samples(mesh, vol, n_interior, n_surface, rng)
+    corners, spacing = _samples(mesh, vol, n_interior, n_surface, rng, with_vertices)
     count = int(count)
     solver = _Solver(mesh, corners, spacing, table_size, should_stop)
     pts = solver.pts
@@ -567,24 +653,36 @@ def fit(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int = 0,
 
     err, centres, radii, sov, labels = best
     report(0.92)
-    radii, tri_sphere = cover_triangles(centres, radii, v, t, priority=sov)
+    eps = cover_eps * float(np.linalg.norm(v.max(0) - v.min(0)))
+    radii, tri_sphere, cover_stats = cover_surface(centres, radii, v, t, max(eps, 1e-12),
+                                                   priority=sov)
     polished = 0
     if not stopped and polish_rounds > 0:
-        # Polish for the cover itself: each ball now only has to hold the triangles
-        # assigned to it (no interior samples), so refit its centre on those and shrink.
-        tri_units = np.stack([mesh.a, mesh.b, mesh.c], axis=1)
-        tsolver = _Solver(mesh, tri_units, spacing, table_size, should_stop)
+        # Polish for the cover itself: each ball now only has to hold, at their depth, the
+        # cover's patches (g, rho) assigned to it (no interior samples), so refit its centre
+        # by the same pattern search on those, cover again (which shrinks), and keep the
+        # result while Σ SOV falls.
+        old = float(solver.sov(centres, radii).sum())
         try:
             for _ in range(polish_rounds):  # loop over rounds
-                c2, r2, s2 = tsolver.fit(centres, tri_sphere, search_steps)
-                r2, ts2 = cover_triangles(c2, r2, v, t, priority=s2)
-                new = float(sphere_outside_volume(c2, r2, mesh, inside="sign").sum())
-                old = float(sphere_outside_volume(centres, radii, mesh, inside="sign").sum())
+                g, rho = cover_stats["_g"], cover_stats["_rho"]
+                lab = np.empty(len(g), dtype=np.int64)
+                step = max(1, (1 << 22) // count)
+                for s0 in range(0, len(g), step):  # loop over memory chunks
+                    lab[s0:s0 + step] = (_dist(g[s0:s0 + step], centres) - radii[None]).argmin(1)
+                tsolver = _Solver(mesh, g[:, None, :], spacing, table_size, should_stop)
+                tsolver.pad = rho
+                c2, r2, s2 = tsolver.fit(centres, lab, search_steps)
+                solver.sov_calls += tsolver.sov_calls
+                r2, ts2, st2 = cover_surface(c2, r2, v, t, max(eps, 1e-12), priority=s2)
+                new = float(solver.sov(c2, r2).sum())
                 if new >= old:
                     break
-                centres, radii, tri_sphere, polished = c2, r2, ts2, polished + 1
+                centres, radii, tri_sphere, cover_stats, old = c2, r2, ts2, st2, new
+                polished += 1
         except _Stopped:
             stopped = True
+    cover_stats = {k: val for k, val in cover_stats.items() if not k.startswith("_")}
     report(0.95)
     out, stderr = union_outside_volume_estimate(centres, radii, v, t, n_samples=e_r_samples,
                                                 seed=seed, mesh=mesh)
@@ -600,6 +698,7 @@ def fit(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int = 0,
         "sample_spacing": spacing,
         "sov_evaluations": solver.sov_calls,
         "stopped": stopped,
+        "cover": cover_stats,
         "polish_rounds": polished,
     }
     return SphereSet(centers=centres, radii=radii, outside_volume=out, mesh_volume=vol,
