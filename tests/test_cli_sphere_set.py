@@ -69,9 +69,18 @@ def check_set_json(path, co, tris, count):
     c, r = np.array(doc["centers"]), np.array(doc["radii"])
     assert c.shape == (count, 3) and r.shape == (count,)
     assert doc["mesh_volume"] > 0 and doc["outside_volume"] >= 0
-    # Every rest triangle (its 3 vertices) inside one sphere, in mesh data coordinates.
-    d = np.linalg.norm(co[tris][:, :, None, :] - c[None, None], axis=3)   # (T, 3, S)
-    inside = (d <= r * (1 + 1e-9) + 1e-12).all(axis=1).any(axis=1)
+    # Every rest triangle inside the union of the spheres, in mesh data coordinates: every
+    # vertex and dense random surface samples (issue 10's bounding criterion).
+    rng = np.random.default_rng(7)
+    k = rng.integers(len(tris), size=40 * len(tris))
+    u, w = np.sqrt(rng.random(len(k))), rng.random(len(k))
+    a, b, cc = co[tris[k, 0]], co[tris[k, 1]], co[tris[k, 2]]
+    p = np.vstack([co[np.unique(tris)],
+                   (1 - u)[:, None] * a + (u * (1 - w))[:, None] * b + (u * w)[:, None] * cc])
+    inside = np.zeros(len(p), dtype=bool)
+    for s in range(0, len(p), 4096):
+        d = np.linalg.norm(p[s:s + 4096, None, :] - c[None], axis=2)
+        inside[s:s + 4096] = (d <= r * (1 + 1e-9) + 1e-12).any(axis=1)
     assert inside.all(), (~inside).sum()
     return doc
 
