@@ -225,7 +225,9 @@ def cell_text(c: dict | None) -> str:
         txt += (f", {c['union_uncovered']} triangles NOT inside the union (gap "
                 f"{c['union_gap']:.1e} of the mesh size)")
     elif c["uncovered"]:
-        txt += f", {c['uncovered']} triangles in the union but in no one sphere"
+        txt += (f", {c['uncovered']} triangles in no one sphere"
+                + (" (all inside the union)" if "union_uncovered" in c
+                   else " (union not checked)"))
     return txt
 
 
