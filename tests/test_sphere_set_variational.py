@@ -135,22 +135,23 @@ def test_cover_surface_keeps_a_covering_set_and_shrinks():
     centres = np.array([[0.3, 0.3, 0.0], [0.3, 0.3, 0.1]])
     r, ts, st = cover_surface(centres, np.array([1.0, 3.0]), v, t, 1e-3)
     # The big ball goes first (largest radius) and gives everything to the small one,
-    # which then shrinks to what the triangle (one patch: centroid g, covering radius rho)
-    # needs: |g - c| + rho.
-    g = v.mean(0)
-    need = np.linalg.norm(g - centres[0]) + np.linalg.norm(v - g, axis=1).max()
+    # which then shrinks to what the triangle (one patch) needs: its farthest corner.
+    need = np.linalg.norm(v - centres[0], axis=1).max()
     assert r[1] < 1e-9 and r[0] == pytest.approx(need, rel=1e-8) and ts[0] == 0
     assert st["patches"] == 1 and st["leaf_samples"] == 0
 
 
-def test_cover_surface_grows_to_depth_eps():
-    """A ball whose surface passes exactly through the triangle's far corner still grows:
-    leaf samples must be held at depth (their covering radius)."""
-    v = np.array([[0, 0, 0], [0.01, 0, 0], [0, 0.01, 0]], float)
+def test_cover_surface_leaf_holds_its_corners():
+    """A small triangle (a leaf at once) outside a ball: the ball grows to its farthest
+    corner (which is at most |g - c| + rho, the leaf sample g at depth rho)."""
+    v = np.array([[1, 0, 0], [1.0005, 0, 0], [1, 0.0005, 0]], float)
     t = np.array([[0, 1, 2]])
     c = np.array([[0.0, 0.0, 0.0]])
-    r, _, _ = cover_surface(c, np.array([0.01]), v, t, 1e-3, shrink=False)
-    assert r[0] > 0.01
+    r, _, st = cover_surface(c, np.array([0.5]), v, t, 1e-3, shrink=False)
+    far = np.linalg.norm(v, axis=1).max()
+    g = v.mean(0)
+    assert far <= r[0] <= np.linalg.norm(g) + np.linalg.norm(v - g, axis=1).max() + 1e-9
+    assert st["leaf_samples"] == 1 and st["levels"] == 1
 
 
 def test_relative_outside_volume_of_a_flat_mesh():

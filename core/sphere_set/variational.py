@@ -27,7 +27,8 @@ class _Stopped(Exception):
 
 # ---------------------------------------------------------------------------- samples
 def _samples(mesh: PreparedMesh, volume: float, n_interior: int, n_surface: int,
-             rng: np.random.Generator, with_vertices: bool = True) -> tuple[np.ndarray, float]:
+             rng: np.random.Generator, with_vertices: bool = True,
+             with_midpoints: bool = False) -> tuple[np.ndarray, float]:
     """Clustering units (n, 1, 3) float64 (single points, kept in the corner-set layout of
     the solver): interior grid points (inside by winding number), area-weighted surface
     points (the paper's samples) and, with `with_vertices`, the mesh's vertices (the
@@ -55,6 +56,12 @@ def _samples(mesh: PreparedMesh, volume: float, n_interior: int, n_surface: int,
     else:
         surf = np.zeros((0, 3))
     parts = [inner, surf] + ([v] if with_vertices or len(inner) + len(surf) == 0 else [])
+    if with_midpoints:  # the paper's edge midpoints and triangle centroids
+        tv = mesh.vertices[mesh.triangles]
+        e = np.sort(np.concatenate([mesh.triangles[:, [0, 1]], mesh.triangles[:, [1, 2]],
+                                    mesh.triangles[:, [2, 0]]]), axis=1)
+        e = np.unique(e, axis=0)
+        parts += [0.5 * (mesh.vertices[e[:, 0]] + mesh.vertices[e[:, 1]]), tv.mean(axis=1)]
     single = np.vstack(parts)
     return single[:, None, :].copy(), s
 
@@ -147,8 +154,7 @@ class _Solver:
     def __init__(self, mesh: PreparedMesh, corners: np.ndarray, spacing: float,
                  table_size: int, should_stop: Callable[[], bool] | None):
         self.mesh = mesh
-        self.corners = corners  # (n, k, 3) the units (k = 1: points)
-        self.pad = None  # (n,) depth each unit needs inside its ball (polish only)
+        self.corners = corners  # (n, k, 3) the units (k = 1: points; k = 3: cover patches)
         self.pts = corners.mean(axis=1)  # (n, 3) where each unit sits in the flood fill
         self.s = spacing
         self.vox = _Voxels(self.pts, spacing)
@@ -282,8 +288,6 @@ class _Solver:
         first = np.repeat(np.cumsum(cnt) - cnt, cnt)
         member = order[np.repeat(start[owner], cnt) + (np.arange(tot) - first)]
         d = np.sqrt(((self.corners[member] - cand[cand_of][:, None, :]) ** 2).sum(-1)).max(1)
-        if self.pad is not None:
-            d += self.pad[member]
         np.maximum.at(out, cand_of, d)
         return out
 
@@ -419,21 +423,21 @@ def cover_surface(centres: np.ndarray, radii: np.ndarray, vertices: np.ndarray,
                   shrink: bool = True, max_levels: int = 24) -> tuple[np.ndarray, np.ndarray, dict]:
     """Grow radii until the union of the balls provably contains every triangle, then shrink.
 
-    Patches: every triangle starts as one patch P with centroid g and covering radius rho
-    (P lies in the ball (g, rho), `_patch_balls`). A patch is *held* by ball j when
-    |g - c_j| + rho <= r_j (then P lies in ball j). Level by level, patches no ball holds
-    are split into their 4 midpoint sub-triangles (which tile them exactly), after growing
-    a ball to reach the centroid of any patch whose centroid is outside every ball (those
-    points must be covered anyway). A patch with rho <= eps is not split: it is a *sample*
-    g with covering radius rho <= eps, and if no ball holds it one grows to
-    |g - c_j| + rho (depth rho). At the end every triangle is a union of held patches,
-    hence inside the union of the balls (docs/sphere_sets.md, "Proven union coverage").
-    Growth picks, per patch, the ball whose volume grows least; each ball grows to its
-    most demanding pick.
+    Patches: every triangle starts as one patch. A patch is *held* by ball j when its three
+    corners are in ball j; then the whole patch is (a ball is convex). Level by level,
+    patches no ball holds are split into their 4 midpoint sub-triangles (which tile them
+    exactly), after growing a ball to reach the centroid of any patch whose centroid is
+    outside every ball (those points must be covered anyway). A patch whose covering radius
+    rho (its farthest corner from its centroid g: every point of it is within rho of g) is
+    at most eps is a *leaf sample* and is not split: if no ball holds it, one grows to hold
+    its three corners, which needs at most |g - c_j| + rho (the sample g at depth rho).
+    At the end every triangle is a union of held patches, hence inside the union of the
+    balls (docs/sphere_sets.md, "Proven union coverage"). Growth picks, per patch, the ball
+    whose volume grows least; each ball grows to its most demanding pick (vectorized).
 
     Shrink: ball by ball, in decreasing `priority` (default radius), the radius drops to the
-    largest |g - c_i| + rho over the final patches that ball i alone holds; every patch
-    keeps a holder, so the proof still applies, and radii only fall.
+    farthest corner of the final patches that ball i alone holds; every patch keeps a
+    holder, so the proof still applies, and radii only fall.
 
     Args:
         centres (N, 3), radii (N,), vertices (V, 3), triangles (T, 3); eps > 0 the largest
@@ -450,37 +454,38 @@ def cover_surface(centres: np.ndarray, radii: np.ndarray, vertices: np.ndarray,
     r = np.asarray(radii, dtype=np.float64).copy()
     eps = float(eps)
     P = v[t]  # (T, 3, 3)
-    fin_g, fin_rho = [], []
+    final = []
     leaves = levels = 0
     while len(P):  # loop over subdivision levels
         levels += 1
         g, rho = _patch_balls(P)
-        d = _dist(g, c)
+        far = _far_corner(P, c)  # (m, N) radius ball j needs to hold the patch
         leaf = (rho <= eps) | (levels >= max_levels)
-        held = ((r[None] - d) >= rho[:, None]).any(1)
+        held = (far <= r[None]).any(1)
         # Centroids outside every ball: reach them first (depth 0).
-        out = ~held & ~leaf & ~((d <= r[None]).any(1))
-        _grow(r, d[out])
-        # Leaf samples no ball holds: depth rho.
+        out = ~held & ~leaf
+        if out.any():
+            dg = _dist(g[out], c)
+            o2 = ~(dg <= r[None]).any(1)
+            _grow(r, dg[o2])
+        # Leaf samples no ball holds: grow one to hold the three corners.
         lw = leaf & ~held
-        _grow(r, d[lw] + rho[lw, None])
+        _grow(r, far[lw])
         done = held | leaf
-        fin_g.append(g[done])
-        fin_rho.append(rho[done])
+        final.append(P[done])
         leaves += int(np.count_nonzero(leaf))
         P = P[~done]
         if len(P):
             m01, m12, m20 = 0.5 * (P[:, 0] + P[:, 1]), 0.5 * (P[:, 1] + P[:, 2]), 0.5 * (P[:, 2] + P[:, 0])
             P = np.concatenate([np.stack(q, axis=1) for q in ((P[:, 0], m01, m20), (m01, P[:, 1], m12),
                                                              (m20, m12, P[:, 2]), (m01, m12, m20))])
-    g = np.concatenate(fin_g)
-    rho = np.concatenate(fin_rho)
+    F = np.concatenate(final)
     if shrink and N > 1:
         # Sparse (patch, ball) holder pairs, sorted by ball.
         pk, pj, pn = [], [], []
-        step = max(1, (1 << 22) // max(1, N))
-        for s in range(0, len(g), step):  # loop over memory chunks
-            need = _dist(g[s:s + step], c) + rho[s:s + step, None]
+        step = max(1, (1 << 21) // max(1, N))
+        for s in range(0, len(F), step):  # loop over memory chunks
+            need = _far_corner(F[s:s + step], c)
             k, j = np.nonzero(need <= r[None])
             pk.append(k + s)
             pj.append(j)
@@ -489,7 +494,7 @@ def cover_surface(centres: np.ndarray, radii: np.ndarray, vertices: np.ndarray,
         o = np.argsort(pj, kind="stable")
         pk, pj, pn = pk[o], pj[o], pn[o]
         start = np.searchsorted(pj, np.arange(N + 1))
-        count = np.bincount(pk, minlength=len(g))
+        count = np.bincount(pk, minlength=len(F))
         order = np.argsort(-(r if priority is None else np.asarray(priority, dtype=np.float64)),
                            kind="stable")
         alive = np.ones(len(pk), dtype=bool)
@@ -507,9 +512,21 @@ def cover_surface(centres: np.ndarray, radii: np.ndarray, vertices: np.ndarray,
     r = r * (1.0 + 1e-9) + 1e-12
     gt = v[t].mean(axis=1)
     tri_sphere = (r[None] - _dist(gt, c)).argmax(1).astype(np.int64)
-    stats = {"patches": int(len(g)), "leaf_samples": leaves, "levels": levels, "eps": eps,
-             "_g": g, "_rho": rho}
+    stats = {"patches": int(len(F)), "leaf_samples": leaves, "levels": levels, "eps": eps,
+             "_patches": F}
     return r, tri_sphere, stats
+
+
+def _far_corner(P: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    """(m, N) the farthest corner of each triangle P (m, 3, 3) from each centre: the
+    radius ball j needs to hold triangle i (a ball is convex)."""
+    out = np.empty((len(P), len(centres)))
+    step = max(1, (1 << 21) // max(1, len(centres)))
+    for s in range(0, len(P), step):  # loop over memory chunks
+        q = P[s:s + step]
+        out[s:s + step] = np.maximum(np.maximum(_dist(q[:, 0], centres), _dist(q[:, 1], centres)),
+                                     _dist(q[:, 2], centres))
+    return out
 
 
 # -------------------------------------------------------------------------------- fit
@@ -519,7 +536,7 @@ def fit(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int = 0,
         n_interior: int = 4000, n_surface: int = 1000, max_iterations: int = 40,
         max_teleports: int = 60, max_failed_teleports: int = 6, teleport_rounds: int = 2,
         teleport_source: str = "overlap", table_size: int = 24, with_vertices: bool = True,
-        cover_eps: float = 1e-4, polish_rounds: int = 3,
+        cover_eps: float = 1e-4, polish_rounds: int = 3, with_midpoints: bool = False,
         search_steps: int = 40, tolerance: float = 5e-3,
         e_r_samples: int = 100_000) -> SphereSet:
     """Fit `count` spheres whose union bounds the mesh, minimizing outside volume.
@@ -542,6 +559,7 @@ def fit(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int = 0,
         teleport_source: "overlap" (default): the paper's largest overlap ratio; "removal":
             the ball whose deletion raises Σ SOV least by the tables (measured worse).
         with_vertices: the mesh vertices are clustering units too.
+        with_midpoints: the edge midpoints and triangle centroids too (the paper's).
         cover_eps: covering radius of the cover pass's leaf samples, relative to the
             diagonal of the mesh's box (`cover_surface`): every leaf sample is held at
             depth at least its covering radius (<= eps), so every surface point is inside.
@@ -572,7 +590,8 @@ def fit(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int = 0,
     report(0.0)
     mesh = prepare_mesh(v, t)
     vol = mesh_volume(v, t)
-    corners, spacing = _samples(mesh, vol, n_interior, n_surface, rng, with_vertices)
+    corners, spacing = _samples(mesh, vol, n_interior, n_surface, rng, with_vertices,
+                                with_midpoints)
     count = int(count)
     solver = _Solver(mesh, corners, spacing, table_size, should_stop)
     pts = solver.pts
@@ -658,20 +677,19 @@ def fit(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int = 0,
                                                    priority=sov)
     polished = 0
     if not stopped and polish_rounds > 0:
-        # Polish for the cover itself: each ball now only has to hold, at their depth, the
-        # cover's patches (g, rho) assigned to it (no interior samples), so refit its centre
-        # by the same pattern search on those, cover again (which shrinks), and keep the
-        # result while Σ SOV falls.
+        # Polish for the cover itself: each ball now only has to hold the cover's patches
+        # assigned to it (corner sets; no interior samples), so refit its centre by the same
+        # pattern search on those, cover again (which shrinks), and keep the result while
+        # Σ SOV falls.
         old = float(solver.sov(centres, radii).sum())
         try:
             for _ in range(polish_rounds):  # loop over rounds
-                g, rho = cover_stats["_g"], cover_stats["_rho"]
-                lab = np.empty(len(g), dtype=np.int64)
-                step = max(1, (1 << 22) // count)
-                for s0 in range(0, len(g), step):  # loop over memory chunks
-                    lab[s0:s0 + step] = (_dist(g[s0:s0 + step], centres) - radii[None]).argmin(1)
-                tsolver = _Solver(mesh, g[:, None, :], spacing, table_size, should_stop)
-                tsolver.pad = rho
+                F = cover_stats["_patches"]
+                lab = np.empty(len(F), dtype=np.int64)
+                step = max(1, (1 << 20) // count)
+                for s0 in range(0, len(F), step):  # loop over memory chunks
+                    lab[s0:s0 + step] = (_far_corner(F[s0:s0 + step], centres) - radii[None]).argmin(1)
+                tsolver = _Solver(mesh, F, spacing, table_size, should_stop)
                 c2, r2, s2 = tsolver.fit(centres, lab, search_steps)
                 solver.sov_calls += tsolver.sov_calls
                 r2, ts2, st2 = cover_surface(c2, r2, v, t, max(eps, 1e-12), priority=s2)
