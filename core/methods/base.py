@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import Callable, ClassVar, Protocol
 
 import numpy as np
 
@@ -114,6 +114,46 @@ class Volumes(ABC):
         s = ra + rb
         # A negative radius marks an empty node (it meets nothing).
         return (s >= 0) & (np.einsum("ij,ij->i", d, d) <= s * s)
+
+
+class LazySphereVolumes(Volumes):
+    """Sphere volumes computed the first time a node is reached, by
+    ``refit_fn(nodes) -> (centers (n, 3), radii (n,))``; `eager` gives all of them up
+    front. Shared by every method whose nodes are spheres (sphere trees, sphere sets)."""
+
+    kind = "sphere"
+
+    def __init__(self, hierarchy: Hierarchy,
+                 refit_fn: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None,
+                 eager: tuple[np.ndarray, np.ndarray] | None = None,
+                 method_id: str | None = None):
+        super().__init__(hierarchy, method_id)
+        self.refit_fn = refit_fn
+        n = hierarchy.n_nodes
+        if eager is not None:
+            self.centers, self.radii = eager
+            self.done = np.ones(n, dtype=bool)
+        else:
+            self.centers = np.zeros((n, 3))
+            self.radii = np.zeros(n)
+            self.done = np.zeros(n, dtype=bool)
+
+    def ensure(self, nodes: np.ndarray) -> None:
+        todo = nodes[~self.done[nodes]]
+        if todo.size == 0:
+            return
+        todo = np.unique(todo)
+        c, r = self.refit_fn(todo)
+        self.centers[todo] = c
+        self.radii[todo] = r
+        self.done[todo] = True
+        self.refitted += int(todo.size)
+
+    def size(self, nodes: np.ndarray) -> np.ndarray:
+        return self.radii[nodes]
+
+    def spheres(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.centers[nodes], self.radii[nodes]
 
 
 @dataclass

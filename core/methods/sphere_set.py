@@ -44,7 +44,7 @@ from ..balls import minimal_balls
 from ..query import sweep
 from ..rig import Rig
 from ..sphere_set import SphereSet, baselines
-from .base import Drawable, Frame, Hierarchy, Method, Volumes
+from .base import Drawable, Frame, Hierarchy, LazySphereVolumes, Method
 from .obb import TRI_PAD
 from .registry import register
 
@@ -255,47 +255,20 @@ def prepare_object(rig: Rig, count: int = COUNT, seed: int = SEED,
                                 asked=m.id)
 
 
-class SetVolumes(Volumes):
+class SetVolumes(LazySphereVolumes):
     """The spheres of one set hierarchy at one frame, computed when first needed by
     `refit_fn(nodes) -> (centers, radii)` (or all up front, `eager`)."""
 
-    kind = "sphere"
-
     def __init__(self, data: SetData, frame: Frame, refit_fn=None, eager=None,
                  method_id: str | None = None):
-        super().__init__(data.hierarchy, method_id)
+        super().__init__(data.hierarchy, refit_fn, eager, method_id)
         self.data = data
         self.frame = frame
-        self.refit_fn = refit_fn
-        n = data.hier.n_nodes
         if eager is not None:
-            self.centers, self.radii = eager
-            self.done = np.ones(n, dtype=bool)
-            self.refitted = n
-        else:
-            self.centers = np.zeros((n, 3))
-            self.radii = np.zeros(n)
-            self.done = np.zeros(n, dtype=bool)
+            self.refitted = data.hier.n_nodes
         self._tri_boxes = None
         self.tri_pad = TRI_PAD * max(1.0, float(np.abs(frame.positions).max(initial=0.0)))
         self.cartesian = 0          # triangle pairs of the overlapping leaf pairs, unfiltered
-
-    def ensure(self, nodes: np.ndarray) -> None:
-        todo = nodes[~self.done[nodes]]
-        if todo.size == 0:
-            return
-        todo = np.unique(todo)
-        c, r = self.refit_fn(todo)
-        self.centers[todo] = c
-        self.radii[todo] = r
-        self.done[todo] = True
-        self.refitted += int(todo.size)
-
-    def size(self, nodes: np.ndarray) -> np.ndarray:
-        return self.radii[nodes]
-
-    def spheres(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return self.centers[nodes], self.radii[nodes]
 
     def triangle_boxes(self) -> tuple[np.ndarray, np.ndarray]:
         """Per-triangle AABBs of the frame, padded by TRI_PAD (once per frame)."""

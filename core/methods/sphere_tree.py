@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import refit, sphere_tree
 from ..rig import Pose, Rig
-from .base import Frame, Hierarchy, Method, Volumes
+from .base import Frame, Hierarchy, LazySphereVolumes, Method
 from .registry import register
 
 
@@ -62,43 +62,16 @@ def on_demand_volumes(tree: sphere_tree.SphereTree, frame: Frame,
     return SphereVolumes(tree, refit_fn=refit_nodes, method_id=method_id)
 
 
-class SphereVolumes(Volumes):
+class SphereVolumes(LazySphereVolumes):
     """World-space spheres of one tree at one frame, computed the first time they are
-    needed by `refit(nodes) -> (centers, radii)`; `eager` gives all of them up front."""
-
-    kind = "sphere"
+    needed by `refit_fn(nodes) -> (centers, radii)`; `eager` gives all of them up front."""
 
     def __init__(self, tree: sphere_tree.SphereTree,
                  refit_fn: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None,
                  eager: tuple[np.ndarray, np.ndarray] | None = None,
                  method_id: str | None = None):
-        super().__init__(_hierarchy(tree), method_id)
+        super().__init__(_hierarchy(tree), refit_fn, eager, method_id)
         self.tree = tree
-        self.refit = refit_fn
-        if eager is not None:
-            self.centers, self.radii = eager
-            self.done = np.ones(tree.n_nodes, dtype=bool)
-        else:
-            self.centers = np.zeros((tree.n_nodes, 3))
-            self.radii = np.zeros(tree.n_nodes)
-            self.done = np.zeros(tree.n_nodes, dtype=bool)
-
-    def ensure(self, nodes: np.ndarray) -> None:
-        todo = nodes[~self.done[nodes]]
-        if todo.size == 0:
-            return
-        todo = np.unique(todo)
-        c, r = self.refit(todo)
-        self.centers[todo] = c
-        self.radii[todo] = r
-        self.done[todo] = True
-        self.refitted += int(todo.size)
-
-    def size(self, nodes: np.ndarray) -> np.ndarray:
-        return self.radii[nodes]
-
-    def spheres(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return self.centers[nodes], self.radii[nodes]
 
 
 @dataclass
