@@ -1,7 +1,8 @@
 """Sphere sets (Wang et al. 2006) animated with the skeleton, as the method `sphere-set`.
 
-Rest (`build`): a set of N spheres whose union contains every rest triangle, with the
-sphere that contains each triangle (`SphereSet.info["triangle_sphere"]`), from the
+Rest (`build`): a set of N spheres whose union contains every rest triangle, with a
+sphere per triangle that groups them (`SphereSet.info["triangle_sphere"]`; it need not
+contain the triangle: each group is bounded by its own minimal ball below), from the
 variational fit (`core.sphere_set.variational.fit`) when it is there, else the top-down
 baseline (`core.sphere_set.baselines.top_down`). Each sphere holding triangles becomes a
 leaf of a small binary hierarchy: the leaves are split top-down by their centres
