@@ -276,6 +276,35 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
+def compact_table(results: dict) -> str:
+    """One table, every asset: E_r (build seconds) per builder; `*` marks a stopped fit,
+    `n/r` one not reached, `!` a set that misses part of a triangle."""
+    cells = results["cells"]
+    assets = [a for a in LABELS if any(c["asset"] == a for c in cells)]
+    cols = [(a, m) for a in assets for m in METHODS
+            if any(c["asset"] == a and c["method"] == m for c in cells)]
+    head = "| N | " + " | ".join(f"{LABELS[a]} {m}" for a, m in cols) + " |"
+    out = [head, "|---|" + "---|" * len(cols)]
+    for n in sorted({c["count"] for c in cells}):
+        row = []
+        for a, m in cols:
+            c = next((c for c in cells if (c["asset"], c["method"], c["count"]) == (a, m, n)),
+                     None)
+            if c is None:
+                row.append("–")
+            elif c["status"] not in ("done", "stopped"):
+                row.append("n/r")
+            else:
+                sec = c["seconds"]
+                t = f"{sec:.0f} s" if sec >= 10 else (f"{sec:.1f} s" if sec >= 0.1 else
+                                                       f"{sec * 1000:.0f} ms")
+                flag = ("*" if c["status"] == "stopped" else "") + (
+                    "!" if c.get("union_uncovered", c.get("uncovered")) else "")
+                row.append(f"{c['e_r']:.2f}{flag} ({t})")
+        out.append(f"| {n} | " + " | ".join(row) + " |")
+    return "\n".join(out)
+
+
 def plot(results: dict, path: str) -> None:
     sys.path.insert(0, HERE)
     import plot_png
@@ -376,6 +405,8 @@ def main(argv=None) -> int:
                           + (f" [variational.py {version}]" if version else ""), flush=True)
     print()
     print(table(results))
+    print(compact_table(results))
+    print()
     cm = [c for c in results["cells"] if c["asset"] == "cesium_man.glb"
           and c["method"] == "variational"]
     for n, goal in TARGETS.items():
