@@ -251,7 +251,7 @@ def _fmt(v: float) -> str:
 
 def line_plot(series: list[dict], path: str, title: str = "", xlabel: str = "",
               ylabel: str = "", logx: int | None = None, logy: int | None = None,
-              size: tuple[int, int] = (1140, 620)) -> np.ndarray:
+              size: tuple[int, int] = (1160, 620)) -> np.ndarray:
     """Draw the series and write the PNG to `path`; returns the image."""
     W, H = size
     cv = Canvas(W, H)
