@@ -29,6 +29,21 @@ def prepare(rig, scene):
     return core_scan.prepare(rig, method)
 
 
+def build_each(context, rigs, build_one) -> list:
+    """Every rig's data, built one after the other by ``build_one(k, rig)`` with progress
+    in the status bar (the synchronous path of the build operators: background, scripts)."""
+    wm = context.window_manager
+    wm.progress_begin(0, len(rigs))
+    try:
+        objects = []
+        for k, rig in enumerate(rigs):
+            objects.append(build_one(k, rig))
+            wm.progress_update(k + 1)
+        return objects
+    finally:
+        wm.progress_end()
+
+
 class SKINCOLLIDE_OT_build(TimerSteps, bpy.types.Operator):
     """Build sphere trees for the characters (selected meshes or the chosen collection);
     they are saved with the file. Esc cancels and keeps the old data"""
@@ -69,15 +84,7 @@ class SKINCOLLIDE_OT_build(TimerSteps, bpy.types.Operator):
         except (extract.RigError, session.SessionError) as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        wm = context.window_manager
-        wm.progress_begin(0, len(rigs))
-        objects = []
-        try:
-            for k, rig in enumerate(rigs):
-                objects.append(prepare(rig, context.scene))
-                wm.progress_update(k + 1)
-        finally:
-            wm.progress_end()
+        objects = build_each(context, rigs, lambda k, rig: prepare(rig, context.scene))
         self._store(context, meshes, objects)
         return {"FINISHED"}
 

@@ -7,7 +7,7 @@ import bpy
 
 from ..addon import extract, session
 from ..core.methods import sphere_set as core_set
-from .build import SKINCOLLIDE_OT_build
+from .build import SKINCOLLIDE_OT_build, build_each
 from .stepping import guard_operators
 
 
@@ -80,20 +80,16 @@ class SKINCOLLIDE_OT_build_sphere_set(bpy.types.Operator):
             return {"CANCELLED"}
         s = context.scene.skin_collide
         wm = context.window_manager
-        wm.progress_begin(0, len(rigs))
-        objects = []
-        try:
-            for k, rig in enumerate(rigs):
-                def progress(*args, k=k):
-                    f = fraction(*args)
-                    if f is not None:
-                        wm.progress_update(k + f)
-                objects.append(core_set.prepare_object(rig, s.sphere_count, s.sphere_seed,
-                                                       progress=progress))
-                wm.progress_update(k + 1)
-        finally:
-            wm.progress_end()
-        self._store(context, meshes, objects)
+
+        def build_one(k, rig):
+            def progress(*args):
+                f = fraction(*args)
+                if f is not None:
+                    wm.progress_update(k + f)
+            return core_set.prepare_object(rig, s.sphere_count, s.sphere_seed,
+                                           progress=progress)
+
+        self._store(context, meshes, build_each(context, rigs, build_one))
         return {"FINISHED"}
 
     def invoke(self, context, event):
