@@ -16,7 +16,7 @@ from skin_collide.core.methods.base import Frame
 from skin_collide.core.query import traversal
 from skin_collide.core.rig import Pose
 from skin_collide.core.self_collision import object_self_pairs
-from test_obb import branching_rig
+from test_obb import _crossing_pair, branching_rig
 
 FAR = np.array([1e4, -7e3, 3e3])
 
@@ -79,15 +79,6 @@ def triangles_of(rig, positions):
     return triangulation.frame_triangles(rig, positions)
 
 
-def _crossing(rig, seed, n):
-    """Pairs of strong poses, the second character standing on the first."""
-    rng = np.random.default_rng(seed)
-    for _ in range(n):
-        a = procedural.random_pose(rig, rng, max_angle=math.radians(170), scale_range=(0.5, 2.0))
-        b = procedural.random_pose(rig, rng, max_angle=math.radians(170), scale_range=(0.5, 2.0))
-        yield a, Pose(b.deform, a.armature_world, a.mesh_world)
-
-
 @pytest.mark.parametrize("kind", ["tube", "branch"])
 def test_pairs_equal_brute_force_and_the_sphere_tree(kind):
     rig = make_rig(kind)
@@ -97,7 +88,7 @@ def test_pairs_equal_brute_force_and_the_sphere_tree(kind):
     st_prep = st.prepare(rig)
     tris = rig.triangles
     seen = tests = cart = 0
-    for pa, pb in _crossing(rig, 11, 5):
+    for pa, pb in _crossing_pair(rig, 11, 5):
         A, B = skinning.lbs_rig(rig, pa), skinning.lbs_rig(rig, pb)
 
         def cross(ta, tb):
