@@ -90,12 +90,14 @@ class CollisionObject:
         return self.reason or registry.get(self.method).description
 
 
-def prepare(rig: Rig, method: str = DEFAULT_METHOD) -> CollisionObject:
+def prepare(rig: Rig, method: str = DEFAULT_METHOD, **options) -> CollisionObject:
     """Build the data of `method` for `rig`, or of the first method of its fallback chain
-    that is exact for the rig (`registry.resolve`). Raises KeyError for an unknown id."""
+    that is exact for the rig (`registry.resolve`). Raises KeyError for an unknown id.
+    `options` (e.g. a sphere set's count, seed, progress) go to the asked method's
+    `prepare`; a fallback method is built with its defaults."""
     t0 = time.perf_counter()
     m, reasons = registry.resolve(method, rig)
-    data = m.prepare(rig)
+    data = m.prepare(rig, **options) if m.id == method else m.prepare(rig)
     keys = welds.vertex_weld_ids(rig)
     return CollisionObject(rig.name, rig, m.id, data, "; ".join(reasons), keys,
                            time.perf_counter() - t0, asked=method)

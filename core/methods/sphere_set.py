@@ -243,17 +243,10 @@ def prepare_object(rig: Rig, count: int = COUNT, seed: int = SEED,
     """`scan.prepare(rig, "sphere-set")` with a chosen sphere count and seed (the panel's
     *Build Sphere Set*): a `scan.CollisionObject`. A rig this method cannot bound goes
     down its fallback chain, as `scan.prepare` does."""
-    from .. import scan, welds
-    from .registry import resolve
+    from .. import scan
 
-    t0 = time.perf_counter()
-    m, reasons = resolve(SphereSetMethod.id, rig)
-    if m.id != SphereSetMethod.id:
-        return scan.prepare(rig, SphereSetMethod.id)
-    data = build(rig, count, seed, progress, should_stop)
-    return scan.CollisionObject(rig.name, rig, m.id, data, "; ".join(reasons),
-                                welds.vertex_weld_ids(rig), time.perf_counter() - t0,
-                                asked=m.id)
+    return scan.prepare(rig, SphereSetMethod.id, count=count, seed=seed, progress=progress,
+                        should_stop=should_stop)
 
 
 class SetVolumes(LazySphereVolumes):
