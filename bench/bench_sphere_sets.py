@@ -196,16 +196,17 @@ def measure(centers, radii, v, t, samples: int, seed: int, mesh, vol: float) -> 
 
 # ------------------------------------------------------------------------ output
 def variational_version() -> str:
-    """The last commit of core/sphere_set/variational.py, '+modified' when the working
-    copy differs from it (others may be editing it)."""
+    """The last commit of the fit's modules (core/sphere_set/variational.py and
+    union_search.py), '+modified' when the working copy differs from it (others may be
+    editing them)."""
     import subprocess
 
     root = os.path.join(HERE, "..")
-    path = os.path.join("core", "sphere_set", "variational.py")
+    paths = [os.path.join("core", "sphere_set", f) for f in ("variational.py", "union_search.py")]
     try:
-        h = subprocess.run(["git", "log", "-1", "--format=%h", "--", path], cwd=root,
+        h = subprocess.run(["git", "log", "-1", "--format=%h", "--", *paths], cwd=root,
                            capture_output=True, text=True, timeout=30).stdout.strip()
-        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", path], cwd=root,
+        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", *paths], cwd=root,
                                timeout=30).returncode != 0
     except (OSError, subprocess.SubprocessError):
         return "unknown"

@@ -10,7 +10,8 @@ from skin_collide.core.procedural import fan_triangulate, tube_geometry
 from skin_collide.core.sphere_set import SphereSet
 from skin_collide.core.sphere_set.variational import cover_surface, fit
 
-FAST = dict(n_interior=600, n_surface=200, e_r_samples=20_000, max_iterations=10)
+FAST = dict(n_interior=600, n_surface=200, e_r_samples=20_000, max_iterations=10,
+            union_surface=2000, union_outside=20_000, union_attempts=10)
 
 
 @pytest.fixture(scope="module")

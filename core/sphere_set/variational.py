@@ -16,7 +16,8 @@ from typing import Callable
 
 import numpy as np
 
-from .outside_volume import (FOUR_PI, PreparedMesh, classify_inside, mesh_volume,
+from . import union_search
+from .outside_volume import (FOUR_PI, PreparedMesh, _in_union, classify_inside, mesh_volume,
                              prepare_mesh, sphere_outside_volume, union_outside_volume_estimate)
 from .types import SphereSet
 
@@ -538,7 +539,9 @@ def fit(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int = 0,
         teleport_source: str = "overlap", table_size: int = 24, with_vertices: bool = True,
         cover_eps: float = 1e-4, polish_rounds: int = 3, with_midpoints: bool = False,
         search_steps: int = 40, tolerance: float = 5e-3,
-        e_r_samples: int = 100_000) -> SphereSet:
+        e_r_samples: int = 100_000, union_attempts: int = 300, union_surface: int = 20_000,
+        union_outside: int | None = None, union_failed: int = 40,
+        union_densify: int = 4) -> SphereSet:
     """Fit `count` spheres whose union bounds the mesh, minimizing outside volume.
 
     Args:
@@ -675,8 +678,33 @@ def fit(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int = 0,
     eps = cover_eps * float(np.linalg.norm(v.max(0) - v.min(0)))
     radii, tri_sphere, cover_stats = cover_surface(centres, radii, v, t, max(eps, 1e-12),
                                                    priority=sov)
+    union_info: dict = {}
+    if not stopped and union_attempts >= 0 and count > 1:
+        # Union search (union_search.py): the variational error counts overlaps twice and
+        # binds each ball to interior points; E_r is the union's, with the surface covered.
+        report(0.93)
+        S = union_search.surface_points(v, t, union_surface, rng)
+        # About 4000 outside points per ball (the proxy's resolution per ball; each compass
+        # step costs the points near one ball).
+        n_out = union_outside if union_outside is not None else int(np.clip(4000 * count, 20_000, 300_000))
+        O, _ = union_search.outside_points(centres, radii, mesh, n_out, rng)
+
+        def densify(c: np.ndarray, r: np.ndarray) -> np.ndarray:
+            P = union_search.surface_points(v, t, 10 * union_surface, rng)[-10 * union_surface:]
+            return P[~_in_union(P, c, r)][:union_surface]
+
+        try:
+            c2, r2, union_info = union_search.search(
+                centres, radii, S, O, attempts=union_attempts, max_failed=min(union_failed, 3 * count), densify=densify,
+                densify_rounds=union_densify,
+                check=solver.check_stop, progress=lambda f: report(0.93 + 0.04 * f))
+            centres = c2
+            radii, tri_sphere, cover_stats = cover_surface(c2, r2, v, t, max(eps, 1e-12),
+                                                           priority=r2)
+        except _Stopped:
+            stopped = True
     polished = 0
-    if not stopped and polish_rounds > 0:
+    if not stopped and polish_rounds > 0 and not union_info:
         # Polish for the cover itself: each ball now only has to hold the cover's patches
         # assigned to it (corner sets; no interior samples), so refit its centre by the same
         # pattern search on those, cover again (which shrinks), and keep the result while
@@ -718,6 +746,7 @@ def fit(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int = 0,
         "stopped": stopped,
         "cover": cover_stats,
         "polish_rounds": polished,
+        "union_search": union_info,
     }
     return SphereSet(centers=centres, radii=radii, outside_volume=out, mesh_volume=vol,
                      build_seconds=time.perf_counter() - t_start, info=info)

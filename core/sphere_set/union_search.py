@@ -1,0 +1,311 @@
+"""Local search on the union's outside volume (issue 10), after the variational fit.
+
+The variational fit (Wang et al. 2006) minimizes Σ SOV, the outside volume of each ball on
+its own: volume outside the mesh where balls overlap counts twice, and each ball must hold
+its cluster of interior points, which the surface cover does not need. E_r is measured on
+the union, with the whole surface covered. This stage optimizes that directly on samples:
+
+- S (nS, 3): dense surface points (area-weighted samples, vertices, edge midpoints,
+  centroids). They must stay covered.
+- O (nO, 3): a jittered grid of points outside the mesh near the balls, each standing for
+  the same volume. The union's outside volume is about (number of O points in the union)
+  times that volume.
+
+Moves (each keeps every S point covered):
+- *refit* ball i: its required points are the S points no other ball holds; a compass
+  search over its centre, radius the farthest required point, minimizes the O points only
+  this ball would hold (its exclusive outside volume). A ball with no required point is
+  free (radius 0) and becomes the source of the next relocation.
+- *relocate* (the union version of the paper's teleport): a ball with few required points
+  hands them to the neighbours that need the least growth, then it and the ball with the
+  largest exclusive outside volume split the latter's required points (2-means) and are
+  refitted; the neighbourhood is refitted; kept only when the union's O count falls.
+- *densify*: random surface points outside the union join S (each to the ball reaching
+  it with the least growth, which is refitted), so the final proven cover
+  (`variational.cover_surface`) has little left to grow.
+
+Loops run over balls and moves (N and attempts, build time only); each step is vectorized
+over points. Derivation and measurements: docs/sphere_sets.md, "Union search".
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .outside_volume import PreparedMesh, classify_inside
+
+# 26 unit directions of the 3x3x3 neighbourhood: the compass search's moves.
+_G = np.stack(np.meshgrid(*[np.array([-1.0, 0.0, 1.0])] * 3, indexing="ij"), -1).reshape(-1, 3)
+_DIRS = _G[np.abs(_G).sum(1) > 0]
+_DIRS = _DIRS / np.linalg.norm(_DIRS, axis=1, keepdims=True)
+# Relative margin on radii computed from the farthest point, so the comparison d² <= r²
+# that decides coverage holds after rounding (see _d2).
+_MARGIN = 1e-9
+
+
+def _d2(p: np.ndarray, c: np.ndarray, pn: np.ndarray | None = None) -> np.ndarray:
+    """(n, m) squared distances between points p (n, 3) and c (m, 3), by |p|² + |c|² - 2 p·c
+    (one matrix product; pn (n,) = |p|² when known). The search runs on coordinates
+    centred on the mesh (`search` translates), where the cancellation of this form stays
+    near 1e-15 of the squared size: far below _MARGIN, and the cover pass proves coverage
+    afterwards in the exact form anyway."""
+    if pn is None:
+        pn = np.einsum("ij,ij->i", p, p)
+    return np.maximum(pn[:, None] + np.einsum("ij,ij->i", c, c)[None] - 2.0 * (p @ c.T), 0.0)
+
+
+def surface_points(vertices: np.ndarray, triangles: np.ndarray, n: int,
+                   rng: np.random.Generator) -> np.ndarray:
+    """(n + V' + 4T, 3) float64: n area-weighted random points (uniform barycentrics by the
+    square-root warp), the used vertices, and each triangle's edge midpoints and centroid."""
+    a, b, c = (vertices[triangles[:, k]] for k in range(3))
+    area = 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1)
+    parts = [vertices[np.unique(triangles)], 0.5 * (a + b), 0.5 * (b + c), 0.5 * (c + a),
+             (a + b + c) / 3.0]
+    if n > 0 and area.sum() > 0:
+        k = rng.choice(len(area), size=n, p=area / area.sum())
+        u, w = np.sqrt(rng.random(n)), rng.random(n)
+        parts.append((1 - u)[:, None] * a[k] + (u * (1 - w))[:, None] * b[k] + (u * w)[:, None] * c[k])
+    return np.vstack(parts)
+
+
+def outside_points(centres: np.ndarray, radii: np.ndarray, mesh: PreparedMesh, n: int,
+                   rng: np.random.Generator, reach: float = 1.6) -> tuple[np.ndarray, float]:
+    """Jittered grid of about n cells over the box of the balls grown `reach` times, kept
+    where the point is outside the mesh and within `reach` radii of some ball (balls move
+    and grow only locally). Returns (points (m, 3), volume per point)."""
+    lo = (centres - reach * radii[:, None]).min(0)
+    hi = (centres + reach * radii[:, None]).max(0)
+    ext = np.maximum(hi - lo, 1e-12)
+    cell = (float(np.prod(ext)) / max(n, 1)) ** (1.0 / 3.0)
+    dims = np.maximum(np.ceil(ext / cell).astype(np.int64), 1)
+    ijk = np.stack(np.unravel_index(np.arange(int(np.prod(dims))), dims), 1)
+    p = lo + (ijk + rng.random(ijk.shape)) * (ext / dims)
+    keep = np.zeros(len(p), dtype=bool)
+    step = max(1, (1 << 22) // max(1, len(centres)))
+    for s in range(0, len(p), step):  # loop over memory chunks
+        keep[s:s + step] = (_d2(p[s:s + step], centres) <= (reach * radii[None]) ** 2).any(1)
+    p = p[keep]
+    p = p[~classify_inside(p, mesh, 4.0 * cell)]
+    return p, float(np.prod(ext / dims))
+
+
+class UnionState:
+    """Coverage of S and O by N balls, updated one ball at a time.
+
+    Attributes: c (N, 3), r (N,), inS (nS, N) bool, inO (nO, N) bool, covS (nS,), covO (nO,)
+    int32 counts of balls holding each point."""
+
+    def __init__(self, centres: np.ndarray, radii: np.ndarray, S: np.ndarray, O: np.ndarray):
+        self.c = np.array(centres, dtype=np.float64)
+        self.r = np.array(radii, dtype=np.float64)
+        self.S, self.O = S, O
+        self.Sn, self.On = np.einsum("ij,ij->i", S, S), np.einsum("ij,ij->i", O, O)
+        self.inS = _d2(S, self.c, self.Sn) <= self.r[None] ** 2
+        self.inO = _d2(O, self.c, self.On) <= self.r[None] ** 2
+        self.covS = self.inS.sum(1, dtype=np.int32)
+        self.covO = self.inO.sum(1, dtype=np.int32)
+
+    def cost(self) -> int:
+        """O points in the union (the union's outside volume in units of one point)."""
+        return int(np.count_nonzero(self.covO))
+
+    def snapshot(self) -> tuple:
+        return tuple(x.copy() for x in (self.c, self.r, self.inS, self.inO, self.covS, self.covO))
+
+    def restore(self, snap: tuple) -> None:
+        self.c, self.r, self.inS, self.inO, self.covS, self.covO = (x.copy() for x in snap)
+
+    def add_surface(self, P: np.ndarray) -> None:
+        """New S points P (k, 3) (their coverage computed)."""
+        ins = _d2(P, self.c) <= self.r[None] ** 2
+        self.S = np.vstack([self.S, P])
+        self.Sn = np.einsum("ij,ij->i", self.S, self.S)
+        self.inS = np.vstack([self.inS, ins])
+        self.covS = np.concatenate([self.covS, ins.sum(1, dtype=np.int32)])
+
+    def set(self, i: int, c: np.ndarray, r: float) -> None:
+        a = _d2(self.S, c[None], self.Sn)[:, 0] <= r * r
+        b = _d2(self.O, c[None], self.On)[:, 0] <= r * r
+        self.covS += a.astype(np.int32) - self.inS[:, i]
+        self.covO += b.astype(np.int32) - self.inO[:, i]
+        self.inS[:, i] = a
+        self.inO[:, i] = b
+        self.c[i] = c
+        self.r[i] = r
+
+    def required(self, i: int) -> np.ndarray:
+        """(k, 3) the S points only ball i holds."""
+        return self.S[self.inS[:, i] & (self.covS == 1)]
+
+    def exclusive_outside(self) -> np.ndarray:
+        """(N,) O points held by exactly one ball, per ball."""
+        return (self.inO & (self.covO == 1)[:, None]).sum(0)
+
+    def best_ball(self, i: int, req: np.ndarray, x: np.ndarray | None = None,
+                  h: float | None = None) -> tuple[np.ndarray, float]:
+        """Centre and radius of ball i holding req (k, 3) with the fewest O points no other
+        ball holds: compass search over the centre from x (default the current centre),
+        26 moves of length h (default 0.3 radius), halved when none improves, down to
+        0.002 radius; radius = the farthest point of req. Ties go to the smaller radius."""
+        if len(req) == 0:
+            return self.c[i].copy(), 0.0
+        x = (self.c[i] if x is None else x).astype(np.float64).copy()
+        sel = (self.covO - self.inO[:, i]) == 0
+        free, fn = self.O[sel], self.On[sel]
+        rad = float(np.sqrt(_d2(req, x[None]).max())) * (1 + _MARGIN)
+        dx = _d2(free, x[None], fn)[:, 0]
+        near = dx <= (2.0 * rad) ** 2
+        free, fn = free[near], fn[near]
+        best = int(np.count_nonzero(dx[near] <= rad * rad))
+        reqn = np.einsum("ij,ij->i", req, req)
+        h = 0.3 * rad if h is None else h
+        stop = 2e-3 * rad
+        while h > stop:  # loop over search steps
+            cand = x[None] + h * _DIRS
+            rr = np.sqrt(_d2(req, cand, reqn).max(0)) * (1 + _MARGIN)
+            cost = np.count_nonzero(_d2(free, cand, fn) <= rr[None] ** 2, axis=0)
+            k = int(np.argmin(cost + 1e-6 * rr / rad))
+            if cost[k] < best or (cost[k] == best and rr[k] < rad):
+                x, rad, best = cand[k], float(rr[k]), int(cost[k])
+            else:
+                h *= 0.5
+        return x, rad
+
+    def refit(self, i: int) -> None:
+        x, rad = self.best_ball(i, self.required(i))
+        self.set(i, x, rad)
+
+    def sweep(self, balls: np.ndarray | None = None) -> None:
+        """Refit the balls (default all), largest first."""
+        balls = np.arange(len(self.r)) if balls is None else np.asarray(balls)
+        for i in balls[np.argsort(-self.r[balls], kind="stable")]:  # loop over balls
+            self.refit(int(i))
+
+    def absorb(self, P: np.ndarray, exclude: int = -1) -> np.ndarray:
+        """Cover the points P (k, 3): each goes to the ball reaching it with the least
+        growth (not `exclude`), and each receiving ball is refitted on its required points
+        plus its new ones. Returns the receiving balls."""
+        if len(P) == 0:
+            return np.zeros(0, dtype=np.int64)
+        need = np.sqrt(_d2(P, self.c)) - self.r[None]
+        if exclude >= 0:
+            need[:, exclude] = np.inf
+        pick = need.argmin(1)
+        got = np.unique(pick)
+        for j in got:  # loop over receiving balls
+            x, rad = self.best_ball(int(j), np.vstack([self.required(int(j)), P[pick == j]]))
+            self.set(int(j), x, rad)
+        return got
+
+    def neighbours(self, balls: list[int], factor: float = 1.0) -> np.ndarray:
+        """Balls overlapping any of `balls` grown by `factor`."""
+        b = np.asarray(balls)
+        d = np.sqrt(_d2(self.c[b], self.c))
+        return np.nonzero((d <= factor * self.r[b][:, None] + self.r[None]).any(0))[0]
+
+    def relocate(self, src: int, dst: int) -> None:
+        """Move ball src: its required points go to the others, then src and dst split
+        dst's required points (2-means from its two farthest points, the paper's teleport
+        start), each ball is refitted, and the neighbourhood after."""
+        req = self.required(src)
+        self.set(src, self.c[src], 0.0)
+        got = self.absorb(req, exclude=src)
+        q = self.required(dst)
+        if len(q) >= 2:
+            a = q[((q - q.mean(0)) ** 2).sum(1).argmax()]
+            b = q[((q - a) ** 2).sum(1).argmax()]
+            side = np.zeros(len(q), dtype=bool)
+            for _ in range(10):  # a few Lloyd steps on one ball's points
+                side = ((q - a) ** 2).sum(1) > ((q - b) ** 2).sum(1)
+                if side.all() or not side.any():
+                    break
+                a, b = q[~side].mean(0), q[side].mean(0)
+            if side.any() and not side.all():
+                c0 = self.c[dst].copy()
+                self.set(dst, c0, 0.0)
+                x, rad = self.best_ball(src, q[side], c0 + 0.5 * (b - c0))
+                self.set(src, x, rad)
+                x, rad = self.best_ball(dst, q[~side], c0 + 0.5 * (a - c0))
+                self.set(dst, x, rad)
+        around = self.neighbours([src, dst], 1.5)
+        self.sweep(np.union1d(around, got))
+
+
+def search(centres: np.ndarray, radii: np.ndarray, S: np.ndarray, O: np.ndarray, *,
+           attempts: int = 40, max_failed: int = 12, densify: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+           densify_rounds: int = 2, check: Callable[[], None] | None = None,
+           progress: Callable[[float], None] | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Minimize the union's O count over N balls that keep every S point covered.
+
+    Args:
+        centres (N, 3), radii (N,): a set covering S (the variational fit's).
+        S (nS, 3) surface points to keep covered; O (nO, 3) outside points.
+        attempts: relocation attempts; the search ends earlier after `max_failed` in a row.
+        densify: f(centres, radii) -> (k, 3) surface points outside the union (empty when
+            none); after the search, up to `densify_rounds` times, they are absorbed.
+        check: called between moves (raises to stop; the state stays consistent).
+        progress: called with a fraction in [0, 1].
+    Returns:
+        centres (N, 3), radii (N,) (radius 0: a ball left with nothing to hold) and info
+        {"start", "end", "accepted", "attempts", "densified"} (O counts and move counts).
+    """
+    # Work centred on S's box (see _d2); the callback and the result use the caller's frame.
+    shift = 0.5 * (S.min(0) + S.max(0))
+    st = UnionState(np.asarray(centres) - shift, radii, S - shift, O - shift)
+    if densify is not None:
+        user = densify
+        densify = lambda c, r: user(c + shift, r) - shift  # noqa: E731
+    if not (st.covS > 0).all():
+        raise ValueError("the starting balls do not cover S")
+    report = progress if progress is not None else (lambda x: None)
+    tick = check if check is not None else (lambda: None)
+    info = {"start": st.cost(), "accepted": 0, "attempts": 0, "densified": 0}
+    st.sweep()
+    tick()
+    best = st.cost()
+    failed = 0
+    N = len(st.r)
+    for a in range(attempts):  # loop over relocation attempts
+        if failed >= max_failed or N < 2:
+            break
+        report(a / max(attempts, 1))
+        tick()
+        nreq = (st.inS & (st.covS == 1)[:, None]).sum(0)
+        # Source: the ball holding fewest points of its own for its size (a free ball
+        # first); destination: the largest exclusive outside volume. Failures walk both
+        # rankings: (0, 0), (0, 1), (0, 2), (1, 0), ...
+        src_order = np.argsort(nreq / np.maximum(st.r ** 2, 1e-300), kind="stable")
+        dst_order = np.argsort(-st.exclusive_outside(), kind="stable")
+        src = int(src_order[(failed // 3) % N])
+        dst = int([d for d in dst_order if d != src][failed % 3 % (N - 1)])
+        snap = st.snapshot()
+        st.relocate(src, dst)
+        info["attempts"] += 1
+        cost = st.cost()
+        if cost < best:
+            best, failed = cost, 0
+            info["accepted"] += 1
+        else:
+            st.restore(snap)
+            failed += 1
+    _densify(st, densify, densify_rounds, info, tick)
+    info["end"] = st.cost()
+    report(1.0)
+    return st.c + shift, st.r, info
+
+
+def _densify(st: UnionState, densify, rounds: int, info: dict, tick: Callable[[], None]) -> None:
+    """Up to `rounds` times: surface points outside the union join S and are absorbed."""
+    if densify is None:
+        return
+    for _ in range(rounds):  # loop over rounds
+        tick()
+        P = densify(st.c, st.r)
+        if len(P) == 0:
+            break
+        st.add_surface(P)
+        info["densified"] += int(len(P))
+        got = st.absorb(P)
+        st.sweep(st.neighbours(list(got)))

@@ -1,0 +1,113 @@
+"""The union search after the variational fit (core/sphere_set/union_search.py): every
+surface point S stays covered through refits, relocations and densification, the union's
+outside count never rises through the moves, the result is reported in the caller's frame
+(also far from the origin), and in the fit it lowers E_r against the fit without it, with
+the union still covering dense independent surface samples."""
+import numpy as np
+import pytest
+
+from skin_collide.core.procedural import fan_triangulate, tube_geometry
+from skin_collide.core.sphere_set import union_search as us
+from skin_collide.core.sphere_set.outside_volume import prepare_mesh
+from skin_collide.core.sphere_set.variational import fit
+
+FAST = dict(n_interior=600, n_surface=200, e_r_samples=20_000, max_iterations=10,
+            union_surface=2000, union_outside=20_000)
+
+
+@pytest.fixture(scope="module")
+def tube():
+    v, faces = tube_geometry(rings=12, segments=12, length=2.0, radius=0.25)
+    t, _ = fan_triangulate(faces)
+    return v, t.astype(np.int64)
+
+
+def covering_start(v, t, n, rng):
+    """n balls along the tube's axis, grown until they hold every S point."""
+    S = us.surface_points(v, t, 3000, rng)
+    lo, hi = v.min(0), v.max(0)
+    axis = int(np.argmax(hi - lo))
+    c = np.tile(0.5 * (lo + hi), (n, 1))
+    c[:, axis] = np.linspace(lo[axis], hi[axis], n)
+    d = np.linalg.norm(S[:, None] - c[None], axis=2)
+    r = np.zeros(n)
+    np.maximum.at(r, d.argmin(1), d.min(1))
+    return c, r * 1.000001, S
+
+
+def test_search_keeps_s_covered_and_lowers_the_outside_count(tube):
+    v, t = tube
+    rng = np.random.default_rng(0)
+    c, r, S = covering_start(v, t, 6, rng)
+    O, _ = us.outside_points(c, r, prepare_mesh(v, t), 20_000, rng)
+    c2, r2, info = us.search(c, r, S, O, attempts=12)
+    assert info["end"] <= info["start"]
+    assert info["end"] < info["start"], "the refits shrink an axis cover of a tube"
+    d = np.linalg.norm(S[:, None] - c2[None], axis=2) - r2[None]
+    assert (d.min(1) <= 1e-9).all()
+    assert (r2 >= 0).all() and c2.shape == c.shape
+    # The O count it reports is the union's.
+    inside = (np.linalg.norm(O[:, None] - c2[None], axis=2) <= r2[None]).any(1)
+    assert abs(int(inside.sum()) - info["end"]) <= 2
+
+
+def test_search_far_from_the_origin_matches_the_same_search_at_home(tube):
+    v, t = tube
+    rng = np.random.default_rng(1)
+    c, r, S = covering_start(v, t, 5, rng)
+    O, _ = us.outside_points(c, r, prepare_mesh(v, t), 20_000, rng)
+    far = np.array([3000.0, -2000.0, 1000.0])
+    a = us.search(c, r, S, O, attempts=4)
+    b = us.search(c + far, r, S + far, O + far, attempts=4)
+    assert a[2]["end"] == b[2]["end"]
+    assert np.allclose(a[0] + far, b[0], atol=1e-6) and np.allclose(a[1], b[1], atol=1e-6)
+
+
+def test_relocate_and_absorb_keep_every_point_covered(tube):
+    v, t = tube
+    rng = np.random.default_rng(2)
+    c, r, S = covering_start(v, t, 6, rng)
+    O, _ = us.outside_points(c, r, prepare_mesh(v, t), 10_000, rng)
+    st = us.UnionState(c, r, S, O)
+    for src, dst in ((0, 3), (5, 2), (1, 4)):
+        st.relocate(src, dst)
+        assert (st.covS > 0).all()
+        # The counts are the matrices' sums (the incremental updates stay in step).
+        assert (st.covS == st.inS.sum(1)).all() and (st.covO == st.inO.sum(1)).all()
+    P = us.surface_points(v, t, 5000, rng)[-5000:] + 0.01  # some outside the union
+    st.add_surface(P)
+    st.absorb(P[st.covS[-len(P):] == 0])
+    assert (st.covS > 0).all()
+
+
+def test_best_ball_holds_its_points_and_a_free_ball_gets_radius_zero(tube):
+    v, t = tube
+    rng = np.random.default_rng(3)
+    c, r, S = covering_start(v, t, 4, rng)
+    O, _ = us.outside_points(c, r, prepare_mesh(v, t), 10_000, rng)
+    st = us.UnionState(c, r, S, O)
+    req = st.required(1)
+    x, rad = st.best_ball(1, req)
+    assert (np.linalg.norm(req - x, axis=1) <= rad).all()
+    assert st.best_ball(1, np.zeros((0, 3)))[1] == 0.0
+
+
+def test_search_refuses_a_start_that_does_not_cover(tube):
+    v, t = tube
+    rng = np.random.default_rng(4)
+    c, r, S = covering_start(v, t, 4, rng)
+    O, _ = us.outside_points(c, r, prepare_mesh(v, t), 5_000, rng)
+    with pytest.raises(ValueError, match="do not cover"):
+        us.search(c, 0.5 * r, S, O)
+
+
+def test_fit_with_the_union_search_is_lower_and_still_covers(tube):
+    v, t = tube
+    off = fit(v, t, 5, seed=0, union_attempts=-1, **FAST)
+    on = fit(v, t, 5, seed=0, union_attempts=10, **FAST)
+    assert off.info["union_search"] == {} and on.info["union_search"]["end"] < on.info["union_search"]["start"]
+    assert on.relative_outside_volume < off.relative_outside_volume
+    rng = np.random.default_rng(11)
+    P = us.surface_points(v, t, 100_000, rng)
+    gap = (np.linalg.norm(P[:, None] - on.centers[None], axis=2) - on.radii[None]).min(1)
+    assert gap.max() <= 1e-9 * np.ptp(v, axis=0).max()
