@@ -166,7 +166,7 @@ class UnionState:
             cand = x[None] + h * _DIRS
             rr = np.sqrt(_d2(req, cand, reqn).max(0)) * (1 + _MARGIN)
             cost = np.count_nonzero(_d2(free, cand, fn) <= rr[None] ** 2, axis=0)
-            k = int(np.argmin(cost + 1e-6 * rr / rad))
+            k = int(np.argmin(cost + 1e-6 * rr / max(rad, 1e-300)))  # ties: the smaller ball
             if cost[k] < best or (cost[k] == best and rr[k] < rad):
                 x, rad, best = cand[k], float(rr[k]), int(cost[k])
             else:
