@@ -72,3 +72,21 @@ def registered_addon():
     skin_collide.register()
     yield
     skin_collide.unregister()
+
+
+@pytest.fixture
+def cheap_union_search(monkeypatch):
+    """The variational fit with a small union search (few attempts, coarse samples), for
+    tests where the set's quality is not what is tested: the same code paths, a fraction
+    of the time on small procedural meshes. tests/test_sphere_set_union_search.py tests
+    the search itself."""
+    from skin_collide.core.sphere_set import variational
+
+    real = variational.fit
+
+    def fit(*args, **kwargs):
+        for key, val in (("union_attempts", 6), ("union_outside", 20_000), ("union_surface", 2000)):
+            kwargs.setdefault(key, val)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(variational, "fit", fit)

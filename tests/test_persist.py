@@ -29,7 +29,7 @@ def same_arrays(a: dict, b: dict) -> None:
 
 
 @pytest.mark.parametrize("method", registry.ids())
-def test_round_trip_keeps_everything(rig, method):
+def test_round_trip_keeps_everything(rig, method, cheap_union_search):
     obj = scan.prepare(rig, method)
     back = persist.from_bytes(persist.to_bytes(obj))
     assert (back.name, back.method, back.asked, back.reason) == \

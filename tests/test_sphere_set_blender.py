@@ -28,7 +28,8 @@ def frames_of(report_text: str):
     return [(f["frame"], f["pairs"]) for f in json.loads(report_text)["frames"]]
 
 
-def test_build_store_reload_and_scan_like_the_sphere_tree(demo, tmp_path, monkeypatch):
+def test_build_store_reload_and_scan_like_the_sphere_tree(demo, tmp_path, monkeypatch,
+                                                         cheap_union_search):
     from skin_collide.addon import storage
     from skin_collide.core import scan as core_scan
 

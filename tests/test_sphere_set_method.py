@@ -39,7 +39,7 @@ def strong_poses(rig, n, seed, far=False):
 @pytest.mark.parametrize("kind", ["tube", "branch"])
 @pytest.mark.parametrize("skin", ["lbs", "pv"])
 @pytest.mark.parametrize("far", [False, True])
-def test_refitted_spheres_contain_their_deformed_vertices(kind, skin, far):
+def test_refitted_spheres_contain_their_deformed_vertices(kind, skin, far, cheap_union_search):
     rig = make_rig(kind)
     rig.preserve_volume = skin == "pv"
     m = registry.get("sphere-set")
@@ -117,7 +117,7 @@ def test_pairs_equal_brute_force_and_the_sphere_tree(kind):
     assert tests < cart                 # the AABB filter removes pairs
 
 
-def test_scan_with_sphere_set_equals_sphere_tree(monkeypatch):
+def test_scan_with_sphere_set_equals_sphere_tree(monkeypatch, cheap_union_search):
     """Through `scan.query_frame` (broad phase, fast path, stacked traversal), two
     characters and self-collision. Object pairs with few triangles where their boxes meet
     skip the trees (`scan.BOX_PAIRS_MAX`): set to 0 here, so the sets are traversed."""

@@ -686,7 +686,10 @@ def fit(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int = 0,
         S = union_search.surface_points(v, t, union_surface, rng)
         # About 4000 outside points per ball (the proxy's resolution per ball; each compass
         # step costs the points near one ball).
-        n_out = union_outside if union_outside is not None else int(np.clip(4000 * count, 20_000, 300_000))
+        # At most 600 per triangle: a small mesh does not need the resolution, and the
+        # search's time grows with the points per ball.
+        n_out = union_outside if union_outside is not None else int(
+            np.clip(min(4000 * count, 600 * len(t)), 20_000, 300_000))
         O, _ = union_search.outside_points(centres, radii, mesh, n_out, rng)
 
         def densify(c: np.ndarray, r: np.ndarray) -> np.ndarray:
