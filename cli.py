@@ -216,6 +216,7 @@ def cmd_scan(args) -> int:
     estimated = [False]
 
     def progress(k, n, rec):
+        _raise_if_interrupted()
         _progress(k, n, rec)
         if writer is not None:
             writer.maybe_write()
@@ -478,17 +479,32 @@ def cmd_merge(args) -> int:
     return EXIT_CLEAN
 
 
+# Set by the signal handler: a KeyboardInterrupt raised while Blender runs Python inside
+# its own C code (frame change handlers, drivers) is printed and swallowed there, so the
+# scan loop also checks this flag after every frame (`_raise_if_interrupted`).
+_INTERRUPTED = [False]
+
+
 def _sigterm_interrupts() -> None:
-    """SIGTERM (a CI job's timeout) stops the scan like Ctrl-C: the report is kept."""
+    """SIGTERM (a CI job's timeout) stops the scan like Ctrl-C (SIGINT): the report is kept."""
     import signal
 
+    _INTERRUPTED[0] = False
+
     def handler(signum, frame):
+        _INTERRUPTED[0] = True
         raise KeyboardInterrupt
 
     try:
         signal.signal(signal.SIGTERM, handler)
+        signal.signal(signal.SIGINT, handler)
     except ValueError:      # not the main thread
         pass
+
+
+def _raise_if_interrupted() -> None:
+    if _INTERRUPTED[0]:
+        raise KeyboardInterrupt
 
 
 def _duration(seconds: float) -> str:
