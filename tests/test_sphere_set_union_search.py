@@ -35,6 +35,14 @@ def covering_start(v, t, n, rng):
     return c, r * 1.000001, S
 
 
+def state(v, t, n, seed, n_outside):
+    """(rng, UnionState) over `covering_start` and n_outside outside points."""
+    rng = np.random.default_rng(seed)
+    c, r, S = covering_start(v, t, n, rng)
+    O, _ = us.outside_points(c, r, prepare_mesh(v, t), n_outside, rng)
+    return rng, us.UnionState(c, r, S, O)
+
+
 def test_search_keeps_s_covered_and_lowers_the_outside_count(tube):
     v, t = tube
     rng = np.random.default_rng(0)
@@ -65,10 +73,7 @@ def test_search_far_from_the_origin_matches_the_same_search_at_home(tube):
 
 def test_relocate_and_absorb_keep_every_point_covered(tube):
     v, t = tube
-    rng = np.random.default_rng(2)
-    c, r, S = covering_start(v, t, 6, rng)
-    O, _ = us.outside_points(c, r, prepare_mesh(v, t), 10_000, rng)
-    st = us.UnionState(c, r, S, O)
+    rng, st = state(v, t, 6, 2, 10_000)
     for src, dst in ((0, 3), (5, 2), (1, 4)):
         st.relocate(src, dst)
         assert (st.covS > 0).all()
@@ -82,10 +87,7 @@ def test_relocate_and_absorb_keep_every_point_covered(tube):
 
 def test_best_ball_holds_its_points_and_a_free_ball_gets_radius_zero(tube):
     v, t = tube
-    rng = np.random.default_rng(3)
-    c, r, S = covering_start(v, t, 4, rng)
-    O, _ = us.outside_points(c, r, prepare_mesh(v, t), 10_000, rng)
-    st = us.UnionState(c, r, S, O)
+    _, st = state(v, t, 4, 3, 10_000)
     req = st.required(1)
     x, rad = st.best_ball(1, req)
     assert (np.linalg.norm(req - x, axis=1) <= rad).all()
