@@ -206,7 +206,7 @@ def cmd_scan(args) -> int:
         print(note, flush=True)
 
     records: list = []
-    _sigterm_interrupts()
+    _interrupt_on_signals()
     t_start = time.perf_counter()
     writer = None
     if args.json:
@@ -369,7 +369,7 @@ def _scan_jobs(args, frames: tuple[int, int], jobs: int) -> int:
     flags = _worker_flags(args)
     print(f"scanning frames {frames[0]}-{frames[1]} in {len(chunks)} worker processes: "
           + ", ".join(f"{a}-{b}" for a, b in chunks), flush=True)
-    _sigterm_interrupts()
+    _interrupt_on_signals()
     procs = []
     interrupted = False
     t0 = time.perf_counter()
@@ -485,7 +485,7 @@ def cmd_merge(args) -> int:
 _INTERRUPTED = [False]
 
 
-def _sigterm_interrupts() -> None:
+def _interrupt_on_signals() -> None:
     """SIGTERM (a CI job's timeout) stops the scan like Ctrl-C (SIGINT): the report is kept."""
     import signal
 

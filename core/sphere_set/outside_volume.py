@@ -255,6 +255,21 @@ def classify_inside(points: np.ndarray, mesh: PreparedMesh, block: float) -> np.
     return out
 
 
+def random_surface_points(a: np.ndarray, b: np.ndarray, c: np.ndarray, n: int,
+                          rng: np.random.Generator) -> np.ndarray:
+    """(n, 3) float64 area-weighted random points on triangles with corners a, b, c (each
+    (T, 3)): a triangle by area, then uniform barycentrics by Turk's square-root warp.
+    (0, 3) when n <= 0 or the triangles have no area."""
+    area = 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1)
+    tot = area.sum()
+    if n <= 0 or not tot > 0:
+        return np.zeros((0, 3))
+    k = rng.choice(len(area), size=n, p=area / tot)
+    u = np.sqrt(rng.random(n))
+    w = rng.random(n)
+    return (1 - u)[:, None] * a[k] + (u * (1 - w))[:, None] * b[k] + (u * w)[:, None] * c[k]
+
+
 def mesh_volume(vertices: np.ndarray, triangles: np.ndarray) -> float:
     """Enclosed volume by the divergence theorem, |Σ v0 · (v1 × v2)| / 6 (exact for a
     closed mesh; for an open one it depends on the origin, like any such formula)."""

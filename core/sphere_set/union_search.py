@@ -33,7 +33,7 @@ from typing import Callable
 
 import numpy as np
 
-from .outside_volume import PreparedMesh, classify_inside
+from .outside_volume import PreparedMesh, classify_inside, random_surface_points
 
 # 26 unit directions of the 3x3x3 neighbourhood: the compass search's moves.
 _G = np.stack(np.meshgrid(*[np.array([-1.0, 0.0, 1.0])] * 3, indexing="ij"), -1).reshape(-1, 3)
@@ -60,14 +60,8 @@ def surface_points(vertices: np.ndarray, triangles: np.ndarray, n: int,
     """(n + V' + 4T, 3) float64: n area-weighted random points (uniform barycentrics by the
     square-root warp), the used vertices, and each triangle's edge midpoints and centroid."""
     a, b, c = (vertices[triangles[:, k]] for k in range(3))
-    area = 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1)
-    parts = [vertices[np.unique(triangles)], 0.5 * (a + b), 0.5 * (b + c), 0.5 * (c + a),
-             (a + b + c) / 3.0]
-    if n > 0 and area.sum() > 0:
-        k = rng.choice(len(area), size=n, p=area / area.sum())
-        u, w = np.sqrt(rng.random(n)), rng.random(n)
-        parts.append((1 - u)[:, None] * a[k] + (u * (1 - w))[:, None] * b[k] + (u * w)[:, None] * c[k])
-    return np.vstack(parts)
+    return np.vstack([vertices[np.unique(triangles)], 0.5 * (a + b), 0.5 * (b + c), 0.5 * (c + a),
+                      (a + b + c) / 3.0, random_surface_points(a, b, c, n, rng)])
 
 
 def outside_points(centres: np.ndarray, radii: np.ndarray, mesh: PreparedMesh, n: int,

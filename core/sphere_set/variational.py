@@ -18,7 +18,8 @@ import numpy as np
 
 from . import union_search
 from .outside_volume import (FOUR_PI, PreparedMesh, _in_union, classify_inside, mesh_volume,
-                             prepare_mesh, sphere_outside_volume, union_outside_volume_estimate)
+                             prepare_mesh, random_surface_points, sphere_outside_volume,
+                             union_outside_volume_estimate)
 from .types import SphereSet
 
 
@@ -45,17 +46,7 @@ def _samples(mesh: PreparedMesh, volume: float, n_interior: int, n_surface: int,
     axes = [lo[k] + (np.arange(dims[k]) + 0.5) * (hi[k] - lo[k]) / dims[k] for k in range(3)]
     grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
     inner = grid[classify_inside(grid, mesh, 4.0 * s)] if n_interior > 0 else np.zeros((0, 3))
-    # Area-weighted surface points (Turk's square-root warp for uniform barycentrics).
-    area = 0.5 * np.linalg.norm(np.cross(mesh.b - mesh.a, mesh.c - mesh.a), axis=1)
-    tot = area.sum()
-    if n_surface > 0 and tot > 0:
-        tri = rng.choice(len(area), size=n_surface, p=area / tot)
-        u = np.sqrt(rng.random(n_surface))
-        w = rng.random(n_surface)
-        surf = ((1 - u)[:, None] * mesh.a[tri] + (u * (1 - w))[:, None] * mesh.b[tri]
-                + (u * w)[:, None] * mesh.c[tri])
-    else:
-        surf = np.zeros((0, 3))
+    surf = random_surface_points(mesh.a, mesh.b, mesh.c, n_surface, rng)
     parts = [inner, surf] + ([v] if with_vertices or len(inner) + len(surf) == 0 else [])
     if with_midpoints:  # the paper's edge midpoints and triangle centroids
         tv = mesh.vertices[mesh.triangles]
@@ -685,22 +676,24 @@ def fit(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int = 0,
         report(0.93)
         S = union_search.surface_points(v, t, union_surface, rng)
         # About 4000 outside points per ball (the proxy's resolution per ball; each compass
-        # step costs the points near one ball).
-        # At most 600 per triangle: a small mesh does not need the resolution, and the
-        # search's time grows with the points per ball.
+        # step costs the points near one ball), at most 600 per triangle (a small mesh does
+        # not need the resolution, and the search's time grows with the points per ball).
         n_out = union_outside if union_outside is not None else int(
             np.clip(min(4000 * count, 600 * len(t)), 20_000, 300_000))
         O, _ = union_search.outside_points(centres, radii, mesh, n_out, rng)
 
+        tri = v[t]  # (T, 3, 3) the corners in triangle order, as surface_points samples them
+
         def densify(c: np.ndarray, r: np.ndarray) -> np.ndarray:
-            P = union_search.surface_points(v, t, 10 * union_surface, rng)[-10 * union_surface:]
+            P = random_surface_points(tri[:, 0], tri[:, 1], tri[:, 2], 10 * union_surface, rng)
             return P[~_in_union(P, c, r)][:union_surface]
 
         try:
             c2, r2, union_info = union_search.search(
-                centres, radii, S, O, attempts=union_attempts, max_failed=min(union_failed, 3 * count), densify=densify,
-                densify_rounds=union_densify,
-                check=solver.check_stop, progress=lambda f: report(0.93 + 0.04 * f))
+                centres, radii, S, O, attempts=union_attempts,
+                max_failed=min(union_failed, 3 * count), densify=densify,
+                densify_rounds=union_densify, check=solver.check_stop,
+                progress=lambda f: report(0.93 + 0.04 * f))
             centres = c2
             radii, tri_sphere, cover_stats = cover_surface(c2, r2, v, t, max(eps, 1e-12),
                                                            priority=r2)
