@@ -20,9 +20,12 @@ Moves (each keeps every S point covered):
   hands them to the neighbours that need the least growth, then it and the ball with the
   largest exclusive outside volume split the latter's required points (2-means) and are
   refitted; the neighbourhood is refitted; kept only when the union's O count falls.
-- *densify*: random surface points outside the union join S (each to the ball reaching
-  it with the least growth, which is refitted), so the final proven cover
-  (`variational.cover_surface`) has little left to grow.
+- *pair* balls i and j: re-divide the points only they hold by a plane across their
+  axis and refit both (single-ball refits cannot move the border between two balls).
+- *densify*: surface points outside the union (the deepest gaps between S points, found by
+  `variational.uncovered_points`) join S (each to the ball reaching it with the least
+  growth, which is refitted), so the final proven cover (`variational.cover_surface`)
+  has little left to grow.
 
 Loops run over balls and moves (N and attempts, build time only); each step is vectorized
 over points. Derivation and measurements: docs/sphere_sets.md, "Union search".
@@ -142,27 +145,35 @@ class UnionState:
         """Centre and radius of ball i holding req (k, 3) with the fewest O points no other
         ball holds: compass search over the centre from x (default the current centre),
         26 moves of length h (default 0.3 radius), halved when none improves, down to
-        0.002 radius; radius = the farthest point of req. Ties go to the smaller radius."""
+        0.002 radius; radius = the farthest point of req. Ties go to the smaller radius.
+
+        Only points that can be the farthest from some candidate are measured: with q* the
+        farthest from x at distance d, a candidate y (|y - x| = h) has |q* - y| >= d - h,
+        and a point q with |q - x| < d - 2h has |q - y| < d - h. So the filter is exact."""
         if len(req) == 0:
             return self.c[i].copy(), 0.0
         x = (self.c[i] if x is None else x).astype(np.float64).copy()
         sel = (self.covO - self.inO[:, i]) == 0
         free, fn = self.O[sel], self.On[sel]
-        rad = float(np.sqrt(_d2(req, x[None]).max())) * (1 + _MARGIN)
+        dq = _d2(req, x[None])[:, 0]
+        far = float(np.sqrt(dq.max()))
+        rad = far * (1 + _MARGIN)
         dx = _d2(free, x[None], fn)[:, 0]
         near = dx <= (2.0 * rad) ** 2
         free, fn = free[near], fn[near]
         best = int(np.count_nonzero(dx[near] <= rad * rad))
-        reqn = np.einsum("ij,ij->i", req, req)
         h = 0.3 * rad if h is None else h
         stop = 2e-3 * rad
         while h > stop:  # loop over search steps
+            R = req[dq >= max(far - 2.0 * h, 0.0) ** 2]
             cand = x[None] + h * _DIRS
-            rr = np.sqrt(_d2(req, cand, reqn).max(0)) * (1 + _MARGIN)
+            rr = np.sqrt(_d2(R, cand).max(0)) * (1 + _MARGIN)
             cost = np.count_nonzero(_d2(free, cand, fn) <= rr[None] ** 2, axis=0)
             k = int(np.argmin(cost + 1e-6 * rr / max(rad, 1e-300)))  # ties: the smaller ball
             if cost[k] < best or (cost[k] == best and rr[k] < rad):
                 x, rad, best = cand[k], float(rr[k]), int(cost[k])
+                dq = _d2(req, x[None])[:, 0]
+                far = float(np.sqrt(dq.max()))
             else:
                 h *= 0.5
         return x, rad
@@ -232,9 +243,57 @@ class UnionState:
         self.sweep(np.union1d(around, got))
 
 
+    def pair(self, i: int, j: int, splits: int = 9) -> bool:
+        """Re-divide between balls i and j the S points that only they hold (a refit moves
+        one ball with the others fixed, so the border between two balls sharing a limb
+        cannot move: neither can shrink before the other grows). Candidates: planes across
+        the axis c_i -> c_j at `splits` quantiles of the points' projections; i is fitted
+        on the near side, j on the far side, then i again on what it alone holds. The best
+        candidate is kept when the union's O count falls (by 0.01 %, at least one point)."""
+        held = self.inS[:, i] | self.inS[:, j]
+        others = self.covS - self.inS[:, i] - self.inS[:, j]
+        Q = self.S[held & (others == 0)]
+        ci, cj, ri, rj = self.c[i].copy(), self.c[j].copy(), float(self.r[i]), float(self.r[j])
+        axis = cj - ci
+        length = float(np.linalg.norm(axis))
+        if len(Q) < 2 or length <= 1e-12 * max(ri, rj, 1e-300):
+            return False
+        base = self.cost()
+        p = (Q - ci) @ (axis / length)
+        best, keep, moved = base - max(1.0, 1e-4 * base), (ci, ri, cj, rj), False
+        for cut in np.quantile(p, np.linspace(0.05, 0.95, splits)):  # loop over candidates
+            A, B = Q[p <= cut], Q[p > cut]
+            self.set(i, ci, 0.0)
+            self.set(j, cj, 0.0)
+            self.set(i, *self.best_ball(i, A, A.mean(0) if len(A) else ci))
+            self.set(j, *self.best_ball(j, B, B.mean(0) if len(B) else cj))
+            self.set(i, *self.best_ball(i, self.required(i)))
+            cost = self.cost()
+            if cost < best:
+                best, moved = cost, True
+                keep = (self.c[i].copy(), float(self.r[i]), self.c[j].copy(), float(self.r[j]))
+        self.set(i, keep[0], keep[1])
+        self.set(j, keep[2], keep[3])
+        return moved
+
+    def pair_sweep(self, balls: np.ndarray | None = None, check: Callable[[], None] | None = None) -> int:
+        """One `pair` move for every two balls holding a common S point (with one of
+        `balls`, default any). Returns the number of moves kept."""
+        share = self.inS.T.astype(np.float32) @ self.inS.astype(np.float32)
+        I, J = np.nonzero(np.triu(share > 0, 1))
+        if balls is not None:
+            k = np.isin(I, balls) | np.isin(J, balls)
+            I, J = I[k], J[k]
+        kept = 0
+        for i, j in zip(I, J):  # loop over ball pairs
+            if check is not None:
+                check()
+            kept += self.pair(int(i), int(j))
+        return kept
+
 def search(centres: np.ndarray, radii: np.ndarray, S: np.ndarray, O: np.ndarray, *,
            attempts: int = 40, max_failed: int = 12, densify: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
-           densify_rounds: int = 2, check: Callable[[], None] | None = None,
+           densify_rounds: int = 2, pair_sweeps: int = 3, check: Callable[[], None] | None = None,
            progress: Callable[[float], None] | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
     """Minimize the union's O count over N balls that keep every S point covered.
 
@@ -244,13 +303,16 @@ def search(centres: np.ndarray, radii: np.ndarray, S: np.ndarray, O: np.ndarray,
         attempts: relocation attempts (at most 3N); the search ends earlier after
             `max_failed` in a row. A relocation is kept when it lowers the O count by more
             than 0.1 % (and at least one point).
+        pair_sweeps: after the relocations, up to this many pair sweeps (`pair_sweep`),
+            ending at the first that keeps no move.
         densify: f(centres, radii) -> (k, 3) surface points outside the union (empty when
-            none); after the search, up to `densify_rounds` times, they are absorbed.
+            none); at the end, up to `densify_rounds` times, they are absorbed.
         check: called between moves (raises to stop; the state stays consistent).
         progress: called with a fraction in [0, 1].
     Returns:
         centres (N, 3), radii (N,) (radius 0: a ball left with nothing to hold) and info
-        {"start", "end", "accepted", "attempts", "densified"} (O counts and move counts).
+        {"start", "end", "accepted", "attempts", "pairs", "densified"} (O counts and move
+        counts).
     """
     # Work centred on S's box (see _d2); the callback and the result use the caller's frame.
     shift = 0.5 * (S.min(0) + S.max(0))
@@ -262,7 +324,7 @@ def search(centres: np.ndarray, radii: np.ndarray, S: np.ndarray, O: np.ndarray,
         raise ValueError("the starting balls do not cover S")
     report = progress if progress is not None else (lambda x: None)
     tick = check if check is not None else (lambda: None)
-    info = {"start": st.cost(), "accepted": 0, "attempts": 0, "densified": 0}
+    info = {"start": st.cost(), "accepted": 0, "attempts": 0, "pairs": 0, "densified": 0}
     st.sweep()
     tick()
     best = st.cost()
@@ -294,6 +356,11 @@ def search(centres: np.ndarray, radii: np.ndarray, S: np.ndarray, O: np.ndarray,
         else:
             st.restore(snap)
             failed += 1
+    for _ in range(pair_sweeps if N > 1 else 0):  # loop over sweeps
+        kept = st.pair_sweep(check=tick)
+        info["pairs"] += kept
+        if kept == 0:
+            break
     _densify(st, densify, densify_rounds, info, tick)
     info["end"] = st.cost()
     report(1.0)

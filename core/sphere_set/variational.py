@@ -17,7 +17,7 @@ from typing import Callable
 import numpy as np
 
 from . import union_search
-from .outside_volume import (FOUR_PI, PreparedMesh, _in_union, classify_inside, mesh_volume,
+from .outside_volume import (FOUR_PI, PreparedMesh, classify_inside, mesh_volume,
                              prepare_mesh, random_surface_points, sphere_outside_volume,
                              union_outside_volume_estimate)
 from .types import SphereSet
@@ -467,10 +467,7 @@ def cover_surface(centres: np.ndarray, radii: np.ndarray, vertices: np.ndarray,
         final.append(P[done])
         leaves += int(np.count_nonzero(leaf))
         P = P[~done]
-        if len(P):
-            m01, m12, m20 = 0.5 * (P[:, 0] + P[:, 1]), 0.5 * (P[:, 1] + P[:, 2]), 0.5 * (P[:, 2] + P[:, 0])
-            P = np.concatenate([np.stack(q, axis=1) for q in ((P[:, 0], m01, m20), (m01, P[:, 1], m12),
-                                                             (m20, m12, P[:, 2]), (m01, m12, m20))])
+        P = _split4(P)
     F = np.concatenate(final)
     if shrink and N > 1:
         # Sparse (patch, ball) holder pairs, sorted by ball.
@@ -509,6 +506,48 @@ def cover_surface(centres: np.ndarray, radii: np.ndarray, vertices: np.ndarray,
     return r, tri_sphere, stats
 
 
+def _split4(P: np.ndarray) -> np.ndarray:
+    """(4m, 3, 3) the 4 edge-midpoint sub-triangles of each triangle P (m, 3, 3), which tile
+    it exactly."""
+    m01, m12, m20 = 0.5 * (P[:, 0] + P[:, 1]), 0.5 * (P[:, 1] + P[:, 2]), 0.5 * (P[:, 2] + P[:, 0])
+    return np.concatenate([np.stack(q, axis=1) for q in ((P[:, 0], m01, m20), (m01, P[:, 1], m12),
+                                                        (m20, m12, P[:, 2]), (m01, m12, m20))])
+
+
+def uncovered_points(centres: np.ndarray, radii: np.ndarray, vertices: np.ndarray,
+                     triangles: np.ndarray, eps: float, most: int, max_levels: int = 24
+                     ) -> np.ndarray:
+    """(k <= most, 3) surface points outside the union of the balls, deepest first: the
+    gaps the proven cover would have to grow into, found by its subdivision without growth.
+
+    Patches that no single ball holds are split (as in `cover_surface`); a patch stops when
+    its corners and centroid are all outside the union or it is a leaf (covering radius
+    <= eps), and gives its corners and centroid that are outside. Points less than eps/2
+    outside (the slivers along the union's border, which the cover closes at that depth)
+    are dropped; the rest are ranked by their distance outside, deepest first."""
+    c = np.asarray(centres, dtype=np.float64).reshape(-1, 3)
+    r = np.asarray(radii, dtype=np.float64)
+    P = np.asarray(vertices, dtype=np.float64)[np.asarray(triangles, dtype=np.int64).reshape(-1, 3)]
+    found = []
+    for _ in range(max_levels):  # loop over subdivision levels
+        if not len(P):
+            break
+        P = P[~(_far_corner(P, c) <= r[None]).any(1)]
+        g, rho = _patch_balls(P)
+        pts = np.concatenate([P, g[:, None]], axis=1)  # (m, 4, 3)
+        depth = (_dist(pts.reshape(-1, 3), c) - r[None]).min(1).reshape(-1, 4)
+        stop = (depth > 0).all(1) | (rho <= eps)
+        found.append((pts[stop].reshape(-1, 3), depth[stop].reshape(-1)))
+        P = _split4(P[~stop])
+    if not found:
+        return np.zeros((0, 3))
+    pts = np.concatenate([f[0] for f in found])
+    depth = np.concatenate([f[1] for f in found])
+    keep = depth > 0.5 * eps
+    pts, depth = pts[keep], depth[keep]
+    return pts[np.argsort(-depth, kind="stable")[:most]]
+
+
 def _far_corner(P: np.ndarray, centres: np.ndarray) -> np.ndarray:
     """(m, N) the farthest corner of each triangle P (m, 3, 3) from each centre: the
     radius ball j needs to hold triangle i (a ball is convex)."""
@@ -532,7 +571,7 @@ def fit(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int = 0,
         search_steps: int = 40, tolerance: float = 5e-3,
         e_r_samples: int = 100_000, union_attempts: int = 300, union_surface: int = 20_000,
         union_outside: int | None = None, union_failed: int = 40,
-        union_densify: int = 4) -> SphereSet:
+        union_densify: int = 4, union_gaps: int = 5000, union_pairs: int = 3) -> SphereSet:
     """Fit `count` spheres whose union bounds the mesh, minimizing outside volume.
 
     Args:
@@ -563,6 +602,16 @@ def fit(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int = 0,
         search_steps: compass-search steps per fit.
         tolerance: relative error decrease below which a round counts as stalled.
         e_r_samples: stratified samples of the final union outside volume.
+        union_attempts: relocation attempts of the union search (`union_search.search`,
+            run after the first cover); -1 turns the search off (then the polish runs).
+        union_surface: random surface points the search keeps covered (with every vertex,
+            edge midpoint and centroid).
+        union_outside: outside points standing for the union's outside volume (default
+            about 4000 per ball, clipped to 20 000 .. 300 000 and 600 per triangle).
+        union_failed: relocations failing in a row that end them.
+        union_pairs: pair sweeps after the relocations.
+        union_densify, union_gaps: rounds that add the deepest `union_gaps` surface points
+            outside the union (`uncovered_points`) to the search.
 
     Returns:
         SphereSet with centres (N, 3), radii (N,), outside_volume (union outside the mesh),
@@ -682,17 +731,14 @@ def fit(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int = 0,
             np.clip(min(4000 * count, 600 * len(t)), 20_000, 300_000))
         O, _ = union_search.outside_points(centres, radii, mesh, n_out, rng)
 
-        tri = v[t]  # (T, 3, 3) the corners in triangle order, as surface_points samples them
-
         def densify(c: np.ndarray, r: np.ndarray) -> np.ndarray:
-            P = random_surface_points(tri[:, 0], tri[:, 1], tri[:, 2], 10 * union_surface, rng)
-            return P[~_in_union(P, c, r)][:union_surface]
+            return uncovered_points(c, r, v, t, max(eps, 1e-12), union_gaps)
 
         try:
             c2, r2, union_info = union_search.search(
                 centres, radii, S, O, attempts=union_attempts,
                 max_failed=min(union_failed, 3 * count), densify=densify,
-                densify_rounds=union_densify, check=solver.check_stop,
+                densify_rounds=union_densify, pair_sweeps=union_pairs, check=solver.check_stop,
                 progress=lambda f: report(0.93 + 0.04 * f))
             centres = c2
             radii, tri_sphere, cover_stats = cover_surface(c2, r2, v, t, max(eps, 1e-12),
