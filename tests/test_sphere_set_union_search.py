@@ -113,3 +113,74 @@ def test_fit_with_the_union_search_is_lower_and_still_covers(tube):
     P = us.surface_points(v, t, 100_000, rng)
     gap = (np.linalg.norm(P[:, None] - on.centers[None], axis=2) - on.radii[None]).min(1)
     assert gap.max() <= 1e-9 * np.ptp(v, axis=0).max()
+
+
+def test_pair_moves_keep_s_covered_and_never_raise_the_count(tube):
+    v, t = tube
+    _, st = state(v, t, 6, 5, 10_000)
+    st.sweep()
+    kept = 0
+    for i, j in ((0, 1), (1, 2), (2, 3), (3, 4), (4, 5)):
+        before = st.cost()
+        kept += st.pair(i, j)
+        assert st.cost() <= before
+        assert (st.covS > 0).all()
+        assert (st.covS == st.inS.sum(1)).all() and (st.covO == st.inO.sum(1)).all()
+    assert st.pair_sweep() >= 0 and (st.covS > 0).all()
+
+
+def test_pair_moves_the_border_a_refit_cannot(tube):
+    """Two balls on a tube, the border between them far off the middle: refits leave it
+    (neither ball can shrink before the other grows), the pair move re-divides."""
+    v, t = tube
+    rng = np.random.default_rng(6)
+    S = us.surface_points(v, t, 3000, rng)
+    lo, hi = v.min(0), v.max(0)
+    axis = int(np.argmax(hi - lo))
+    cut = lo[axis] + 0.2 * (hi[axis] - lo[axis])
+    c = np.tile(0.5 * (lo + hi), (2, 1))
+    r = np.zeros(2)
+    for k, side in enumerate((S[:, axis] <= cut, S[:, axis] > cut)):
+        c[k] = 0.5 * (S[side].min(0) + S[side].max(0))
+        r[k] = np.linalg.norm(S[side] - c[k], axis=1).max() * 1.000001
+    O, _ = us.outside_points(c, r, prepare_mesh(v, t), 20_000, rng)
+    st = us.UnionState(c, r, S, O)
+    st.sweep()
+    refitted = st.cost()
+    assert st.pair(0, 1)
+    assert st.cost() < 0.9 * refitted
+    assert (st.covS > 0).all()
+
+
+def test_best_ball_filter_gives_the_unfiltered_radius(tube):
+    """The farthest-point filter is exact: the returned radius is the farthest of all the
+    points from the returned centre (with the margin)."""
+    v, t = tube
+    _, st = state(v, t, 3, 7, 10_000)
+    for i in range(3):
+        req = st.required(i)
+        x, rad = st.best_ball(i, req)
+        far = np.linalg.norm(req - x, axis=1).max()
+        assert far <= rad <= far * (1 + 1e-8)
+
+
+def test_uncovered_points_are_the_gaps_deepest_first(tube):
+    from skin_collide.core.sphere_set.variational import cover_surface, uncovered_points
+    v, t = tube
+    rng = np.random.default_rng(8)
+    c, r, S = covering_start(v, t, 5, rng)
+    eps = 1e-4 * np.linalg.norm(np.ptp(v, axis=0))
+    r, _, _ = cover_surface(c, r, v, t, eps)
+    assert len(uncovered_points(c, r, v, t, eps, 1000)) == 0  # a proven cover has no gap
+    r2 = r.copy()
+    r2[2] *= 0.8  # open a gap around ball 2
+    U = uncovered_points(c, r2, v, t, eps, 1000)
+    assert 0 < len(U) <= 1000
+    depth = (np.linalg.norm(U[:, None] - c[None], axis=2) - r2[None]).min(1)
+    assert (depth > 0.5 * eps).all() and (np.diff(depth) <= 1e-15).all()
+    # They are on the surface ball 2 held alone. A patch wholly in the gap stops splitting
+    # (its corners and centroid stand for it), so the deepest is near, not at, the gap's.
+    assert (np.linalg.norm(U - c[2], axis=1) <= r[2] * (1 + 1e-9)).all()
+    P = us.surface_points(v, t, 200_000, rng)
+    truth = (np.linalg.norm(P[:, None] - c[None], axis=2) - r2[None]).min(1).max()
+    assert 0.5 * truth <= depth[0] <= truth + 1e-12

@@ -279,7 +279,13 @@ class UnionState:
     def pair_sweep(self, balls: np.ndarray | None = None, check: Callable[[], None] | None = None) -> int:
         """One `pair` move for every two balls holding a common S point (with one of
         `balls`, default any). Returns the number of moves kept."""
-        share = self.inS.T.astype(np.float32) @ self.inS.astype(np.float32)
+        M = self.inS[self.covS >= 2]  # only points two balls hold tell which balls meet
+        N = len(self.r)
+        share = np.zeros((N, N), dtype=np.float32)
+        step = max(1, (1 << 22) // max(1, N))
+        for s in range(0, len(M), step):  # loop over memory chunks
+            m = M[s:s + step].astype(np.float32)
+            share += m.T @ m
         I, J = np.nonzero(np.triu(share > 0, 1))
         if balls is not None:
             k = np.isin(I, balls) | np.isin(J, balls)
