@@ -184,3 +184,14 @@ def test_uncovered_points_are_the_gaps_deepest_first(tube):
     P = us.surface_points(v, t, 200_000, rng)
     truth = (np.linalg.norm(P[:, None] - c[None], axis=2) - r2[None]).min(1).max()
     assert 0.5 * truth <= depth[0] <= truth + 1e-12
+
+
+def test_search_progress_rises_from_zero_to_one_through_the_pairs(tube):
+    v, t = tube
+    rng = np.random.default_rng(9)
+    c, r, S = covering_start(v, t, 5, rng)
+    O, _ = us.outside_points(c, r, prepare_mesh(v, t), 10_000, rng)
+    seen = []
+    us.search(c, r, S, O, attempts=4, pair_sweeps=2, progress=seen.append)
+    assert seen[-1] == 1.0 and (np.diff(seen) >= 0).all() and min(seen) >= 0.0
+    assert any(0.5 <= f < 0.9 for f in seen), "the pair sweeps report progress"

@@ -276,9 +276,11 @@ class UnionState:
         self.set(j, keep[2], keep[3])
         return moved
 
-    def pair_sweep(self, balls: np.ndarray | None = None, check: Callable[[], None] | None = None) -> int:
+    def pair_sweep(self, balls: np.ndarray | None = None, check: Callable[[], None] | None = None,
+                   progress: Callable[[float], None] | None = None) -> int:
         """One `pair` move for every two balls holding a common S point (with one of
-        `balls`, default any). Returns the number of moves kept."""
+        `balls`, default any); `check` is called before each move and `progress` with the
+        fraction done. Returns the number of moves kept."""
         M = self.inS[self.covS >= 2]  # only points two balls hold tell which balls meet
         N = len(self.r)
         share = np.zeros((N, N), dtype=np.float32)
@@ -291,9 +293,11 @@ class UnionState:
             k = np.isin(I, balls) | np.isin(J, balls)
             I, J = I[k], J[k]
         kept = 0
-        for i, j in zip(I, J):  # loop over ball pairs
+        for k, (i, j) in enumerate(zip(I, J)):  # loop over ball pairs
             if check is not None:
                 check()
+            if progress is not None:
+                progress(k / len(I))
             kept += self.pair(int(i), int(j))
         return kept
 
@@ -340,7 +344,7 @@ def search(centres: np.ndarray, radii: np.ndarray, S: np.ndarray, O: np.ndarray,
     for a in range(attempts):  # loop over relocation attempts
         if failed >= max_failed or N < 2:
             break
-        report(a / max(attempts, 1))
+        report(0.5 * a / max(attempts, 1))  # progress: relocations, pairs, gaps = 1/2, 2/5, 1/10
         tick()
         nreq = (st.inS & (st.covS == 1)[:, None]).sum(0)
         # Source: the ball holding fewest points of its own for its size (a free ball
@@ -362,11 +366,12 @@ def search(centres: np.ndarray, radii: np.ndarray, S: np.ndarray, O: np.ndarray,
         else:
             st.restore(snap)
             failed += 1
-    for _ in range(pair_sweeps if N > 1 else 0):  # loop over sweeps
-        kept = st.pair_sweep(check=tick)
+    for k in range(pair_sweeps if N > 1 else 0):  # loop over sweeps
+        kept = st.pair_sweep(check=tick, progress=lambda f, k=k: report(0.5 + 0.4 * (k + f) / pair_sweeps))
         info["pairs"] += kept
         if kept == 0:
             break
+    report(0.9)
     _densify(st, densify, densify_rounds, info, tick)
     info["end"] = st.cost()
     report(1.0)
