@@ -85,7 +85,8 @@ def cheap_union_search(monkeypatch):
     real = variational.fit
 
     def fit(*args, **kwargs):
-        for key, val in (("union_attempts", 6), ("union_outside", 20_000), ("union_surface", 2000)):
+        for key, val in (("union_attempts", 6), ("union_outside", 20_000), ("union_surface", 2000),
+                         ("union_pairs", 1), ("union_densify", 1)):
             kwargs.setdefault(key, val)
         return real(*args, **kwargs)
 
