@@ -276,11 +276,11 @@ class UnionState:
         self.set(j, keep[2], keep[3])
         return moved
 
-    def pair_sweep(self, balls: np.ndarray | None = None, check: Callable[[], None] | None = None,
+    def pair_sweep(self, check: Callable[[], None] | None = None,
                    progress: Callable[[float], None] | None = None) -> int:
-        """One `pair` move for every two balls holding a common S point (with one of
-        `balls`, default any); `check` is called before each move and `progress` with the
-        fraction done. Returns the number of moves kept."""
+        """One `pair` move for every two balls holding a common S point; `check` is called
+        before each move and `progress` with the fraction done. Returns the number of moves
+        kept."""
         M = self.inS[self.covS >= 2]  # only points two balls hold tell which balls meet
         N = len(self.r)
         share = np.zeros((N, N), dtype=np.float32)
@@ -289,9 +289,6 @@ class UnionState:
             m = M[s:s + step].astype(np.float32)
             share += m.T @ m
         I, J = np.nonzero(np.triu(share > 0, 1))
-        if balls is not None:
-            k = np.isin(I, balls) | np.isin(J, balls)
-            I, J = I[k], J[k]
         kept = 0
         for k, (i, j) in enumerate(zip(I, J)):  # loop over ball pairs
             if check is not None:
