@@ -43,6 +43,15 @@ def state(v, t, n, seed, n_outside):
     return rng, us.UnionState(c, r, S, O)
 
 
+def assert_matrices_exact(st):
+    """The coverage matrices, updated only over each ball's slab of the sorted points,
+    equal the full computation."""
+    for X, inX in ((st.S, st.inS), (st.O, st.inO)):
+        d = np.linalg.norm(X[:, None] - st.c[None], axis=2)
+        clear = np.abs(d - st.r[None]) > 1e-9 * max(1.0, float(st.r.max()))  # off the sphere
+        assert (inX[clear] == (d <= st.r[None])[clear]).all()
+
+
 def test_search_keeps_s_covered_and_lowers_the_outside_count(tube):
     v, t = tube
     rng = np.random.default_rng(0)
@@ -79,10 +88,13 @@ def test_relocate_and_absorb_keep_every_point_covered(tube):
         assert (st.covS > 0).all()
         # The counts are the matrices' sums (the incremental updates stay in step).
         assert (st.covS == st.inS.sum(1)).all() and (st.covO == st.inO.sum(1)).all()
+        assert_matrices_exact(st)
     P = us.surface_points(v, t, 5000, rng)[-5000:] + 0.01  # some outside the union
-    st.add_surface(P)
-    st.absorb(P[st.covS[-len(P):] == 0])
+    held = (np.linalg.norm(P[:, None] - st.c[None], axis=2) < st.r[None]).any(1)
+    st.add_surface(P)  # S stays sorted along its long axis: P's rows are not at the end
+    st.absorb(P[~held])
     assert (st.covS > 0).all()
+    assert_matrices_exact(st)
 
 
 def test_best_ball_holds_its_points_and_a_free_ball_gets_radius_zero(tube):
@@ -126,7 +138,12 @@ def test_pair_moves_keep_s_covered_and_never_raise_the_count(tube):
         assert st.cost() <= before
         assert (st.covS > 0).all()
         assert (st.covS == st.inS.sum(1)).all() and (st.covO == st.inO.sum(1)).all()
+    snap = st.snapshot()
     assert st.pair_sweep() >= 0 and (st.covS > 0).all()
+    assert_matrices_exact(st)
+    st.restore(snap)  # the slabs follow the restored balls
+    st.sweep()
+    assert_matrices_exact(st)
 
 
 def test_pair_moves_the_border_a_refit_cannot(tube):

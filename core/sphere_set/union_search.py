@@ -92,17 +92,46 @@ class UnionState:
     """Coverage of S and O by N balls, updated one ball at a time.
 
     Attributes: c (N, 3), r (N,), inS (nS, N) bool, inO (nO, N) bool, covS (nS,), covO (nO,)
-    int32 counts of balls holding each point."""
+    int32 counts of balls holding each point.
+
+    S and O are kept sorted along the longest axis of S's box, so the points a ball can
+    hold form one contiguous slab (`_span`): a move touches only the rows of the old and
+    new slabs, not every point (on a limb a ball's slab is a few per cent of the body)."""
 
     def __init__(self, centres: np.ndarray, radii: np.ndarray, S: np.ndarray, O: np.ndarray):
         self.c = np.array(centres, dtype=np.float64)
         self.r = np.array(radii, dtype=np.float64)
-        self.S, self.O = S, O
-        self.Sn, self.On = np.einsum("ij,ij->i", S, S), np.einsum("ij,ij->i", O, O)
-        self.inS = _d2(S, self.c, self.Sn) <= self.r[None] ** 2
-        self.inO = _d2(O, self.c, self.On) <= self.r[None] ** 2
+        ext = np.ptp(S, axis=0) if len(S) else np.ones(3)
+        self.axis = int(np.argmax(ext))
+        O = O[np.argsort(O[:, self.axis], kind="stable")]
+        self.O, self.On, self.Ok = O, np.einsum("ij,ij->i", O, O), O[:, self.axis].copy()
+        self._sort_surface(S)
+        self.inS = _d2(self.S, self.c, self.Sn) <= self.r[None] ** 2
+        self.inO = _d2(self.O, self.c, self.On) <= self.r[None] ** 2
         self.covS = self.inS.sum(1, dtype=np.int32)
         self.covO = self.inO.sum(1, dtype=np.int32)
+        self._spans()
+
+    def _sort_surface(self, S: np.ndarray) -> np.ndarray:
+        order = np.argsort(S[:, self.axis], kind="stable")
+        self.S = S[order]
+        self.Sn, self.Sk = np.einsum("ij,ij->i", self.S, self.S), self.S[:, self.axis].copy()
+        return order
+
+    def _span(self, keys: np.ndarray, x: float, r: float) -> tuple[int, int]:
+        """Rows [lo, hi) of sorted keys within r of x, widened by a relative 1e-7 so every
+        point that _d2 puts inside the ball (rounding near 1e-15) is in the slab."""
+        w = r * (1.0 + 1e-7) + 1e-300
+        return (int(np.searchsorted(keys, x - w, "left")),
+                int(np.searchsorted(keys, x + w, "right")))
+
+    def _spans(self) -> None:
+        """(N, 2) slabs of every ball in S and O (after sorting or restoring)."""
+        x, w = self.c[:, self.axis], self.r * (1.0 + 1e-7) + 1e-300
+        self.spanS = np.stack([np.searchsorted(self.Sk, x - w, "left"),
+                               np.searchsorted(self.Sk, x + w, "right")], 1)
+        self.spanO = np.stack([np.searchsorted(self.Ok, x - w, "left"),
+                               np.searchsorted(self.Ok, x + w, "right")], 1)
 
     def cost(self) -> int:
         """O points in the union (the union's outside volume in units of one point)."""
@@ -113,28 +142,40 @@ class UnionState:
 
     def restore(self, snap: tuple) -> None:
         self.c, self.r, self.inS, self.inO, self.covS, self.covO = (x.copy() for x in snap)
+        self._spans()
 
     def add_surface(self, P: np.ndarray) -> None:
-        """New S points P (k, 3) (their coverage computed)."""
+        """New S points P (k, 3) (their coverage computed; S is sorted again, so they do not
+        end up as its last rows)."""
         ins = _d2(P, self.c) <= self.r[None] ** 2
-        self.S = np.vstack([self.S, P])
-        self.Sn = np.einsum("ij,ij->i", self.S, self.S)
-        self.inS = np.vstack([self.inS, ins])
-        self.covS = np.concatenate([self.covS, ins.sum(1, dtype=np.int32)])
+        order = self._sort_surface(np.vstack([self.S, P]))
+        self.inS = np.vstack([self.inS, ins])[order]
+        self.covS = np.concatenate([self.covS, ins.sum(1, dtype=np.int32)])[order]
+        self._spans()
+
+    @staticmethod
+    def _move(inX: np.ndarray, cov: np.ndarray, X: np.ndarray, Xn: np.ndarray,
+              old: np.ndarray, new: tuple[int, int], i: int, c: np.ndarray, r: float) -> None:
+        """Column i of inX and the counts cov over the old and new slabs of ball i."""
+        lo, hi = min(old[0], new[0]), max(old[1], new[1])
+        col = np.zeros(hi - lo, dtype=bool)
+        col[new[0] - lo:new[1] - lo] = _d2(X[new[0]:new[1]], c[None], Xn[new[0]:new[1]])[:, 0] <= r * r
+        cov[lo:hi] += col.astype(np.int32) - inX[lo:hi, i]
+        inX[lo:hi, i] = col
 
     def set(self, i: int, c: np.ndarray, r: float) -> None:
-        a = _d2(self.S, c[None], self.Sn)[:, 0] <= r * r
-        b = _d2(self.O, c[None], self.On)[:, 0] <= r * r
-        self.covS += a.astype(np.int32) - self.inS[:, i]
-        self.covO += b.astype(np.int32) - self.inO[:, i]
-        self.inS[:, i] = a
-        self.inO[:, i] = b
+        x = float(c[self.axis])
+        sS, sO = self._span(self.Sk, x, r), self._span(self.Ok, x, r)
+        self._move(self.inS, self.covS, self.S, self.Sn, self.spanS[i], sS, i, c, r)
+        self._move(self.inO, self.covO, self.O, self.On, self.spanO[i], sO, i, c, r)
+        self.spanS[i], self.spanO[i] = sS, sO
         self.c[i] = c
         self.r[i] = r
 
     def required(self, i: int) -> np.ndarray:
         """(k, 3) the S points only ball i holds."""
-        return self.S[self.inS[:, i] & (self.covS == 1)]
+        lo, hi = self.spanS[i]
+        return self.S[lo:hi][self.inS[lo:hi, i] & (self.covS[lo:hi] == 1)]
 
     def exclusive_outside(self) -> np.ndarray:
         """(N,) O points held by exactly one ball, per ball."""
@@ -153,27 +194,31 @@ class UnionState:
         if len(req) == 0:
             return self.c[i].copy(), 0.0
         x = (self.c[i] if x is None else x).astype(np.float64).copy()
-        sel = (self.covO - self.inO[:, i]) == 0
-        free, fn = self.O[sel], self.On[sel]
         dq = _d2(req, x[None])[:, 0]
         far = float(np.sqrt(dq.max()))
         rad = far * (1 + _MARGIN)
+        lo, hi = self._span(self.Ok, float(x[self.axis]), 2.0 * rad)
+        sel = (self.covO[lo:hi] - self.inO[lo:hi, i]) == 0
+        free, fn = self.O[lo:hi][sel], self.On[lo:hi][sel]
         dx = _d2(free, x[None], fn)[:, 0]
         near = dx <= (2.0 * rad) ** 2
-        free, fn = free[near], fn[near]
-        best = int(np.count_nonzero(dx[near] <= rad * rad))
+        free, fn, dx = free[near], fn[near], dx[near]
+        best = int(np.count_nonzero(dx <= rad * rad))
         h = 0.3 * rad if h is None else h
         stop = 2e-3 * rad
         while h > stop:  # loop over search steps
             R = req[dq >= max(far - 2.0 * h, 0.0) ** 2]
             cand = x[None] + h * _DIRS
             rr = np.sqrt(_d2(R, cand).max(0)) * (1 + _MARGIN)
-            cost = np.count_nonzero(_d2(free, cand, fn) <= rr[None] ** 2, axis=0)
+            # A point inside candidate k is within rr[k] + h of x: count only those.
+            F = dx <= (float(rr.max()) + h) ** 2
+            cost = np.count_nonzero(_d2(free[F], cand, fn[F]) <= rr[None] ** 2, axis=0)
             k = int(np.argmin(cost + 1e-6 * rr / max(rad, 1e-300)))  # ties: the smaller ball
             if cost[k] < best or (cost[k] == best and rr[k] < rad):
                 x, rad, best = cand[k], float(rr[k]), int(cost[k])
                 dq = _d2(req, x[None])[:, 0]
                 far = float(np.sqrt(dq.max()))
+                dx = _d2(free, x[None], fn)[:, 0]
             else:
                 h *= 0.5
         return x, rad
@@ -250,9 +295,10 @@ class UnionState:
         the axis c_i -> c_j at `splits` quantiles of the points' projections; i is fitted
         on the near side, j on the far side, then i again on what it alone holds. The best
         candidate is kept when the union's O count falls (by 0.01 %, at least one point)."""
-        held = self.inS[:, i] | self.inS[:, j]
-        others = self.covS - self.inS[:, i] - self.inS[:, j]
-        Q = self.S[held & (others == 0)]
+        lo = min(self.spanS[i][0], self.spanS[j][0])
+        hi = max(self.spanS[i][1], self.spanS[j][1])
+        a, b = self.inS[lo:hi, i], self.inS[lo:hi, j]
+        Q = self.S[lo:hi][(a | b) & (self.covS[lo:hi] - a - b == 0)]
         ci, cj, ri, rj = self.c[i].copy(), self.c[j].copy(), float(self.r[i]), float(self.r[j])
         axis = cj - ci
         length = float(np.linalg.norm(axis))
