@@ -415,6 +415,12 @@ def _scan_jobs(args, frames: tuple[int, int], jobs: int) -> int:
             doc = core_merge.merge_reports(docs)
         except core_merge.MergeError as exc:
             raise UsageError(str(exc)) from None
+        # The workers' own object lines stay in their logs: say which method each object
+        # got, and why when the asked one was passed over (as `scan --jobs 1` does).
+        for name in doc["objects"]:
+            why = doc.get("fallback", {}).get(name)
+            print(f"object {name}: refit: {doc['refit'].get(name, '')}"
+                  + (f" (instead of {why})" if why else ""), flush=True)
         n_frames = frames[1] - frames[0] + 1
         doc["frames_requested"] = n_frames
         if interrupted or len(doc["frames"]) < n_frames:

@@ -97,6 +97,9 @@ class ScanReport:
     #: per object whose method's own self test leaves something out (`Method.coverage`,
     #: e.g. sphere chains): what it leaves out and how it is decided. Empty: not written.
     uncovered: dict = field(default_factory=dict)
+    #: per object whose asked method was passed over (`registry.resolve`): why, one
+    #: "<method>: <reason>" per method skipped, joined by "; ". Empty: not written.
+    fallback: dict = field(default_factory=dict)
 
     def episodes(self) -> list[contacts.Episode]:
         return contacts.episodes([(f.frame, f.pairs) for f in self.frames if not f.not_checked])
@@ -121,6 +124,7 @@ class ScanReport:
             "objects": self.objects,
             "refit": self.refit,
             **({"uncovered": self.uncovered} if self.uncovered else {}),
+            **({"fallback": self.fallback} if self.fallback else {}),
             "complete": self.complete,
             "interrupted": self.interrupted,
             "frames_requested": self.frames_requested or len(self.frames),
@@ -379,7 +383,8 @@ class Scanner:
                           {o.name: o.build_seconds for o in self.objects},
                           complete=len(records) == n_requested and not interrupted,
                           interrupted=interrupted, frames_requested=n_requested,
-                          source=self.source, uncovered=self.uncovered())
+                          source=self.source, uncovered=self.uncovered(),
+                          fallback={o.name: o.reason for o in self.objects if o.reason})
 
     def uncovered(self) -> dict:
         """With self-collision, per object whose method says what its own self test leaves

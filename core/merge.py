@@ -2,9 +2,9 @@
 
 A render farm (Flamenco, Deadline, OpenCue) or `scan --jobs N` runs one
 ``scan FILE --frames A:B --json part.json`` per chunk; `merge_reports` combines the parts:
-frames in frame order, the `refit` map united per object, episodes recomputed over the
-merged frames (`core.contacts.episodes`), so that an episode crossing a chunk boundary is
-one episode. Reports of different files, objects or settings (the report's ``source``)
+frames in frame order, the `refit` map united per object (and the `fallback` reasons kept),
+episodes recomputed over the merged frames (`core.contacts.episodes`), so that an episode
+crossing a chunk boundary is one episode. Reports of different files, objects or settings (the report's ``source``)
 are refused.
 """
 from __future__ import annotations
@@ -72,12 +72,20 @@ def merge_reports(docs: Sequence[dict], names: Sequence[str] | None = None) -> d
     merged = [frames[k] for k in sorted(frames)]
     eps = contacts.episodes([(f["frame"], f["pairs"]) for f in merged if "not_checked" not in f])
     refit = {o: _refit_union([d["refit"].get(o, "") for d in docs]) for o in first["objects"]}
+    # Why an object's asked method was passed over: the same in every chunk of one file,
+    # but kept whole (each distinct reason once) if chunks disagree.
+    fallback = {}
+    for o in first["objects"]:
+        why = list(dict.fromkeys(d["fallback"][o] for d in docs if o in d.get("fallback", {})))
+        if why:
+            fallback[o] = "; ".join(why)
     interrupted = any(d.get("interrupted") for d in docs)
     # The key order of `ScanReport.to_json`.
     return {
         "objects": list(first["objects"]),
         "refit": refit,
         **({"uncovered": first["uncovered"]} if "uncovered" in first else {}),
+        **({"fallback": fallback} if fallback else {}),
         "complete": all(d.get("complete") for d in docs) and not interrupted,
         "interrupted": interrupted,
         "frames_requested": sum(int(d.get("frames_requested", len(d["frames"]))) for d in docs),

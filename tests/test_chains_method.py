@@ -5,7 +5,8 @@
   volumes hold every triangle once and bound the frame's triangles; self pairs equal
   brute force (the chains' covered pairs plus the exact self tree on the rest), pairs
   between objects equal brute force, through the traversal too;
-* the report's per-object `uncovered` entry, passed through `merge` (`--jobs`);
+* the report's per-object `uncovered` and `fallback` entries, passed through `merge`
+  (`--jobs`);
 * Blender: `scan --method chains --self` equals Blender's `BVHTree.overlap` on a
   generated three-limb character and (asset) Fox and Cesium Man in strong random poses;
   one CLI run (`--jobs 2`) of a scene with a three-limb and a one-limb character; the
@@ -153,6 +154,22 @@ def test_merge_keeps_the_uncovered_entry():
             for f in (1, 2)]
     out = merge.merge_reports(docs)
     assert out["uncovered"] == unc and list(out)[:3] == ["objects", "refit", "uncovered"]
+    assert "fallback" not in out
+
+
+def test_merge_keeps_the_fallback_reasons():
+    """Why an object's asked method was passed over survives `merge` (`scan --jobs`): each
+    distinct reason once, in chunk order; objects without one get no entry."""
+    src = {"file": "f.blend", "method": "chains", "self": True, "first_hit": False,
+           "filters": {"ignore_rest_contacts": False, "allow": None}}
+    why = ["chains: 1 limb found", "chains: 1 limb found", "chains: other"]
+    docs = [{"objects": ["A", "B"], "refit": {"A": "chains", "B": "sphere-tree"},
+             "fallback": {"B": w}, "complete": True, "interrupted": False,
+             "frames_requested": 1, "frames": [{"frame": f, "pairs": [], "ms": 1.0}],
+             "episodes": [], "source": src} for f, w in zip((1, 2, 3), why)]
+    out = merge.merge_reports(docs)
+    assert out["fallback"] == {"B": "chains: 1 limb found; chains: other"}
+    assert list(out)[:3] == ["objects", "refit", "fallback"]
 
 
 # --- Blender -------------------------------------------------------------------------
@@ -197,7 +214,8 @@ def test_scan_chains_self_equals_blender_on_a_generated_character(bpy_module):
 def test_cli_scan_chains_self_with_a_one_limb_character(bpy_module, tmp_path):
     """One subprocess: `scan --method chains --self --jobs 2` on a scene with a three-limb
     character (chains) and a tube (one limb: sphere-tree, and why). The JSON
-    equals the in-process scan's pairs; `uncovered` lists the chains object only."""
+    equals the in-process scan's pairs; `uncovered` lists the chains object only, and
+    `fallback` (and the console) says why the tube is not on chains."""
     from conftest import inside_blender_binary
 
     if inside_blender_binary():
@@ -226,6 +244,10 @@ def test_cli_scan_chains_self_with_a_one_limb_character(bpy_module, tmp_path):
     doc = json.loads(out.read_text())
     assert doc["refit"] == {"Star": "chains", "Tube": "sphere-tree"}
     assert list(doc["uncovered"]) == ["Star"]
+    # Why Tube is not on chains reaches the report and the console through the workers.
+    assert list(doc["fallback"]) == ["Tube"] and "1 limb found" in doc["fallback"]["Tube"]
+    line = [ln for ln in res.stdout.splitlines() if ln.startswith("object Tube:")]
+    assert len(line) == 1 and "instead of chains" in line[0] and "1 limb found" in line[0]
     sc = scanner.Scanner([ob, tube], method="chains", self_collision=True)
     assert "1 limb found" in sc.refit_label(sc.objects[1])   # what `scan` prints per object
     want = {}
