@@ -1,7 +1,8 @@
 """Sphere sets in Blender (pip bpy, the demo's two tube characters): *Build Sphere Set*
 builds the panel's number of spheres per character and stores it in the .blend; the data
 survives save and reload; the scan on it equals the sphere-tree scan; *Show Spheres*
-draws the set posed; the panel's Method enum offers `sphere-set`."""
+draws the set posed; the panel's Method enum offers `sphere-set`; the threaded build an
+artist runs (worker thread, modal loop, Esc, errors) is driven without a window."""
 import json
 
 import numpy as np
@@ -209,3 +210,135 @@ def test_posed_sets_hold_blenders_vertices_10_km_out(demo, monkeypatch, preserve
             seg = np.repeat(np.arange(t.n_nodes), np.diff(t.node_vert_ptr))
             d = np.linalg.norm(p[t.node_verts] - v.centers[seg], axis=1)
             assert (d <= v.radii[seg]).all(), (state, o.name, (d - v.radii[seg]).max())
+
+
+# --- The threaded build (invoke/modal), without a window --------------------------------
+# Headless, `invoke` runs `execute`; the worker thread and the modal loop an artist gets
+# are driven here directly: a fake operator (its report, its stored meshes) and a fake
+# window manager around the real `_Job`, `modal` and `_store`.
+
+
+class _FakeWM:
+    def __init__(self):
+        self.log = []
+
+    def progress_update(self, v):
+        self.log.append(("update", v))
+
+    def progress_end(self):
+        self.log.append(("end",))
+
+    def event_timer_remove(self, timer):
+        self.log.append(("timer-",))
+
+
+def _threaded(meshes, count):
+    """(fake operator, fake context, job) as `invoke` leaves them, the thread not started."""
+    from types import SimpleNamespace
+
+    from skin_collide.addon import extract
+    from skin_collide.operators import sphere_set as op_mod
+
+    Op = op_mod.SKINCOLLIDE_OT_build_sphere_set
+    job = op_mod._Job([extract.rig_from_object(ob) for ob in meshes], count, 0)
+    op = SimpleNamespace(_job=job, _meshes=list(meshes), _timer="timer",
+                         cancel_message=Op.cancel_message, reports=[])
+    op.report = lambda kind, msg: op.reports.append((kind, msg))
+    op._end = lambda context: Op._end(op, context)
+    op._store = lambda context, m, objs: Op._store(op, context, m, objs)
+    op.modal = lambda context, event: Op.modal(op, context, event)
+    context = SimpleNamespace(window_manager=_FakeWM(), scene=bpy.context.scene)
+    return op, context, job
+
+
+def _event(kind):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(type=kind)
+
+
+def test_threaded_build_runs_in_the_worker_and_stores_when_done(demo, monkeypatch):
+    """The modal loop keeps running while the worker fits, passes other events through,
+    reports progress, and stores the sets only once the worker is done."""
+    import threading
+
+    from skin_collide.addon import storage
+    from skin_collide.core.methods import sphere_set as ss
+
+    quick_fit(monkeypatch)
+    release = threading.Event()
+    real = ss.prepare_object
+
+    def held(rig, count, seed, progress=None, should_stop=None):
+        release.wait()                      # the worker stays busy until the test says
+        return real(rig, count, seed, progress=progress, should_stop=should_stop)
+
+    monkeypatch.setattr(ss, "prepare_object", held)
+    op, context, job = _threaded(demo, 9)
+    job.thread.start()
+    assert op.modal(context, _event("MOUSEMOVE")) == {"PASS_THROUGH"}
+    assert op.modal(context, _event("TIMER")) == {"RUNNING_MODAL"}
+    assert not any(storage.has_data(ob) for ob in demo)
+    release.set()
+    job.thread.join()
+    assert op.modal(context, _event("TIMER")) == {"FINISHED"}
+    for ob in demo:
+        obj = storage.load(ob)
+        assert obj.method == "sphere-set" and obj.data.set_radii.size == 9
+    assert ("update", 2.0) in context.window_manager.log
+    assert context.window_manager.log[-2:] == [("timer-",), ("end",)]
+    assert [k for k, _ in op.reports] == [{"INFO"}]
+
+
+def test_threaded_build_escape_stops_the_fit_and_changes_nothing(demo, monkeypatch,
+                                                                cheap_union_search):
+    """Esc: the operator cancels at once with its warning, the running fit sees its
+    should_stop say yes and returns, and nothing is stored."""
+    import threading
+
+    from skin_collide.addon import storage
+    from skin_collide.core.methods import sphere_set as ss
+
+    started, stopped_seen = threading.Event(), []
+    real = ss.prepare_object
+
+    def watched(rig, count, seed, progress=None, should_stop=None):
+        def progress2(*args):
+            started.set()
+            if progress is not None:
+                progress(*args)
+
+        def should_stop2():
+            yes = should_stop()
+            if yes:
+                stopped_seen.append(True)
+            return yes
+
+        return real(rig, count, seed, progress=progress2, should_stop=should_stop2)
+
+    monkeypatch.setattr(ss, "prepare_object", watched)
+    op, context, job = _threaded(demo, 12)
+    job.thread.start()
+    started.wait()                          # the first fit is running
+    assert op.modal(context, _event("ESC")) == {"CANCELLED"}
+    assert op.reports == [({"WARNING"}, op.cancel_message)] and job.stop
+    job.thread.join()
+    assert stopped_seen, "the fit never saw the Esc"
+    assert len(job.objects) <= 1            # the second character was never started
+    assert not any(storage.has_data(ob) for ob in demo)
+
+
+def test_threaded_build_error_is_one_line_and_changes_nothing(demo, monkeypatch):
+    from skin_collide.addon import storage
+    from skin_collide.core.methods import sphere_set as ss
+
+    def broken(rig, count, seed, progress=None, should_stop=None):
+        raise ValueError("the mesh is broken\nsecond line")
+
+    monkeypatch.setattr(ss, "prepare_object", broken)
+    op, context, job = _threaded(demo, 9)
+    job.thread.start()
+    job.thread.join()
+    assert op.modal(context, _event("TIMER")) == {"CANCELLED"}
+    assert op.reports == [({"ERROR"}, "the mesh is broken")]
+    assert not any(storage.has_data(ob) for ob in demo)
