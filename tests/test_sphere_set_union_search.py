@@ -212,3 +212,19 @@ def test_search_progress_rises_from_zero_to_one_through_the_pairs(tube):
     us.search(c, r, S, O, attempts=4, pair_sweeps=2, progress=seen.append)
     assert seen[-1] == 1.0 and (np.diff(seen) >= 0).all() and min(seen) >= 0.0
     assert any(0.5 <= f < 0.9 for f in seen), "the pair sweeps report progress"
+
+
+def test_best_ball_probe_bounds_change_no_result(tube, monkeypatch):
+    """The compass search measures all of R only for candidates whose lower bound (from
+    R's farthest points) can still win: the centres and radii are those of measuring every
+    candidate on all of R."""
+    v, t = tube
+    _, st = state(v, t, 4, 8, 20_000)
+    starts = [(i, st.required(i), st.c[i] + d) for i in range(4)
+              for d in (np.zeros(3), np.array([0.05, -0.03, 0.02]))]
+    got = [st.best_ball(i, req, x) for i, req, x in starts]
+    assert all(len(req) > 2 * us._PROBE for _, req, _ in starts)   # the bounds are used
+    monkeypatch.setattr(us, "_PROBE", 10 ** 9)                     # every candidate on all of R
+    for (i, req, x), (c, r) in zip(starts, got):
+        c0, r0 = st.best_ball(i, req, x)
+        assert np.array_equal(c, c0) and r == r0
