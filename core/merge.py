@@ -4,8 +4,8 @@ A render farm (Flamenco, Deadline, OpenCue) or `scan --jobs N` runs one
 ``scan FILE --frames A:B --json part.json`` per chunk; `merge_reports` combines the parts:
 frames in frame order, the `refit` map united per object (and the `fallback` reasons kept),
 episodes recomputed over the merged frames (`core.contacts.episodes`), so that an episode
-crossing a chunk boundary is one episode. Reports of different files, objects or settings (the report's ``source``)
-are refused.
+crossing a chunk boundary is one episode. Reports of different files, objects or settings
+(the report's ``source``) are refused.
 """
 from __future__ import annotations
 

@@ -214,22 +214,8 @@ def test_posed_sets_hold_blenders_vertices_10_km_out(demo, monkeypatch, preserve
 
 # --- The threaded build (invoke/modal), without a window --------------------------------
 # Headless, `invoke` runs `execute`; the worker thread and the modal loop an artist gets
-# are driven here directly: a fake operator (its report, its stored meshes) and a fake
-# window manager around the real `_Job`, `modal` and `_store`.
-
-
-class _FakeWM:
-    def __init__(self):
-        self.log = []
-
-    def progress_update(self, v):
-        self.log.append(("update", v))
-
-    def progress_end(self):
-        self.log.append(("end",))
-
-    def event_timer_remove(self, timer):
-        self.log.append(("timer-",))
+# are driven here directly: a fake operator (its report, its stored meshes) and the fake
+# window manager of test_stepping around the real `_Job`, `modal` and `_store`.
 
 
 def _threaded(meshes, count):
@@ -238,6 +224,7 @@ def _threaded(meshes, count):
 
     from skin_collide.addon import extract
     from skin_collide.operators import sphere_set as op_mod
+    from test_stepping import FakeWM
 
     Op = op_mod.SKINCOLLIDE_OT_build_sphere_set
     job = op_mod._Job([extract.rig_from_object(ob) for ob in meshes], count, 0)
@@ -247,7 +234,7 @@ def _threaded(meshes, count):
     op._end = lambda context: Op._end(op, context)
     op._store = lambda context, m, objs: Op._store(op, context, m, objs)
     op.modal = lambda context, event: Op.modal(op, context, event)
-    context = SimpleNamespace(window_manager=_FakeWM(), scene=bpy.context.scene)
+    context = SimpleNamespace(window_manager=FakeWM(), scene=bpy.context.scene)
     return op, context, job
 
 

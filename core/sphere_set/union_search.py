@@ -65,6 +65,15 @@ def _d2(p: np.ndarray, c: np.ndarray, pn: np.ndarray | None = None,
     return np.maximum(pn[:, None] + cn[None] - 2.0 * (p @ c.T), 0.0)
 
 
+def _slab(keys: np.ndarray, x: float | np.ndarray, r: float | np.ndarray) -> tuple:
+    """Rows [lo, hi) of the sorted keys within r of x (scalars: ints; arrays: one pair of
+    arrays), widened by a relative 1e-7 so every point that _d2 puts inside the ball
+    (rounding near 1e-15) is in the slab."""
+    w = r * (1.0 + 1e-7) + 1e-300
+    lo, hi = np.searchsorted(keys, x - w, "left"), np.searchsorted(keys, x + w, "right")
+    return (int(lo), int(hi)) if np.ndim(lo) == 0 else (lo, hi)
+
+
 def surface_points(vertices: np.ndarray, triangles: np.ndarray, n: int,
                    rng: np.random.Generator) -> np.ndarray:
     """(n + V' + 4T, 3) float64: n area-weighted random points (uniform barycentrics by the
@@ -102,7 +111,7 @@ class UnionState:
     int32 counts of balls holding each point.
 
     S and O are kept sorted along the longest axis of S's box, so the points a ball can
-    hold form one contiguous slab (`_span`): a move touches only the rows of the old and
+    hold form one contiguous slab (`_slab`): a move touches only the rows of the old and
     new slabs, not every point (on a limb a ball's slab is a few per cent of the body)."""
 
     def __init__(self, centres: np.ndarray, radii: np.ndarray, S: np.ndarray, O: np.ndarray):
@@ -125,20 +134,11 @@ class UnionState:
         self.Sn, self.Sk = np.einsum("ij,ij->i", self.S, self.S), self.S[:, self.axis].copy()
         return order
 
-    def _span(self, keys: np.ndarray, x: float, r: float) -> tuple[int, int]:
-        """Rows [lo, hi) of sorted keys within r of x, widened by a relative 1e-7 so every
-        point that _d2 puts inside the ball (rounding near 1e-15) is in the slab."""
-        w = r * (1.0 + 1e-7) + 1e-300
-        return (int(np.searchsorted(keys, x - w, "left")),
-                int(np.searchsorted(keys, x + w, "right")))
-
     def _spans(self) -> None:
         """(N, 2) slabs of every ball in S and O (after sorting or restoring)."""
-        x, w = self.c[:, self.axis], self.r * (1.0 + 1e-7) + 1e-300
-        self.spanS = np.stack([np.searchsorted(self.Sk, x - w, "left"),
-                               np.searchsorted(self.Sk, x + w, "right")], 1)
-        self.spanO = np.stack([np.searchsorted(self.Ok, x - w, "left"),
-                               np.searchsorted(self.Ok, x + w, "right")], 1)
+        x = self.c[:, self.axis]
+        self.spanS = np.stack(_slab(self.Sk, x, self.r), 1)
+        self.spanO = np.stack(_slab(self.Ok, x, self.r), 1)
 
     def cost(self) -> int:
         """O points in the union (the union's outside volume in units of one point)."""
@@ -172,7 +172,7 @@ class UnionState:
 
     def set(self, i: int, c: np.ndarray, r: float) -> None:
         x = float(c[self.axis])
-        sS, sO = self._span(self.Sk, x, r), self._span(self.Ok, x, r)
+        sS, sO = _slab(self.Sk, x, r), _slab(self.Ok, x, r)
         self._move(self.inS, self.covS, self.S, self.Sn, self.spanS[i], sS, i, c, r)
         self._move(self.inO, self.covO, self.O, self.On, self.spanO[i], sO, i, c, r)
         self.spanS[i], self.spanO[i] = sS, sO
@@ -204,7 +204,7 @@ class UnionState:
         dq = _d2(req, x[None])[:, 0]
         far = float(np.sqrt(dq.max()))
         rad = far * (1 + _MARGIN)
-        lo, hi = self._span(self.Ok, float(x[self.axis]), 2.0 * rad)
+        lo, hi = _slab(self.Ok, float(x[self.axis]), 2.0 * rad)
         sel = (self.covO[lo:hi] - self.inO[lo:hi, i]) == 0
         free, fn = self.O[lo:hi][sel], self.On[lo:hi][sel]
         dx = _d2(free, x[None], fn)[:, 0]
