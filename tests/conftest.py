@@ -20,8 +20,15 @@ os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="skin_co
 
 
 def shared_assets_dir() -> Path | None:
+    """The characters' folder: SKIN_COLLIDE_ASSETS (set by `bash dev test --bpy V` for a
+    Blender that cannot read the shared .blend files: copies saved in a format it reads),
+    else SKIN_COLLIDE_SHARED/assets, else ../shared/assets."""
+    direct = os.environ.get("SKIN_COLLIDE_ASSETS")
     env = os.environ.get("SKIN_COLLIDE_SHARED")
-    cand = Path(env) / "assets" if env else REPO.parent / "shared" / "assets"
+    if direct:
+        cand = Path(direct)
+    else:
+        cand = Path(env) / "assets" if env else REPO.parent / "shared" / "assets"
     return cand if cand.is_dir() else None
 
 
@@ -91,3 +98,25 @@ def cheap_union_search(monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(variational, "fit", fit)
+
+
+_exit_status = 0
+
+
+def pytest_sessionfinish(session, exitstatus):
+    global _exit_status
+    _exit_status = int(exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    """With the pip bpy imported, end the process here, after pytest has printed and written
+    everything: bpy 4.5 LTS hangs for ever in its static destructors at exit (see
+    __main__.py), so the run would never return its status."""
+    if "bpy" in sys.modules and not inside_blender_binary():
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(_exit_status)
