@@ -607,17 +607,22 @@ def cmd_demo(args) -> int:
     from .addon import report
     from .core import report as core_report
 
-    if args.json:
+    # The demo is a generator: like --out, the folder of its --json report is created
+    # (the README's first command, `demo --json out/demo_scan.json`, runs on a fresh clone).
+    out = os.path.abspath(args.out)
+    for path, flag in ((args.json, "--json"), (out, "--out")):
+        if not path:
+            continue
         try:
-            core_report.check_output_path(args.json, "--json")
+            folder = os.path.dirname(os.path.abspath(path))
+            if not os.path.isdir(folder):
+                os.makedirs(folder)
+            core_report.check_output_path(path, flag)
+        except OSError as exc:
+            raise UsageError(f"cannot create the folder for {flag}: "
+                             f"{exc.filename or path}: {exc.strerror}") from None
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-    out = os.path.abspath(args.out)
-    try:
-        os.makedirs(os.path.dirname(out), exist_ok=True)
-        core_report.check_output_path(out, "--out")
-    except (OSError, ValueError) as exc:
-        raise UsageError(str(exc)) from None
     with report.blender_output_to_stderr():
         demo_rig.build_demo_scene(rings=args.rings, segments=args.segments,
                                   frames=args.frame_count, preserve_volume=args.preserve_volume)
