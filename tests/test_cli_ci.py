@@ -16,6 +16,7 @@ pytestmark = pytest.mark.blender
 pytest.importorskip("bpy")
 
 from conftest import inside_blender_binary  # noqa: E402
+from repo_copy import dev_env, fresh_copy  # noqa: E402
 
 if inside_blender_binary():
     pytest.skip("subprocess CLI tests need the pip bpy module (plain pytest run)",
@@ -176,20 +177,12 @@ def test_extension_build_command_of_the_readme(tmp_path):
     """`bash dev build`, as the README writes it, on a fresh copy of the repository (no
     dist/), makes the zip; a broken manifest fails the command."""
     import re
-    import shutil
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     readme = open(os.path.join(root, "README.md")).read()
     assert re.search(r"^bash dev build\s*$", readme, re.M), "README shows `bash dev build`"
-    files = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True)
-    if files.returncode != 0:
-        pytest.skip("not a git checkout")
-    clone = tmp_path / "clone"
-    for rel in files.stdout.split():
-        if os.path.isfile(os.path.join(root, rel)):
-            os.makedirs(clone / os.path.dirname(rel), exist_ok=True)
-            shutil.copy2(os.path.join(root, rel), clone / rel)
-    env = dict(os.environ, SKIN_COLLIDE_VENV=os.path.dirname(os.path.dirname(sys.executable)))
+    clone = fresh_copy(tmp_path / "clone")
+    env = dev_env()
     res = subprocess.run(["bash", "dev", "build"], cwd=clone, env=env, capture_output=True,
                          text=True, timeout=600)
     assert res.returncode == 0, res.stdout + res.stderr
