@@ -74,6 +74,7 @@ def pytest_collection_modifyitems(config, items):
 def registered_addon():
     """The add-on registered for the module's tests, unregistered after (use with
     ``pytestmark = pytest.mark.usefixtures("registered_addon")``)."""
+    pytest.importorskip("bpy")
     import skin_collide
 
     skin_collide.register()

@@ -6,7 +6,8 @@ same mesh, weights, rig and action (its posed vertices at frame 25 are bit-ident
 4.2 and 5.0). `bash dev test --bpy V` runs this script:
 
     python tests/legacy_assets.py unreadable SRC_DIR      (with the tested bpy)
-        prints the .blend files of SRC_DIR that this bpy cannot open, one per line
+        prints "unreadable: NAME" for each .blend file of SRC_DIR that this bpy cannot
+        open (Blender prints its own lines on stdout too)
     python tests/legacy_assets.py convert SRC.blend DST.blend   (with bpy 4.5)
         saves SRC as DST in the format of this bpy
 """
@@ -30,7 +31,7 @@ def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "unreadable":
         names = sorted(n for n in os.listdir(argv[1]) if n.endswith(".blend"))
         bad = [n for n in names if not _quiet_open(bpy, os.path.join(argv[1], n))]
-        sys.stdout.write("".join(n + "\n" for n in bad))
+        sys.stdout.write("".join(f"unreadable: {n}\n" for n in bad))
         return 0
     if len(argv) == 3 and argv[0] == "convert":
         if not _quiet_open(bpy, argv[1]):

@@ -116,3 +116,12 @@ def test_every_package_is_listed_in_pyproject():
         if rel.parts and rel.parts[0] in ("core", "addon", "operators", "panels"):
             found.add(".".join(("skin_collide",) + rel.parts))
     assert found - listed == set(), "add these packages to pyproject.toml"
+
+
+def test_the_manifest_names_no_placeholder_website():
+    """Blender shows `website` as a link on the extension's page: a real address or none."""
+    import re
+
+    text = (REPO / "blender_manifest.toml").read_text()
+    site = re.search(r'^website\s*=\s*"([^"]*)"', text, re.M)
+    assert site is None or not re.search(r"example\.(invalid|com|org)|localhost", site.group(1))
