@@ -27,10 +27,31 @@ def register() -> None:
         _registered.append(cls)
     properties.register()
     handlers.register()
+    if not bpy.app.binary_path:
+        # The pip bpy module (scripts, the CLI, tests): bpy 4.2 LTS segfaults at interpreter
+        # exit while a PropertyGroup with an `update` callback is still registered, so
+        # unregister first (atexit runs this before bpy's own exit handler, which was
+        # registered when bpy was imported).
+        import atexit
+
+        atexit.unregister(_unregister_at_exit)
+        atexit.register(_unregister_at_exit)
+
+
+def _unregister_at_exit() -> None:
+    if _registered:
+        try:
+            unregister()
+        except Exception:       # noqa: BLE001 - exiting anyway; never turn exit into a crash
+            pass
 
 
 def unregister() -> None:
+    import atexit
+
     import bpy
+
+    atexit.unregister(_unregister_at_exit)
 
     from .addon import handlers, properties
 

@@ -125,3 +125,17 @@ def test_the_manifest_names_no_placeholder_website():
     text = (REPO / "blender_manifest.toml").read_text()
     site = re.search(r'^website\s*=\s*"([^"]*)"', text, re.M)
     assert site is None or not re.search(r"example\.(invalid|com|org)|localhost", site.group(1))
+
+
+def test_a_script_that_registers_the_addon_exits_cleanly():
+    """The pip bpy 4.2 LTS segfaulted at interpreter exit while the add-on was registered
+    (a PropertyGroup with an update callback); register() now unregisters at exit."""
+    import subprocess
+
+    bpy = pytest.importorskip("bpy")
+    if bpy.app.binary_path:
+        pytest.skip("a subprocess of the pip bpy module")
+    code = "import bpy, skin_collide; skin_collide.register(); print('registered')"
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0 and "registered" in res.stdout, res.stderr[-2000:]
