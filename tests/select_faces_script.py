@@ -172,3 +172,6 @@ def main():
 
 
 main()
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(0)     # the pip bpy 4.5 LTS hangs in its exit handlers once a file was read
