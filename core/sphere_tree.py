@@ -173,7 +173,10 @@ def _collapse(radii: np.ndarray, parent: np.ndarray, depth: np.ndarray, is_leaf:
         nodes = np.nonzero(depth == d)[0]
         p = kept_anc[parent[nodes]]
         new_parent[nodes] = p
-        drop = (radii[nodes] > C * radii[p]) & ~is_leaf[nodes]
+        # A child whose vertex set equals its parent's (a polygon's corners) gets the same
+        # ball up to rounding, which differs between NumPy versions: only a child larger
+        # by more than rounding is dropped, so C >= 1 keeps the tree binary everywhere.
+        drop = (radii[nodes] > C * radii[p] * (1.0 + 1e-12)) & ~is_leaf[nodes]
         keep[nodes[drop]] = False
         kept_anc[nodes[drop]] = p[drop]
     return keep, new_parent
