@@ -162,6 +162,12 @@ class SKINCOLLIDE_OT_export_report(bpy.types.Operator, ExportHelper):
     bl_label = "Export Collision Report"
     filename_ext = ".json"
     filter_glob: bpy.props.StringProperty(default="*.json;*.csv", options={"HIDDEN"})
+    # ExportHelper's own filepath, declared again to say that `//` works: execute resolves
+    # it against the saved .blend (Blender 4.5 warns about the prefix otherwise).
+    filepath: bpy.props.StringProperty(
+        name="File Path", description="Where to write the report (`//` is next to the "
+        "saved .blend)", maxlen=1024, subtype="FILE_PATH",
+        options={"PATH_SUPPORTS_BLEND_RELATIVE"} if bpy.app.version >= (4, 5, 0) else set())
 
     @classmethod
     def poll(cls, context):
