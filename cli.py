@@ -17,6 +17,20 @@ import time
 import numpy as np
 
 
+def exit_process(status: int):
+    """Flush stdout and stderr and end the process now, without the interpreter's exit
+    handlers. With the pip bpy imported this is how a finished command (or test run, or
+    script) leaves: bpy 4.5 LTS hangs for ever in a static destructor at exit once a file
+    was read (its audio device close thread still waits on a condition variable that the
+    destructor destroys; docs/versions.md). Call it only once the work is written."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
+
+
 class UsageError(Exception):
     """Bad input: reported as one line on stderr, exit code 2."""
 

@@ -113,11 +113,8 @@ def pytest_sessionfinish(session, exitstatus):
 def pytest_unconfigure(config):
     """With the pip bpy imported, end the process here, after pytest has printed and written
     everything: bpy 4.5 LTS hangs for ever in its static destructors at exit (see
-    __main__.py), so the run would never return its status."""
+    skin_collide.cli.exit_process), so the run would never return its status."""
     if "bpy" in sys.modules and not inside_blender_binary():
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-        os._exit(_exit_status)
+        from skin_collide.cli import exit_process
+
+        exit_process(_exit_status)

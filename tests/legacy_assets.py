@@ -47,7 +47,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    status = main(sys.argv[1:])
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(status)     # bpy 4.5 hangs in its exit handlers (see __main__.py)
+    from skin_collide.cli import exit_process
+
+    exit_process(main(sys.argv[1:]))     # bpy 4.5 hangs in its exit handlers otherwise

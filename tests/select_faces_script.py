@@ -17,6 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import skin_collide  # noqa: E402
 from skin_collide.addon import demo_rig, extract, files, session  # noqa: E402
+from skin_collide.cli import exit_process  # noqa: E402
 
 
 def one_triangle():
@@ -172,6 +173,4 @@ def main():
 
 
 main()
-sys.stdout.flush()
-sys.stderr.flush()
-os._exit(0)     # the pip bpy 4.5 LTS hangs in its exit handlers once a file was read
+exit_process(0)     # the pip bpy 4.5 LTS hangs in its exit handlers once a file was read
