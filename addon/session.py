@@ -95,11 +95,11 @@ def participants(scene, context=None) -> list:
 
 # Per-vertex staleness (weights, rest positions) without re-reading the weights on every
 # use: the rest positions of the last full check that passed, per built data (Text name,
-# build id), and the meshes whose data changed since (`mark_mesh_changed`, from the
+# build id) and object using it, and the meshes whose data changed since (`mark_mesh_changed`, from the
 # depsgraph_update_post handler: weight painting, Edit Mode, scripts). A use compares the
 # rest positions (0.01 ms on MakeHuman's 13k vertices) and re-reads the weights (the full
 # check, 65-85 ms there) only after such a change, after a build, or after a file load.
-_verified: dict[tuple[str, str], np.ndarray] = {}
+_verified: dict[tuple[str, str, int], np.ndarray] = {}
 _changed_meshes: set[int] = set()
 
 
@@ -127,24 +127,23 @@ def _rest_positions(me) -> np.ndarray:
 def per_vertex_stale_reason(ob, full_check: bool = False) -> str:
     """Why `ob`'s weights or rest positions no longer fit its built data ('' when they
     fit). Cheap unless something changed since the last check (see `_verified`)."""
-    from ..core import persist
-
-    text = ob.skin_collide.data
-    key = (text.name_full, str(text.get(storage.BUILD_KEY) or ob.skin_collide.signature))
+    text = storage.text_of(ob)
+    signature = storage.signature(ob)
+    key = (text.name_full, str(text.get(storage.BUILD_KEY) or signature), ob.as_pointer())
     pos = _rest_positions(ob.data)
     seen = _verified.get(key)
-    reason = (f"the weights, rest shape or bones (rest pose) of '{ob.name}' changed since its "
-              "collision data was built: rebuild")
+    reason = (f"the weights, rest shape or bones (rest pose) of '{ob.name_full}' changed "
+              "since its collision data was built: rebuild")
     mesh_key = ob.data.as_pointer()
     if seen is not None and not full_check and mesh_key not in _changed_meshes:
         return "" if np.array_equal(seen, pos) else reason
     try:
-        current = persist.rig_signature(extract.rig_from_object(ob))
+        current = storage.rig_signature(ob, extract.rig_from_object(ob))
     except extract.RigError as exc:
         return str(exc)
-    if current != ob.skin_collide.signature:
+    if current != signature:
         return reason
-    for k in [k for k in _verified if k[0] == key[0]]:   # older builds of this Text
+    for k in [k for k in _verified if k[0] == key[0] and k[2] == key[2]]:   # older builds
         del _verified[k]
     _verified[key] = pos
     _changed_meshes.discard(mesh_key)
@@ -178,7 +177,7 @@ def load_objects(meshes: list) -> list:
         try:
             out.append(storage.load(ob))
         except ValueError as exc:
-            raise SessionError(f"'{ob.name}': {exc}") from None
+            raise SessionError(f"'{ob.name_full}': {exc}") from None
     return out
 
 
@@ -332,7 +331,7 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
     rec = out.record
     if rec.not_checked:
         raise DegeneratePose(rec.not_checked)
-    names = [ob.name for ob in meshes]
+    names = [ob.name_full for ob in meshes]
     hits = [[] for _ in meshes]
     for i, j, p in out.tri_pairs:
         hits[i].append(p[:, 0])
