@@ -87,6 +87,10 @@ missing: set[str] = set()
 _UI_ONLY = {"name", "show_expanded", "is_active", "show_on_cage", "show_in_editmode",
             "is_override_data_local", "use_pin_to_last", "persistent_uid",
             "execution_time", "show_render", "use_apply_on_spline", "rna_type"}
+# Modifier flags that only say where the modifier comes from (True in a link or an override
+# of the asset file, False in the file that built it): recorded as the building file sees
+# them, so that links reuse the asset's build and earlier signatures stay valid.
+_SOURCE_FLAGS = {"is_override_data": False}
 
 
 def _h(text: str) -> str:
@@ -110,7 +114,7 @@ def _modifier_settings(mod, ob) -> str:
         if key in _UI_ONLY or prop.type in {"COLLECTION"}:
             continue
         try:
-            value = getattr(mod, key)
+            value = _SOURCE_FLAGS[key] if key in _SOURCE_FLAGS else getattr(mod, key)
         except Exception:          # noqa: BLE001 - a property that cannot be read
             continue
         if prop.type == "POINTER":
