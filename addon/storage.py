@@ -58,7 +58,9 @@ import hashlib
 import os
 import uuid
 
-from ..core import persist
+import numpy as np
+
+from ..core import blob, persist
 from ..core.scan import CollisionObject
 from . import identity
 
@@ -73,6 +75,7 @@ METHOD_KEY = "skin_collide_method"      # the method asked at build (for a rebui
 SET_KEY = "skin_collide_sphere_set"     # a sphere set's (count, seed), for a rebuild
 SIGNATURE_KEY = "skin_collide_signature"  # the rig signature at build (also on local objects)
 SHAPE_KEY = "skin_collide_shape"        # the state signature at build (also on local objects)
+REST_KEY = "skin_collide_rest"          # the character's rest contacts (addon/rest_contacts.py)
 CACHE_DIR = "//skin_collide_cache/"
 CACHE_SUFFIX = ".skcb"
 BODY = ("skin_collide collision data for '{}': binary, in this Text's custom property or "
@@ -355,13 +358,72 @@ def _want_disk(ob, blend_path: str | None = None) -> bool:
             and cache_dir(blend_path) is not None)
 
 
-def _set_bytes(text, data: bytes) -> None:
+def _set_bytes(text, data: bytes, key: str = BLOB_KEY) -> None:
     """Store bytes in a custom property. Blender assigns to an EXISTING byte-string
     property as a C string (it stops at the first zero byte), so the old one is removed
     first (pip bpy 5.0.1; tests/test_storage.py)."""
-    if BLOB_KEY in text:
-        del text[BLOB_KEY]
-    text[BLOB_KEY] = data
+    if key in text:
+        del text[key]
+    text[key] = data
+
+
+def text_uid(ob) -> str:
+    """The uid of the Text holding `ob`'s data (shared by the objects using one asset
+    file's build; `uid` tells those apart), '' when unbuilt."""
+    text = text_of(ob)
+    return "" if text is None else str(text.get(UID_KEY) or uid(ob))
+
+
+def rest_contacts_of(ob) -> dict[str, np.ndarray]:
+    """The rest contacts stored with `ob`'s data: partner key -> (K, 2) int64 triangle
+    pairs (this character's, the partner's). The key is `text_uid(ob)` for contacts with
+    itself, else the partner's `uid`. Empty when none are stored or they cannot be read."""
+    text = text_of(ob)
+    raw = None if text is None else text.get(REST_KEY)
+    if raw is None:
+        return {}
+    try:
+        arrays = blob.decode(bytes(raw))
+    except ValueError:
+        return {}
+    return {k: v.astype(np.int64).reshape(-1, 2) for k, v in arrays.items()}
+
+
+def set_rest_contacts(ob, by_partner: dict[str, np.ndarray]) -> None:
+    """Store `ob`'s rest contacts (see `rest_contacts_of`) with its own local data, as
+    compact binary: hundreds of thousands of contacts (two coincident characters) would
+    make a Text body slow to write and to show."""
+    text = text_of(ob)
+    if text is None or text.library is not None:
+        raise ValueError(f"'{ob.name_full}' has no collision data of this file to store "
+                         "rest contacts with: build it")
+    arrays = {k: np.asarray(v, np.int64).reshape(-1, 2) for k, v in by_partner.items()
+              if len(v)}
+    if arrays:
+        _set_bytes(text, blob.encode(arrays, codec="zlib"), REST_KEY)
+    elif REST_KEY in text:
+        del text[REST_KEY]
+
+
+def drop_rest_partners(keys: set[str]) -> int:
+    """Remove the rest contacts with partners `keys` from every local data Text (rebuilt or
+    cleared characters). Returns how many Texts changed."""
+    changed = 0
+    for text in _texts():
+        if text.library is not None or REST_KEY not in text:
+            continue
+        try:
+            arrays = blob.decode(bytes(text[REST_KEY]))
+        except ValueError:
+            continue
+        kept = {k: v for k, v in arrays.items() if k not in keys}
+        if len(kept) != len(arrays):
+            if kept:
+                _set_bytes(text, blob.encode(kept, codec="zlib"), REST_KEY)
+            else:
+                del text[REST_KEY]
+            changed += 1
+    return changed
 
 
 def _write_cache(path: str, data: bytes) -> None:

@@ -289,6 +289,15 @@ def test_data_built_in_the_asset_file_is_reused(char_files, tmp_path, how, no_bu
     assert live_pairs() == first
     no_builds.undo()
     assert blenders_answer(meshes(), self_collision=True) == first
+    # The asset's data cannot be cleared here; what is built here can, and then the
+    # asset's data is used again.
+    (ob,) = meshes()
+    select([ob])
+    with pytest.raises(RuntimeError, match="built in its asset file .*clear it there"):
+        bpy.ops.skin_collide.clear()
+    assert bpy.ops.skin_collide.build() == {"FINISHED"} and not storage.inherited(ob)
+    assert bpy.ops.skin_collide.clear() == {"FINISHED"}
+    assert storage.inherited(ob) and storage.stale_reason(ob) == ""
     if inside_blender_binary():
         return
     res = run_cli("scan", tmp_path / f"reuse_{how}.blend", "--self", "--frames",
