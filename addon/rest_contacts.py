@@ -38,18 +38,10 @@ def forget_index(scene) -> None:
     _index.pop(scene.name_full, None)
 
 
-def _oriented(r1: str, r2: str, pairs: np.ndarray) -> set[Contact]:
-    """`pairs` of objects r1, r2 as contacts in one orientation per object pair (the
-    smaller id first), so that the views of both characters' data coincide."""
-    if r1 == r2:
-        return {(r1, min(a, b), r1, max(a, b)) for a, b in pairs.tolist()}
-    if r1 < r2:
-        return {(r1, a, r2, b) for a, b in pairs.tolist()}
-    return {(r2, b, r1, a) for a, b in pairs.tolist()}
-
-
-def of_meshes(meshes: list) -> set[Contact]:
-    """The stored rest contacts among `meshes` (built), by their session ids."""
+def _groups(meshes: list) -> list[tuple[tuple[str, str], np.ndarray]]:
+    """The stored rest contacts among `meshes` (built) per object pair of session ids:
+    ``((id_a, id_b), (K, 2) triangle pairs)``, each stored set read once for every object
+    using it. Contacts between two characters come from both of their data."""
     ids = [storage.uid(ob) for ob in meshes]
     by_text: dict[str, list[str]] = {}
     first: dict[str, object] = {}
@@ -57,18 +49,17 @@ def of_meshes(meshes: list) -> set[Contact]:
         u = storage.text_uid(ob)
         by_text.setdefault(u, []).append(r)
         first.setdefault(u, ob)
-    out: set[Contact] = set()
-    for u, ob in first.items():             # each stored set once, for every user of it
+    out = []
+    for u, ob in first.items():
         for key, pairs in storage.rest_contacts_of(ob).items():
             for r1 in by_text[u]:
                 partners = [r1] if key == u else ([key] if key in ids else by_text.get(key, []))
-                for r2 in partners:
-                    out |= _oriented(r1, r2, pairs)
+                out += [((r1, r2), pairs) for r2 in partners]
     return out
 
 
 def index(scene, meshes: list) -> contacts.ContactIndex:
-    """The rest contacts of `meshes` (and the scene's, from earlier versions), parsed
+    """The rest contacts of `meshes` (and the scene's, from earlier versions), decoded
     once per change of what is stored."""
     key = (_version, _legacy_pointer(scene),
            tuple((storage.uid(ob), str((storage.text_of(ob) or {}).get(storage.BUILD_KEY)))
@@ -76,16 +67,16 @@ def index(scene, meshes: list) -> contacts.ContactIndex:
     hit = _index.get(scene.name_full)
     if hit is not None and hit[0] == key:
         return hit[1]
-    found = contacts.ContactIndex(of_meshes(meshes) | set(_legacy(scene)))
+    found = contacts.ContactIndex.from_arrays(_groups(meshes) + _legacy_groups(scene))
     _index[scene.name_full] = (key, found)
     return found
 
 
 def of_scene(scene) -> set[Contact]:
     """The rest contacts of the scene's built meshes (and the scene's own, from earlier
-    versions)."""
+    versions), each once."""
     built = [ob for ob in scene.objects if ob.type == "MESH" and storage.has_data(ob)]
-    return of_meshes(built) | set(_legacy(scene))
+    return contacts.ContactIndex.from_arrays(_groups(built) + _legacy_groups(scene)).as_set()
 
 
 def store(scene, meshes: list, objects: list, self_collision: bool) -> int:
@@ -146,6 +137,14 @@ def forget(uids: set[str]) -> None:
 def _legacy_pointer(scene) -> int:
     text = scene.skin_collide.rest_contacts
     return 0 if text is None else text.as_pointer()
+
+
+def _legacy_groups(scene) -> list[tuple[tuple[str, str], np.ndarray]]:
+    """The scene's earlier-version contacts per object pair, as `_groups` gives them."""
+    grouped: dict[tuple[str, str], list] = {}
+    for ka, a, kb, b in _legacy(scene):
+        grouped.setdefault((ka, kb), []).append((a, b))
+    return [(k, np.array(v, dtype=np.int64)) for k, v in grouped.items()]
 
 
 def _legacy(scene) -> list[Contact]:
