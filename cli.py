@@ -591,12 +591,16 @@ def cmd_snapshot(args) -> int:
     return 0
 
 
+OBJECT_HELP = ("mesh object by name (a linked one by its full name, "
+               "\"Cesium_Man [char.blend]\"; repeatable")
+
+
 def _add_snapshot_parser(sub) -> None:
     sn = sub.add_parser("snapshot", help="picture the viewport at a frame, colliding triangles "
                         "in the overlay colour (PNG)")
     sn.add_argument("file", help=".blend, .glb or .gltf")
     sn.add_argument("--frame", type=int, required=True)
-    sn.add_argument("--object", action="append", help="mesh object by name (a linked one by its full name, \"Cesium_Man [char.blend]\"; repeatable; default all)")
+    sn.add_argument("--object", action="append", help=OBJECT_HELP + "; default all)")
     sn.add_argument("--self", dest="self_collision", action="store_true",
                     help="also show each object's self-intersections")
     sn.add_argument("--png", required=True, help="output picture path")
@@ -718,7 +722,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     d = sub.add_parser("doctor", help="what skin_collide sees in each skinned mesh of a file")
     d.add_argument("file", help=".blend, .glb or .gltf")
-    d.add_argument("--object", action="append", help="mesh object by name (a linked one by its full name, \"Cesium_Man [char.blend]\"; repeatable)")
+    d.add_argument("--object", action="append", help=OBJECT_HELP + ")")
     d.add_argument("--frames", help="START:END (default: the armature's action)")
     d.set_defaults(func=cmd_doctor)
     m = sub.add_parser("demo", help="generate two animated tube characters, save, and doctor them")
@@ -741,7 +745,7 @@ def build_parser() -> argparse.ArgumentParser:
                "The JSON report is rewritten atomically at most once a second while the scan\n"
                "runs (\"complete\": false until the last frame).")
     sc.add_argument("file", help=".blend, .glb or .gltf")
-    sc.add_argument("--object", action="append", help="mesh object by name (a linked one by its full name, \"Cesium_Man [char.blend]\"; repeatable; default all)")
+    sc.add_argument("--object", action="append", help=OBJECT_HELP + "; default all)")
     sc.add_argument("--frames", help="START:END inclusive, negative frames allowed "
                                      "(default: the scene's range)")
     sc.add_argument("--self", dest="self_collision", action="store_true",

@@ -61,15 +61,19 @@ def _groups(meshes: list) -> list[tuple[tuple[str, str], np.ndarray]]:
 def index(scene, meshes: list) -> contacts.ContactIndex:
     """The rest contacts of `meshes` (and the scene's, from earlier versions), decoded
     once per change of what is stored."""
-    key = (_version, _legacy_pointer(scene),
-           tuple((storage.uid(ob), str((storage.text_of(ob) or {}).get(storage.BUILD_KEY)))
-                 for ob in meshes))
+    key = (_version, _legacy_pointer(scene), tuple(_data_key(ob) for ob in meshes))
     hit = _index.get(scene.name_full)
     if hit is not None and hit[0] == key:
         return hit[1]
     found = contacts.ContactIndex.from_arrays(_groups(meshes) + _legacy_groups(scene))
     _index[scene.name_full] = (key, found)
     return found
+
+
+def _data_key(ob) -> tuple[str, str]:
+    """What `ob`'s stored contacts depend on: its id and its data's build."""
+    text = storage.text_of(ob)
+    return storage.uid(ob), ("" if text is None else str(text.get(storage.BUILD_KEY)))
 
 
 def of_scene(scene) -> set[Contact]:

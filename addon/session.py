@@ -94,10 +94,11 @@ def participants(scene, context=None) -> list:
 
 # Per-vertex staleness (weights, rest positions) without re-reading the weights on every
 # use: the rest positions of the last full check that passed, per built data (Text name,
-# build id) and object using it, and the meshes whose data changed since (`mark_mesh_changed`, from the
-# depsgraph_update_post handler: weight painting, Edit Mode, scripts). A use compares the
-# rest positions (0.01 ms on MakeHuman's 13k vertices) and re-reads the weights (the full
-# check, 65-85 ms there) only after such a change, after a build, or after a file load.
+# build id) and object using it, and the meshes whose data changed since
+# (`mark_mesh_changed`, from the depsgraph_update_post handler: weight painting, Edit
+# Mode, scripts). A use compares the rest positions (0.01 ms on MakeHuman's 13k vertices)
+# and re-reads the weights (the full check, 65-85 ms there) only after such a change,
+# after a build, or after a file load.
 _verified: dict[tuple[str, str, int], np.ndarray] = {}
 _changed_meshes: set[int] = set()
 
@@ -127,7 +128,7 @@ def per_vertex_stale_reason(ob, full_check: bool = False) -> str:
     """Why `ob`'s weights or rest positions no longer fit its built data ('' when they
     fit). Cheap unless something changed since the last check (see `_verified`)."""
     text = storage.text_of(ob)
-    signature = storage.signature(ob)
+    signature = storage.built_signature(ob)
     key = (text.name_full, str(text.get(storage.BUILD_KEY) or signature), ob.as_pointer())
     pos = _rest_positions(ob.data)
     seen = _verified.get(key)

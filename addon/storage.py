@@ -60,7 +60,8 @@ import uuid
 
 import numpy as np
 
-from ..core import blob, persist
+from ..core import blob as container   # (`blob` names the stored bytes below)
+from ..core import persist
 from ..core.scan import CollisionObject
 from . import identity
 
@@ -269,7 +270,7 @@ def uid(ob) -> str:
     return base if text.library is None else f"{base}@{ob.name_full}"
 
 
-def signature(ob) -> str:
+def built_signature(ob) -> str:
     """The rig signature recorded when `ob`'s data was built ('' when unbuilt)."""
     text = text_of(ob)
     if text is None:
@@ -383,7 +384,7 @@ def rest_contacts_of(ob) -> dict[str, np.ndarray]:
     if raw is None:
         return {}
     try:
-        arrays = blob.decode(bytes(raw))
+        arrays = container.decode(bytes(raw))
     except ValueError:
         return {}
     return {k: v.astype(np.int64).reshape(-1, 2) for k, v in arrays.items()}
@@ -400,7 +401,7 @@ def set_rest_contacts(ob, by_partner: dict[str, np.ndarray]) -> None:
     arrays = {k: np.asarray(v, np.int64).reshape(-1, 2) for k, v in by_partner.items()
               if len(v)}
     if arrays:
-        _set_bytes(text, blob.encode(arrays, codec="zlib"), REST_KEY)
+        _set_bytes(text, container.encode(arrays, codec="zlib"), REST_KEY)
     elif REST_KEY in text:
         del text[REST_KEY]
 
@@ -413,13 +414,13 @@ def drop_rest_partners(keys: set[str]) -> int:
         if text.library is not None or REST_KEY not in text:
             continue
         try:
-            arrays = blob.decode(bytes(text[REST_KEY]))
+            arrays = container.decode(bytes(text[REST_KEY]))
         except ValueError:
             continue
         kept = {k: v for k, v in arrays.items() if k not in keys}
         if len(kept) != len(arrays):
             if kept:
-                _set_bytes(text, blob.encode(kept, codec="zlib"), REST_KEY)
+                _set_bytes(text, container.encode(kept, codec="zlib"), REST_KEY)
             else:
                 del text[REST_KEY]
             changed += 1
