@@ -195,8 +195,10 @@ def inherited(ob) -> bool:
 
 def _linked(ob) -> bool:
     """Whether `ob` is still part of the file (in a collection), not merely kept alive by
-    the owner pointer of its Text after being deleted or joined away."""
-    return bool(ob.users_collection)
+    the owner pointer of its Text after being deleted or joined away. A placeholder of a
+    linked object whose library is missing (an unmounted drive) counts: its data must
+    survive until the library is back."""
+    return bool(ob.users_collection) or ob.is_missing
 
 
 def _inherits(ob, text) -> bool:
@@ -679,7 +681,9 @@ def remove_orphans() -> int:
     ambiguous. Returns how many were removed."""
     import bpy
 
-    used = {t.name_full for ob in bpy.data.objects if ob.type == "MESH" and _linked(ob)
+    # (a placeholder of missing linked data is no mesh: its type is unknown until then)
+    used = {t.name_full for ob in bpy.data.objects
+            if (ob.type == "MESH" or ob.is_missing) and _linked(ob)
             for t in (_text_of(ob),) if t is not None}
     gone = [t for t in bpy.data.texts if t.library is None and t.get(UID_KEY) is not None
             and t.name_full not in used]

@@ -178,6 +178,37 @@ def test_built_data_survives_save_and_reopen(char_files, tmp_path, how, monkeypa
     assert blenders_answer([ob], self_collision=True) == before
 
 
+@pytest.mark.parametrize("how", ["link", "override"])
+def test_built_data_survives_a_missing_library(char_files, tmp_path, how):
+    """The asset file is away (an unmounted drive) when the shot is opened and saved: the
+    shot's data for the character is kept, and used once the library is back."""
+    import shutil
+
+    from skin_collide.addon import storage
+
+    asset = tmp_path / "char.blend"
+    shutil.copy(char_files["plain"], asset)
+    (ob,) = shot(asset, how)
+    select([ob])
+    bpy.context.scene.skin_collide.self_collision = True
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    path = tmp_path / "shot.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    asset.rename(tmp_path / "away.blend")
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    bpy.ops.wm.save_mainfile()                  # opened and saved without the library
+    (tmp_path / "away.blend").rename(asset)
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    (ob,) = meshes()
+    assert storage.has_data(ob) and not storage.inherited(ob)
+    assert storage.stale_reason(ob) == ""
+    bpy.context.scene.frame_set(FRAME)
+    assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
+    assert live_pairs() == blenders_answer([ob], self_collision=True)
+
+
 # 2. Bake Highlight and Select Colliding Faces never write linked mesh data silently.
 
 @pytest.mark.parametrize("how", ["override", "link"])
