@@ -59,14 +59,18 @@ def parse_frames(text: str | None) -> tuple[int, int] | None:
 
 
 def _select_meshes(scene, names: list[str] | None):
-    from .addon import extract
+    """The skinned meshes to scan: all, or those `names` give, each by its full name
+    (``Cesium_Man [char.blend]`` for a linked one) or a bare name only one object has."""
+    from .addon import extract, identity
 
     meshes = extract.skinned_meshes(scene)
     if names:
-        by_name = {ob.name: ob for ob in scene.objects}
         chosen = []
         for n in names:
-            ob = by_name.get(n)
+            try:
+                ob = identity.find(scene.objects, n)
+            except identity.AmbiguousName as exc:
+                raise UsageError(str(exc)) from None
             if ob is None:
                 raise UsageError(f"no object named '{n}' in the file")
             if ob not in meshes:
@@ -104,7 +108,7 @@ def cmd_doctor(args) -> int:
         print(f"mesh: {rep.name}")
         for key, value in rep.facts:
             print(f"  {key}: {value}")
-        arm = bpy.data.objects[rep.armature]
+        arm = extract.modifier_report(ob).armature
         if frames_override:
             frames = list(range(frames_override[0], frames_override[1] + 1))
             label = f"frames {frames[0]}-{frames[-1]}"
@@ -312,7 +316,7 @@ def _built_objects(meshes, method: str):
             if not storage.has_data(ob) or storage.stale_reason(ob):
                 return None
             obj = storage.load(ob)
-            if obj is None or obj.name != ob.name or \
+            if obj is None or obj.name != ob.name_full or \
                     registry.resolve(method, obj.rig)[0].id != obj.method:
                 return None
         except (ValueError, KeyError):
@@ -601,12 +605,16 @@ def cmd_snapshot(args) -> int:
     return 0
 
 
+OBJECT_HELP = ("mesh object by name (a linked one by its full name, "
+               "\"Cesium_Man [char.blend]\"; repeatable")
+
+
 def _add_snapshot_parser(sub) -> None:
     sn = sub.add_parser("snapshot", help="picture the viewport at a frame, colliding triangles "
                         "in the overlay colour (PNG)")
     sn.add_argument("file", help=".blend, .glb or .gltf")
     sn.add_argument("--frame", type=int, required=True)
-    sn.add_argument("--object", action="append", help="mesh object name (repeatable; default all)")
+    sn.add_argument("--object", action="append", help=OBJECT_HELP + "; default all)")
     sn.add_argument("--self", dest="self_collision", action="store_true",
                     help="also show each object's self-intersections")
     sn.add_argument("--png", required=True, help="output picture path")
@@ -656,7 +664,12 @@ def cmd_demo(args) -> int:
 def _rest_mesh(scene, name: str):
     """(vertices (V, 3) float64, triangles (T, 3) int64) of mesh object `name`'s own data
     (rest pose, mesh-local coordinates: no modifier, no object transform)."""
-    ob = scene.objects.get(name)
+    from .addon import identity
+
+    try:
+        ob = identity.find(scene.objects, name)
+    except identity.AmbiguousName as exc:
+        raise UsageError(str(exc)) from None
     if ob is None:
         raise UsageError(f"no object named '{name}' in the file")
     if ob.type != "MESH":
@@ -723,7 +736,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     d = sub.add_parser("doctor", help="what skin_collide sees in each skinned mesh of a file")
     d.add_argument("file", help=".blend, .glb or .gltf")
-    d.add_argument("--object", action="append", help="mesh object name (repeatable)")
+    d.add_argument("--object", action="append", help=OBJECT_HELP + ")")
     d.add_argument("--frames", help="START:END (default: the armature's action)")
     d.set_defaults(func=cmd_doctor)
     m = sub.add_parser("demo", help="generate two animated tube characters, save, and doctor them")
@@ -746,7 +759,7 @@ def build_parser() -> argparse.ArgumentParser:
                "The JSON report is rewritten atomically at most once a second while the scan\n"
                "runs (\"complete\": false until the last frame).")
     sc.add_argument("file", help=".blend, .glb or .gltf")
-    sc.add_argument("--object", action="append", help="mesh object name (repeatable; default all)")
+    sc.add_argument("--object", action="append", help=OBJECT_HELP + "; default all)")
     sc.add_argument("--frames", help="START:END inclusive, negative frames allowed "
                                      "(default: the scene's range)")
     sc.add_argument("--self", dest="self_collision", action="store_true",

@@ -58,7 +58,7 @@ def collisions(path_or_objects, frames=None, self_collision: bool = True,
     else:
         meshes = list(path_or_objects)
     if objects is not None:
-        by_name = {ob.name: ob for ob in meshes}
+        by_name = {ob.name_full: ob for ob in meshes}     # linked ones: "Name [lib.blend]"
         missing = [n for n in objects if n not in by_name]
         if missing:
             raise ValueError(f"no skinned mesh named {', '.join(map(repr, missing))}")

@@ -40,9 +40,9 @@ def describe(ob) -> MeshReport:
     bbones = [b.name for b in bones if b.bbone_segments > 1]
     chosen, passed_over = registry.resolve("sphere-tree", rig)
     off = np.abs(sums[weighted] - 1.0) > 1e-3
-    r = MeshReport(ob.name, rep.armature.name, rig)
+    r = MeshReport(ob.name_full, rep.armature.name_full, rig)
     r.facts = [
-        ("armature", rep.armature.name),
+        ("armature", rep.armature.name_full),
         ("vertices", str(rig.n_vertices)),
         ("triangles", f"{rig.n_triangles} (polygons {len(polys)}, n-gons {int((sizes > 4).sum())})"),
         ("bones", f"{rig.n_bones} (deform {int(rig.bone_deform.sum())}, weighting this mesh {int(used.sum())})"),

@@ -228,7 +228,7 @@ def rig_from_object(ob) -> Rig:
     if ignored:
         notes.append(f"{ignored} vertex groups name no deform bone and are ignored, as Blender does")
     return Rig(
-        name=ob.name, rest_positions=rest, triangles=tris, tri_polygon=poly,
+        name=ob.name_full, rest_positions=rest, triangles=tris, tri_polygon=poly,
         weight_ptr=ptr, weight_bone=bone, weight_value=value, bone_names=names,
         bone_parents=parents, bone_rest=rest_mats, bone_deform=deform,
         poly_ptr=poly_ptr, poly_verts=poly_verts, preserve_volume=bool(mod.use_deform_preserve_volume),

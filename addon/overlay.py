@@ -187,8 +187,9 @@ def _drawn_for(scene) -> _Drawn:
         return d
     objects = {}
     if res is not None and not res.error:
+        by_name = {ob.name_full: ob for ob in scene.objects}   # results use full names
         for name in res.names:
-            ob = scene.objects.get(name)
+            ob = by_name.get(name)
             if ob is not None and storage.has_data(ob):
                 objects[name] = storage.load(ob)
     tris, lines = result_arrays(res, objects, *key)

@@ -84,7 +84,10 @@ class SKINCOLLIDE_PG_settings(bpy.types.PropertyGroup):
         "collision episode when scanning", default=False)
     frame_counts: bpy.props.CollectionProperty(type=SKINCOLLIDE_PG_frame_count)
     report: bpy.props.PointerProperty(type=bpy.types.Text, name="Last Scan Report")
-    rest_contacts: bpy.props.PointerProperty(type=bpy.types.Text, name="Rest Contacts")
+    # Earlier versions kept rest contacts per scene; now each character's data keeps its
+    # own (addon/rest_contacts.py). Still read, and pruned as characters are rebuilt.
+    rest_contacts: bpy.props.PointerProperty(type=bpy.types.Text, name="Rest Contacts "
+                                             "(earlier versions)")
     last_report: bpy.props.StringProperty(
         name="Last Report", description="The last doctor summary of the active mesh", default="")
 

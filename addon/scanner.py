@@ -248,18 +248,19 @@ class Scanner:
                 after = extract.modifier_report(ob).after
                 if after:
                     raise extract.RigError(
-                        f"'{ob.name}': modifiers after the Armature modifier ({', '.join(after)}) "
+                        f"'{ob.name_full}': modifiers after the Armature modifier "
+                        f"({', '.join(after)}) "
                         f"change the mesh from {obj.rig.n_vertices} to {n} vertices; "
                         "disable them in the viewport, or rebuild")
                 raise extract.RigError(
-                    f"'{ob.name}' evaluates to {n} vertices but was built with "
+                    f"'{ob.name_full}' evaluates to {n} vertices but was built with "
                     f"{obj.rig.n_vertices}: its topology changed; rebuild")
             pos, t = extract.evaluated_frame(ob, depsgraph, obj.rig)
             pose = extract.pose_from_object(ob, depsgraph, _built_rest(obj))
             positions.append(pos)
             tris.append(t)
             poses.append(pose)
-            degenerate += [f"{ob.name}: {b}" for b in degenerate_bones(obj, pose)]
+            degenerate += [f"{ob.name_full}: {b}" for b in degenerate_bones(obj, pose)]
         self.triangles = tris
         if degenerate:
             raise DegeneratePose(
@@ -428,15 +429,15 @@ def check_rig_matches(ob, obj) -> None:
     (RigError otherwise: the data would silently describe another skeleton)."""
     arm = extract.modifier_report(ob).armature
     if arm is None:
-        raise extract.RigError(f"'{ob.name}' has no Armature modifier with an armature object "
-                               "any more: restore it, or rebuild")
+        raise extract.RigError(f"'{ob.name_full}' has no Armature modifier with an armature "
+                               "object any more: restore it, or rebuild")
     if arm.type != "ARMATURE":
-        raise extract.RigError(f"the Armature modifier of '{ob.name}' points to '{arm.name}', "
-                               "which is not an armature")
+        raise extract.RigError(f"the Armature modifier of '{ob.name_full}' points to "
+                               f"'{arm.name_full}', which is not an armature")
     bones = arm.data.bones
     names = obj.rig.bone_names
     if len(bones) != len(names) or any(b.name != n for b, n in zip(bones, names)):
-        raise extract.RigError(f"the armature of '{ob.name}' ('{arm.name}', {len(bones)} "
+        raise extract.RigError(f"the armature of '{ob.name_full}' ('{arm.name_full}', {len(bones)} "
                                f"bones) is not the one it was built with ({len(names)} "
                                "bones): rebuild")
 

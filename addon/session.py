@@ -2,15 +2,14 @@
 their built data, and the last query's result (kept per scene, in memory)."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core import contacts
 from ..core.query import multi
 from ..core.self_collision import query as _query
 from . import extract, scanner, storage
+from . import rest_contacts as rest_contacts_store
 
 
 class SessionError(ValueError):
@@ -95,11 +94,12 @@ def participants(scene, context=None) -> list:
 
 # Per-vertex staleness (weights, rest positions) without re-reading the weights on every
 # use: the rest positions of the last full check that passed, per built data (Text name,
-# build id), and the meshes whose data changed since (`mark_mesh_changed`, from the
-# depsgraph_update_post handler: weight painting, Edit Mode, scripts). A use compares the
-# rest positions (0.01 ms on MakeHuman's 13k vertices) and re-reads the weights (the full
-# check, 65-85 ms there) only after such a change, after a build, or after a file load.
-_verified: dict[tuple[str, str], np.ndarray] = {}
+# build id) and object using it, and the meshes whose data changed since
+# (`mark_mesh_changed`, from the depsgraph_update_post handler: weight painting, Edit
+# Mode, scripts). A use compares the rest positions (0.01 ms on MakeHuman's 13k vertices)
+# and re-reads the weights (the full check, 65-85 ms there) only after such a change,
+# after a build, or after a file load.
+_verified: dict[tuple[str, str, int], np.ndarray] = {}
 _changed_meshes: set[int] = set()
 
 
@@ -127,24 +127,23 @@ def _rest_positions(me) -> np.ndarray:
 def per_vertex_stale_reason(ob, full_check: bool = False) -> str:
     """Why `ob`'s weights or rest positions no longer fit its built data ('' when they
     fit). Cheap unless something changed since the last check (see `_verified`)."""
-    from ..core import persist
-
-    text = ob.skin_collide.data
-    key = (text.name_full, str(text.get(storage.BUILD_KEY) or ob.skin_collide.signature))
+    text = storage.text_of(ob)
+    signature = storage.built_signature(ob)
+    key = (text.name_full, str(text.get(storage.BUILD_KEY) or signature), ob.as_pointer())
     pos = _rest_positions(ob.data)
     seen = _verified.get(key)
-    reason = (f"the weights, rest shape or bones (rest pose) of '{ob.name}' changed since its "
-              "collision data was built: rebuild")
+    reason = (f"the weights, rest shape or bones (rest pose) of '{ob.name_full}' changed "
+              "since its collision data was built: rebuild")
     mesh_key = ob.data.as_pointer()
     if seen is not None and not full_check and mesh_key not in _changed_meshes:
         return "" if np.array_equal(seen, pos) else reason
     try:
-        current = persist.rig_signature(extract.rig_from_object(ob))
+        current = storage.rig_signature(ob, extract.rig_from_object(ob))
     except extract.RigError as exc:
         return str(exc)
-    if current != ob.skin_collide.signature:
+    if current != signature:
         return reason
-    for k in [k for k in _verified if k[0] == key[0]]:   # older builds of this Text
+    for k in [k for k in _verified if k[0] == key[0] and k[2] == key[2]]:   # older builds
         del _verified[k]
     _verified[key] = pos
     _changed_meshes.discard(mesh_key)
@@ -178,7 +177,7 @@ def load_objects(meshes: list) -> list:
         try:
             out.append(storage.load(ob))
         except ValueError as exc:
-            raise SessionError(f"'{ob.name}': {exc}") from None
+            raise SessionError(f"'{ob.name_full}': {exc}") from None
     return out
 
 
@@ -188,105 +187,22 @@ MAX_PAIRS = 20000
 bake and reports); the count is always exact. More pairs than this means a broken pose."""
 
 
-# Parsed rest contacts per scene: (text pointer, version) -> ContactIndex. Bumped by every
-# write of ours, cleared on file load, so frames never re-parse the JSON.
-_contacts_version = 0
-_contact_index: dict[str, tuple[tuple, contacts.ContactIndex]] = {}
-
-
-def rest_contact_index(scene) -> contacts.ContactIndex:
-    """The scene's rest contacts (keyed by `storage.uid`), parsed once per change."""
-    text = _contacts_text(scene)
-    key = (text.as_pointer() if text is not None else 0, _contacts_version)
-    hit = _contact_index.get(scene.name_full)
-    if hit is not None and hit[0] == key:
-        return hit[1]
-    index = contacts.ContactIndex(_read_contacts(scene))
-    _contact_index[scene.name_full] = (key, index)
-    return index
-
-
-def _contacts_changed() -> None:
-    global _contacts_version
-    _contacts_version += 1
-
-
-def _contacts_text(scene, create: bool = False):
-    import bpy
-
-    s = scene.skin_collide
-    if s.rest_contacts is None and create:
-        s.rest_contacts = bpy.data.texts.new(storage.TEXT_PREFIX + "rest_contacts")
-    return s.rest_contacts
-
-
-def _read_contacts(scene) -> list:
-    text = _contacts_text(scene)
-    if text is None:
-        return []
-    try:
-        data = json.loads(text.as_string() or "[]")
-    except ValueError:
-        return []
-    return [tuple(p) for p in data if isinstance(p, list) and len(p) == 4]
-
-
-def _contacts_json(pairs) -> str:
-    """The contacts as a JSON list, one pair per line: `Text.from_string` is quadratic in
-    the length of a line (a 1.7 MB line took 108 s in bpy 5.0.1; two coincident
-    MakeHumans have 350,000 rest contacts), and fast on many short lines."""
-    return "[\n" + ",\n".join(json.dumps(list(p)) for p in pairs) + "\n]\n"
-
-
 def rest_contacts(scene) -> set[tuple[str, int, str, int]]:
-    """Triangle pairs that collide in the rest pose, by the objects' stable ids
-    (`storage.uid`), so that renaming a mesh or rebuilding another keeps them."""
-    return set(_read_contacts(scene))
+    """Triangle pairs that collide in the rest pose, among the scene's built characters,
+    by the objects' stable ids (`storage.uid`), so that renaming a mesh or rebuilding
+    another keeps them. Stored with each character's data (`addon.rest_contacts`)."""
+    return rest_contacts_store.of_scene(scene)
 
 
 def store_rest_contacts(scene, meshes, objects, self_collision: bool) -> int:
-    """Query the rest pose of `meshes` (armatures switched to Rest Position for the
-    evaluation, then restored) and store the colliding triangle pairs. Contacts of other
-    characters are kept; those between a rebuilt mesh and another built, up-to-date mesh
-    are recomputed with it. Returns the number of contacts involving `meshes`."""
-    built_ids = {storage.uid(ob) for ob in meshes}
-    others = [ob for ob in scene.objects if ob.type == "MESH" and ob not in meshes
-              and storage.has_data(ob) and not storage.stale_reason(ob)]
-    try:
-        other_objs = [storage.load(ob) for ob in others]
-    except ValueError:
-        others, other_objs = [], []
-    group = list(meshes) + others
-    objs = list(objects) + other_objs
-    from .handlers import quiet     # the rest-pose switch is not a pose edit
-
-    with quiet():
-        pairs = scanner.rest_pose_pairs(group, objs, self_collision)
-    ids = [storage.uid(ob) for ob in group]
-    new = set()
-    for i, j, p in pairs:
-        if ids[i] in built_ids or ids[j] in built_ids:
-            p = contacts.normalized_pairs(p, i == j)
-            new |= {(ids[i], a, ids[j], b) for a, b in p.tolist()}
-    kept = {p for p in _read_contacts(scene) if p[0] not in built_ids and p[2] not in built_ids}
-    _contacts_text(scene, create=True).from_string(_contacts_json(sorted(kept | new)))
-    _contacts_changed()
-    return len(new)
+    """Record the rest contacts of just-built `meshes` (`addon.rest_contacts.store`);
+    returns how many involve them."""
+    return rest_contacts_store.store(scene, meshes, objects, self_collision)
 
 
 def forget_contacts(uids: set[str]) -> None:
     """Drop the rest contacts involving `uids` (their data was cleared)."""
-    import bpy
-
-    for scene in bpy.data.scenes:
-        text = _contacts_text(scene)
-        if text is None:
-            continue
-        old = _read_contacts(scene)
-        kept = [p for p in old if p[0] not in uids and p[2] not in uids]
-        if len(kept) != len(old):
-            text.from_string(_contacts_json(sorted(kept)))
-            _contacts_changed()
+    rest_contacts_store.forget(uids)
 
 
 def pipeline(scene, meshes: list, objects: list, first_hit: bool = False) -> scanner.Scanner:
@@ -298,7 +214,7 @@ def pipeline(scene, meshes: list, objects: list, first_hit: bool = False) -> sca
                          first_hit=first_hit, objects=objects,
                          ids=[storage.uid(ob) for ob in meshes])
     if s.ignore_rest_contacts:
-        sc.ignore = rest_contact_index(scene)
+        sc.ignore = rest_contacts_store.index(scene, meshes)
     import bpy
 
     sc.source = scanner.report_source(bpy.data.filepath, s.method, s.self_collision,
@@ -332,7 +248,7 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
     rec = out.record
     if rec.not_checked:
         raise DegeneratePose(rec.not_checked)
-    names = [ob.name for ob in meshes]
+    names = [ob.name_full for ob in meshes]
     hits = [[] for _ in meshes]
     for i, j, p in out.tri_pairs:
         hits[i].append(p[:, 0])
@@ -378,4 +294,4 @@ def record_error(scene, message: str) -> None:
 
 def forget(scene) -> None:
     _live.pop(scene.name_full, None)
-    _contact_index.pop(scene.name_full, None)
+    rest_contacts_store.forget_index(scene)

@@ -38,16 +38,32 @@ frame, so it reads only names and flags (no per-vertex data).
 
 Decoded objects are cached per session, keyed by the build id (a new one per build), so a
 rebuild always replaces the cached object.
+
+Linked characters and library overrides (issue 26, docs/storage.md §6). Nothing this file
+writes on such an object is kept: a linked object is saved in its library, and an
+override's add-on properties come back from the library on reopening. Their data is a
+local Text whose owner pointer (`OWNER_ID_KEY`, an ID pointer, which may point to linked
+data) is the object, found by that pointer; the signatures live on the Text too
+(`SIGNATURE_KEY`, `SHAPE_KEY`). Without such a Text, a link or an override uses the data
+built in the asset file itself (a linked Text owned by the linked object, or by the
+override's reference), read-only, when it still fits. Stored rigs and signatures name the
+armature relative to the object (`identity.relative_name`), so the asset's build fits its
+links; loaded data is named after the object using it (`ID.name_full`).
 """
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import os
 import uuid
 
+import numpy as np
+
+from ..core import blob as container   # (`blob` names the stored bytes below)
 from ..core import persist
 from ..core.scan import CollisionObject
+from . import identity
 
 TEXT_PREFIX = ".skin_collide/"
 OWNER_KEY = "skin_collide_owner"        # the owner's name (earlier versions; kept as a note)
@@ -58,18 +74,27 @@ BLOB_KEY = "skin_collide_blob"          # the persist bytes, when kept in the fi
 CACHE_KEY = "skin_collide_cache"        # the rig signature, when kept on disk
 METHOD_KEY = "skin_collide_method"      # the method asked at build (for a rebuild)
 SET_KEY = "skin_collide_sphere_set"     # a sphere set's (count, seed), for a rebuild
+SIGNATURE_KEY = "skin_collide_signature"  # the rig signature at build (also on local objects)
+SHAPE_KEY = "skin_collide_shape"        # the state signature at build (also on local objects)
+REST_KEY = "skin_collide_rest"          # the character's rest contacts (addon/rest_contacts.py)
 CACHE_DIR = "//skin_collide_cache/"
 CACHE_SUFFIX = ".skcb"
 BODY = ("skin_collide collision data for '{}': binary, in this Text's custom property or "
         "in //skin_collide_cache/; do not edit.\n")
-_cache: dict[str, tuple[str, CollisionObject]] = {}
-# Names of meshes whose data will be rebuilt when first needed (found by `scan_missing`).
+# (Text full name, object pointer) -> (build id, decoded object named after that object):
+# a link and an override of one asset may use the same Text, each under its own name.
+_cache: dict[tuple[str, int], tuple[str, CollisionObject]] = {}
+# Full names of meshes whose data will be rebuilt when first needed (`scan_missing`).
 missing: set[str] = set()
 
 # Modifier properties that only change the user interface, never the evaluated mesh.
 _UI_ONLY = {"name", "show_expanded", "is_active", "show_on_cage", "show_in_editmode",
             "is_override_data_local", "use_pin_to_last", "persistent_uid",
             "execution_time", "show_render", "use_apply_on_spline", "rna_type"}
+# Modifier flags that only say where the modifier comes from (True in a link or an override
+# of the asset file, False in the file that built it): recorded as the building file sees
+# them, so that links reuse the asset's build and earlier signatures stay valid.
+_SOURCE_FLAGS = {"is_override_data": False}
 
 
 def _h(text: str) -> str:
@@ -83,19 +108,22 @@ def shape_signature(ob) -> str:
     return f"{len(me.vertices)}:{len(me.polygons)}:{_h(groups)}"
 
 
-def _modifier_settings(mod) -> str:
-    """Type, visibility and the settings of one modifier (names and flags only)."""
+def _modifier_settings(mod, ob) -> str:
+    """Type, visibility and the settings of one modifier of `ob` (names and flags only;
+    data blocks by their name relative to `ob`, so that a link of the asset file reads as
+    the asset file did)."""
     parts = [mod.type, str(mod.show_viewport)]
     for prop in mod.bl_rna.properties:
         key = prop.identifier
         if key in _UI_ONLY or prop.type in {"COLLECTION"}:
             continue
         try:
-            value = getattr(mod, key)
+            value = _SOURCE_FLAGS[key] if key in _SOURCE_FLAGS else getattr(mod, key)
         except Exception:          # noqa: BLE001 - a property that cannot be read
             continue
         if prop.type == "POINTER":
-            value = getattr(value, "name_full", None) if value is not None else None
+            value = (identity.relative_name(value, ob)
+                     if hasattr(value, "name_full") else None)   # data blocks only
         elif getattr(prop, "is_array", False) or getattr(prop, "array_length", 0):
             try:
                 value = tuple(value)
@@ -112,7 +140,7 @@ def state_signature(ob) -> str:
     me = ob.data
     parts = [shape_signature(ob), f"{len(me.edges)}:{len(me.loops)}"]
     for mod in ob.modifiers:
-        parts.append(_modifier_settings(mod))
+        parts.append(_modifier_settings(mod, ob))
         if mod.type == "ARMATURE" and mod.object is not None and mod.object.type == "ARMATURE":
             bones = mod.object.data.bones
             parts.append(f"bones:{len(bones)}:{_h(chr(0).join(b.name for b in bones))}")
@@ -129,21 +157,69 @@ def _texts():
     return bpy.data.texts
 
 
+def _props(ob):
+    return getattr(ob, "skin_collide", None)
+
+
+def _owned_local_text(ob):
+    """The local data Text whose owner pointer is `ob`: where a linked or overridden object
+    keeps data built in this file (nothing written on the object itself is kept)."""
+    for t in _texts():
+        if t.library is None and UID_KEY in t and OWNER_ID_KEY in t and t[OWNER_ID_KEY] == ob:
+            return t
+    return None
+
+
 def _text_of(ob):
-    props = getattr(ob, "skin_collide", None)
-    return None if props is None else props.data
+    """The data Text `ob` uses: its pointer for a local object; for a linked or overridden
+    one, the local Text built for it here, else its pointer (the asset file's build)."""
+    props = _props(ob)
+    if props is None:
+        return None
+    if identity.is_local(ob):
+        return props.data
+    return _owned_local_text(ob) or props.data
+
+
+def text_of(ob):
+    """The Text holding `ob`'s data (own or the asset's), or None."""
+    text = _text_of(ob)
+    return text if text is not None and owns(ob, text) else None
+
+
+def inherited(ob) -> bool:
+    """Whether `ob` uses data built in its asset file (linked, read-only)."""
+    text = text_of(ob)
+    return text is not None and text.library is not None
 
 
 def _linked(ob) -> bool:
     """Whether `ob` is still part of the file (in a collection), not merely kept alive by
-    the owner pointer of its Text after being deleted or joined away."""
-    return bool(ob.users_collection)
+    the owner pointer of its Text after being deleted or joined away. A placeholder of a
+    linked object whose library is missing (an unmounted drive) counts: its data must
+    survive until the library is back."""
+    return bool(ob.users_collection) or ob.is_missing
+
+
+def _inherits(ob, text) -> bool:
+    """Whether linked `text` (built in an asset file) is the data of `ob`: its owner is `ob`
+    itself (a link) or the library object `ob` overrides."""
+    owner = text.get(OWNER_ID_KEY)
+    if owner is None:
+        return text.get(OWNER_KEY) == ob.name      # files of earlier versions
+    if owner == ob:
+        return True
+    override = ob.override_library
+    return override is not None and override.reference == owner
 
 
 def owns(ob, text) -> bool:
-    """Whether `ob` owns `text` (and not merely a copied pointer to it)."""
+    """Whether `ob` owns `text` (and not merely a copied pointer to it), or inherits it from
+    its asset file."""
     if text is None:
         return False
+    if text.library is not None:
+        return _inherits(ob, text)
     if OWNER_ID_KEY in text:
         owner = text[OWNER_ID_KEY]
         if owner == ob:
@@ -169,27 +245,87 @@ def owns(ob, text) -> bool:
 
 
 def has_data(ob) -> bool:
-    """Whether mesh object `ob` has collision data of its own."""
-    text = _text_of(ob)
-    return text is not None and owns(ob, text)
+    """Whether mesh object `ob` has collision data of its own (or its asset file's)."""
+    return text_of(ob) is not None
 
 
 def adopt(ob) -> None:
     """Record `ob`'s current name in the Text it owns (after a rename), so that ownership
-    is decided by one name lookup again instead of a scan of all objects."""
+    is decided by one name lookup again instead of a scan of all objects. Linked Texts (the
+    asset file's) are never written."""
     text = _text_of(ob)
-    if text is not None and (text.get(OWNER_ID_KEY) != ob or text.get(OWNER_KEY) != ob.name) \
-            and owns(ob, text):
+    if text is not None and text.library is None and \
+            (text.get(OWNER_ID_KEY) != ob or text.get(OWNER_KEY) != ob.name) and owns(ob, text):
         text[OWNER_ID_KEY] = ob
         text[OWNER_KEY] = ob.name
 
 
 def uid(ob) -> str:
-    """The stable identity of a built object (survives renames, saving and reloading)."""
-    text = _text_of(ob)
-    if text is not None and owns(ob, text):
-        return str(text.get(UID_KEY) or ob.skin_collide.uid or ob.name)
-    return ""
+    """The stable identity of a built object (survives renames, saving and reloading).
+    Objects sharing their asset file's data (a link and an override of one character) are
+    told apart by their full names."""
+    text = text_of(ob)
+    if text is None:
+        return ""
+    props = _props(ob)
+    base = str(text.get(UID_KEY) or (props.uid if props is not None else "") or ob.name_full)
+    return base if text.library is None else f"{base}@{ob.name_full}"
+
+
+def built_signature(ob) -> str:
+    """The rig signature recorded when `ob`'s data was built ('' when unbuilt)."""
+    text = text_of(ob)
+    if text is None:
+        return ""
+    return str(text.get(SIGNATURE_KEY) or _props(ob).signature)
+
+
+def _built_shape(ob) -> str:
+    """The state signature recorded when `ob`'s data was built."""
+    text = text_of(ob)
+    return "" if text is None else str(text.get(SHAPE_KEY) or _props(ob).shape)
+
+
+def _armature(ob):
+    from . import extract
+
+    return extract.modifier_report(ob).armature
+
+
+def _stored_rig(rig, ob):
+    """`rig` as stored: named by `ob`'s bare name, its armature by the name relative to
+    `ob` (so that the asset file's build fits its links and overrides). A shallow copy:
+    the arrays are shared, `rig` is unchanged."""
+    arm = _armature(ob)
+    out = copy.copy(rig)
+    out.name = ob.name
+    if arm is not None and arm.name_full == rig.armature:
+        out.armature = identity.relative_name(arm, ob)
+    return out
+
+
+def _stored(obj: CollisionObject, ob) -> CollisionObject:
+    """`obj` as stored (`_stored_rig`); `obj` is unchanged."""
+    out = copy.copy(obj)
+    out.rig = _stored_rig(obj.rig, ob)
+    out.name = out.rig.name
+    return out
+
+
+def _bind(obj: CollisionObject, ob) -> CollisionObject:
+    """Loaded `obj` (owned by the caller) named after the object using it (its full name)
+    and with that object's armature by full name: the identities of this session, which
+    results, reports and seams between characters use."""
+    obj.name = obj.rig.name = ob.name_full
+    arm = _armature(ob)
+    if arm is not None and identity.relative_name(arm, ob) == obj.rig.armature:
+        obj.rig.armature = arm.name_full
+    return obj
+
+
+def rig_signature(ob, rig) -> str:
+    """The signature of `rig` (read from `ob` now) in the form recorded at build."""
+    return persist.rig_signature(_stored_rig(rig, ob))
 
 
 def cache_dir(blend_path: str | None = None) -> str | None:
@@ -211,8 +347,8 @@ def cache_path(signature: str, blend_path: str | None = None) -> str | None:
 
 def location(ob) -> str:
     """Where `ob`'s data is: "FILE", "DISK" or "" (none)."""
-    text = _text_of(ob)
-    if text is None or not owns(ob, text):
+    text = text_of(ob)
+    if text is None:
         return ""
     return "DISK" if text.get(CACHE_KEY) and text.get(BLOB_KEY) is None else "FILE"
 
@@ -220,18 +356,77 @@ def location(ob) -> str:
 def _want_disk(ob, blend_path: str | None = None) -> bool:
     import bpy
 
-    scenes = [s for s in bpy.data.scenes if ob.name in s.objects] or [bpy.context.scene]
+    scenes = list(ob.users_scene) or [bpy.context.scene]
     return (any(getattr(s.skin_collide, "data_location", "FILE") == "DISK" for s in scenes)
             and cache_dir(blend_path) is not None)
 
 
-def _set_bytes(text, data: bytes) -> None:
+def _set_bytes(text, data: bytes, key: str = BLOB_KEY) -> None:
     """Store bytes in a custom property. Blender assigns to an EXISTING byte-string
     property as a C string (it stops at the first zero byte), so the old one is removed
     first (pip bpy 5.0.1; tests/test_storage.py)."""
-    if BLOB_KEY in text:
-        del text[BLOB_KEY]
-    text[BLOB_KEY] = data
+    if key in text:
+        del text[key]
+    text[key] = data
+
+
+def text_uid(ob) -> str:
+    """The uid of the Text holding `ob`'s data (shared by the objects using one asset
+    file's build; `uid` tells those apart), '' when unbuilt."""
+    text = text_of(ob)
+    return "" if text is None else str(text.get(UID_KEY) or uid(ob))
+
+
+def rest_contacts_of(ob) -> dict[str, np.ndarray]:
+    """The rest contacts stored with `ob`'s data: partner key -> (K, 2) int64 triangle
+    pairs (this character's, the partner's). The key is `text_uid(ob)` for contacts with
+    itself, else the partner's `uid`. Empty when none are stored or they cannot be read."""
+    text = text_of(ob)
+    raw = None if text is None else text.get(REST_KEY)
+    if raw is None:
+        return {}
+    try:
+        arrays = container.decode(bytes(raw))
+    except ValueError:
+        return {}
+    return {k: v.astype(np.int64).reshape(-1, 2) for k, v in arrays.items()}
+
+
+def set_rest_contacts(ob, by_partner: dict[str, np.ndarray]) -> None:
+    """Store `ob`'s rest contacts (see `rest_contacts_of`) with its own local data, as
+    compact binary: hundreds of thousands of contacts (two coincident characters) would
+    make a Text body slow to write and to show."""
+    text = text_of(ob)
+    if text is None or text.library is not None:
+        raise ValueError(f"'{ob.name_full}' has no collision data of this file to store "
+                         "rest contacts with: build it")
+    arrays = {k: np.asarray(v, np.int64).reshape(-1, 2) for k, v in by_partner.items()
+              if len(v)}
+    if arrays:
+        _set_bytes(text, container.encode(arrays, codec="zlib"), REST_KEY)
+    elif REST_KEY in text:
+        del text[REST_KEY]
+
+
+def drop_rest_partners(keys: set[str]) -> int:
+    """Remove the rest contacts with partners `keys` from every local data Text (rebuilt or
+    cleared characters). Returns how many Texts changed."""
+    changed = 0
+    for text in _texts():
+        if text.library is not None or REST_KEY not in text:
+            continue
+        try:
+            arrays = container.decode(bytes(text[REST_KEY]))
+        except ValueError:
+            continue
+        kept = {k: v for k, v in arrays.items() if k not in keys}
+        if len(kept) != len(arrays):
+            if kept:
+                _set_bytes(text, container.encode(kept, codec="zlib"), REST_KEY)
+            else:
+                del text[REST_KEY]
+            changed += 1
+    return changed
 
 
 def _write_cache(path: str, data: bytes) -> None:
@@ -250,12 +445,12 @@ def relocate(blend_path: str | None = None) -> int:
 
     moved = 0
     for ob in bpy.data.objects:
-        if ob.type != "MESH" or not has_data(ob):
-            continue
-        text = ob.skin_collide.data
+        text = text_of(ob) if ob.type == "MESH" else None
+        if text is None or text.library is not None:
+            continue                  # the asset file's build stays where its file has it
         blob = text.get(BLOB_KEY)
         if _want_disk(ob, blend_path) and blob is not None:
-            signature = ob.skin_collide.signature
+            signature = signature_of_text(ob, text)
             _write_cache(cache_path(signature, blend_path), bytes(blob))
             del text[BLOB_KEY]
             text[CACHE_KEY] = signature
@@ -269,20 +464,19 @@ def relocate(blend_path: str | None = None) -> int:
     return moved
 
 
-def save(ob, obj: CollisionObject, data: bytes | None = None) -> None:
+def save(ob, obj: CollisionObject) -> None:
     """Store `obj` for mesh object `ob` (replacing earlier data of its own; a copied
-    pointer to another object's data is replaced by a new Text), in the file or in the
-    disk cache as the scene says. `data`: `persist.to_bytes(obj)` when already made."""
-    props = ob.skin_collide
-    text = props.data
-    if text is not None and not owns(ob, text):
-        text = None
+    pointer to another object's data, or the asset file's data, is replaced by a new local
+    Text), in the file or in the disk cache as the scene says."""
+    text = text_of(ob)
+    if text is not None and text.library is not None:
+        text = None                   # the asset file's data: linked, never written here
     if text is None:
         text = _texts().new(TEXT_PREFIX + ob.name)
         text[UID_KEY] = uuid.uuid4().hex
-    if data is None:
-        data = persist.to_bytes(obj)
-    signature = persist.rig_signature(obj.rig)
+    stored = _stored(obj, ob)
+    data = persist.to_bytes(stored)
+    signature = persist.rig_signature(stored.rig)
     if _want_disk(ob):
         _write_cache(cache_path(signature), data)
         if BLOB_KEY in text:
@@ -301,18 +495,32 @@ def save(ob, obj: CollisionObject, data: bytes | None = None) -> None:
     text[OWNER_KEY] = ob.name
     text[OWNER_ID_KEY] = ob
     text[BUILD_KEY] = uuid.uuid4().hex
-    props.data = text
-    props.uid = str(text[UID_KEY])
-    props.signature = signature
-    props.shape = state_signature(ob)
-    _cache.pop(text.name_full, None)
-    missing.discard(ob.name)
+    text[SIGNATURE_KEY] = signature
+    text[SHAPE_KEY] = state_signature(ob)
+    if identity.is_local(ob):        # also on the object, as earlier versions read it
+        props = ob.skin_collide
+        props.data = text
+        props.uid = str(text[UID_KEY])
+        props.signature = signature
+        props.shape = text[SHAPE_KEY]
+    _forget_cached(text)
+    missing.discard(ob.name_full)
+
+
+def signature_of_text(ob, text) -> str:
+    """The rig signature recorded in `text` (on the object, for earlier versions' files)."""
+    return str(text.get(SIGNATURE_KEY) or _props(ob).signature)
+
+
+def _forget_cached(text) -> None:
+    for key in [k for k in _cache if k[0] == text.name_full]:
+        del _cache[key]
 
 
 def _read_cache(ob, text) -> CollisionObject | None:
     """The disk cache of `ob`, or None when it is missing, stale, foreign or damaged."""
     signature = str(text.get(CACHE_KEY) or "")
-    path = cache_path(signature) if signature else None
+    path = cache_path(signature, _home_file(text)) if signature else None
     if path is None or not os.path.isfile(path):
         return None
     try:
@@ -321,7 +529,7 @@ def _read_cache(ob, text) -> CollisionObject | None:
     except (OSError, ValueError):
         return None
     # The file name is only a key: the content must be the data of this very rig.
-    if persist.rig_signature(obj.rig) != signature or signature != ob.skin_collide.signature:
+    if persist.rig_signature(obj.rig) != signature or signature != signature_of_text(ob, text):
         return None
     return obj
 
@@ -340,8 +548,9 @@ def rebuild(ob) -> CollisionObject:
     try:
         rig = extract.rig_from_object(ob)
         wm.progress_update(1)
-        asked = str(ob.skin_collide.data.get(METHOD_KEY) or core_scan.DEFAULT_METHOD)
-        sphere_set = ob.skin_collide.data.get(SET_KEY)
+        text = text_of(ob)
+        asked = str(text.get(METHOD_KEY) or core_scan.DEFAULT_METHOD)
+        sphere_set = text.get(SET_KEY)
         try:
             if asked == "sphere-set" and sphere_set is not None:
                 from ..core.methods import sphere_set as core_set   # the same count and seed
@@ -353,7 +562,7 @@ def rebuild(ob) -> CollisionObject:
         wm.progress_update(2)
     finally:
         wm.progress_end()
-    print(f"skin_collide: rebuilt the collision data of '{ob.name}' "
+    print(f"skin_collide: rebuilt the collision data of '{ob.name_full}' "
           f"({obj.build_seconds:.1f} s; its cache was missing or stale)")
     save(ob, obj)
     return obj
@@ -362,16 +571,26 @@ def rebuild(ob) -> CollisionObject:
 def needs_rebuild(ob) -> bool:
     """Whether `ob` is built but its data must be rebuilt before use (disk cache missing,
     stale or foreign; or the file is unsaved). Cheap: no decoding."""
-    text = _text_of(ob)
-    if text is None or not owns(ob, text) or text.get(BLOB_KEY) is not None:
+    text = text_of(ob)
+    if text is None or text.get(BLOB_KEY) is not None:
         return False
     if not text.get(CACHE_KEY):
         return False               # earlier versions' base64 body (or damaged: `load` says)
-    hit = _cache.get(text.name_full)
+    hit = _cache.get((text.name_full, ob.as_pointer()))
     if hit is not None and hit[0] == str(text.get(BUILD_KEY)):
         return False
-    path = cache_path(str(text[CACHE_KEY]))
+    path = cache_path(str(text[CACHE_KEY]), _home_file(text))
     return path is None or not os.path.isfile(path)
+
+
+def _home_file(text) -> str | None:
+    """The .blend next to which `text`'s disk cache lives: its library's for the asset
+    file's data, None (the open file) for data of this file."""
+    if text.library is None:
+        return None
+    import bpy
+
+    return bpy.path.abspath(text.library.filepath, library=text.library.library)
 
 
 def scan_missing() -> set[str]:
@@ -382,28 +601,30 @@ def scan_missing() -> set[str]:
     missing.clear()
     for ob in bpy.data.objects:
         if ob.type == "MESH" and has_data(ob) and needs_rebuild(ob):
-            missing.add(ob.name)
+            missing.add(ob.name_full)
     return missing
 
 
 def load(ob) -> CollisionObject | None:
     """The stored data of `ob`, or None when there is none. Data whose disk cache is
     missing, stale or foreign is rebuilt here (the first time it is needed)."""
-    if not has_data(ob):
+    text = text_of(ob)
+    if text is None:
         return None
-    text = ob.skin_collide.data
     # The build id names the data without reading the (megabytes of) bytes on every frame
     # and redraw; every build gets a new one.
-    key = str(text.get(BUILD_KEY) or ob.skin_collide.signature)
-    hit = _cache.get(text.name_full)
+    key = str(text.get(BUILD_KEY) or signature_of_text(ob, text))
+    cache_key = (text.name_full, ob.as_pointer())
+    hit = _cache.get(cache_key)
     if hit is not None and hit[0] == key:
-        return hit[1]
+        return _bind(hit[1], ob)          # cheap; follows a rename
     blob = text.get(BLOB_KEY)
     if blob is None and text.get(CACHE_KEY):
         obj = _read_cache(ob, text)
         if obj is None:
             obj = rebuild(ob)
-            key = str(text.get(BUILD_KEY))
+            text = text_of(ob)            # a new local Text when the asset's cache was gone
+            key, cache_key = str(text.get(BUILD_KEY)), (text.name_full, ob.as_pointer())
     else:
         try:
             if blob is not None:
@@ -412,10 +633,10 @@ def load(ob) -> CollisionObject | None:
                 data = base64.decodebytes(text.as_string().encode("ascii"))
             obj = persist.from_bytes(data)
         except Exception as exc:      # noqa: BLE001 - damaged or foreign text
-            raise ValueError(f"the collision data of '{ob.name}' cannot be read ({exc}); "
+            raise ValueError(f"the collision data of '{ob.name_full}' cannot be read ({exc}); "
                              "rebuild") from None
-    _cache[text.name_full] = (key, obj)
-    missing.discard(ob.name)
+    _cache[cache_key] = (key, _bind(obj, ob))
+    missing.discard(ob.name_full)
     return obj
 
 
@@ -424,31 +645,33 @@ def stale_reason(ob) -> str:
     if not has_data(ob):
         return ""
     if ob.mode == "EDIT":
-        return f"'{ob.name}' is in Edit Mode: switch to Object Mode"
+        return f"'{ob.name_full}' is in Edit Mode: switch to Object Mode"
     arm = next((m.object for m in ob.modifiers if m.type == "ARMATURE" and m.show_viewport),
                None)
     if arm is None:
-        return (f"'{ob.name}' has no armature any more (deleted, or the Armature modifier's "
+        return (f"'{ob.name_full}' has no armature any more (deleted, or the Armature modifier's "
                 "object is empty): restore it, or rebuild")
-    stored = ob.skin_collide.shape
+    stored = _built_shape(ob)
     if stored != state_signature(ob):
         if stored.count(":") == 2 and stored == shape_signature(ob):
             return ""                # built by an older version: only the counts are known
-        return (f"'{ob.name}' changed since its collision data was built (vertices, faces, "
+        return (f"'{ob.name_full}' changed since its collision data was built (vertices, faces, "
                 "vertex groups, modifiers, shape keys or armature bones): rebuild")
     return ""
 
 
 def clear(ob) -> None:
-    """Forget `ob`'s data; remove the Text only when `ob` owns it."""
-    props = ob.skin_collide
-    text = props.data
-    mine = text is not None and owns(ob, text)
-    props.data = None
-    props.signature = ""
-    props.shape = ""
+    """Forget `ob`'s data; remove the Text only when `ob` owns it (the asset file's data,
+    linked, stays: clearing a link or an override only drops what was built here)."""
+    text = _text_of(ob)
+    mine = text is not None and text.library is None and owns(ob, text)
+    if identity.is_local(ob):
+        props = ob.skin_collide
+        props.data = None
+        props.signature = ""
+        props.shape = ""
     if mine:
-        _cache.pop(text.name_full, None)
+        _forget_cached(text)
         _texts().remove(text)
 
 
@@ -458,17 +681,20 @@ def remove_orphans() -> int:
     ambiguous. Returns how many were removed."""
     import bpy
 
-    used = {t.name_full for ob in bpy.data.objects if ob.type == "MESH" and _linked(ob)
+    # (a placeholder of missing linked data is no mesh: its type is unknown until then)
+    used = {t.name_full for ob in bpy.data.objects
+            if (ob.type == "MESH" or ob.is_missing) and _linked(ob)
             for t in (_text_of(ob),) if t is not None}
-    gone = [t for t in bpy.data.texts if t.get(UID_KEY) is not None and t.name_full not in used]
+    gone = [t for t in bpy.data.texts if t.library is None and t.get(UID_KEY) is not None
+            and t.name_full not in used]
     for t in gone:
-        _cache.pop(t.name_full, None)
+        _forget_cached(t)
         bpy.data.texts.remove(t)
     # A kept Text whose owner was deleted (kept alive only by this pointer): hand it to the
     # one object still pointing to it, or forget the pointer, so the deleted object is not
     # saved with the file.
     for t in bpy.data.texts:
-        owner = t.get(OWNER_ID_KEY) if t.get(UID_KEY) is not None else None
+        owner = t.get(OWNER_ID_KEY) if t.library is None and UID_KEY in t else None
         if owner is None or _linked(owner):
             continue
         heirs = [o for o in bpy.data.objects if o.type == "MESH" and _linked(o)

@@ -78,6 +78,42 @@ class ContactIndex:
         self._by_pair = {k: np.array(v, dtype=np.int64).reshape(-1, 2)
                          for k, v in grouped.items()}
 
+    @classmethod
+    def from_arrays(cls, groups: Iterable[tuple[tuple, np.ndarray]]) -> "ContactIndex":
+        """The index of contacts given per object pair: ``((key_a, key_b), (K, 2) index
+        pairs)`` items, in either orientation and with repeats (two characters' stored
+        views of the contacts between them). Whole-array work: the same index as from the
+        contacts one by one, for hundreds of thousands of them."""
+        merged: dict[tuple, list] = {}
+        for (ka, kb), p in groups:
+            p = np.asarray(p, dtype=np.int64).reshape(-1, 2)
+            if ka != kb and str(kb) < str(ka):
+                ka, kb, p = kb, ka, p[:, ::-1]
+            merged.setdefault((ka, kb), []).append(p)
+        out = cls()
+        for (ka, kb), parts in merged.items():
+            p = normalized_pairs(np.concatenate(parts), ka == kb)
+            if not p.size:
+                continue
+            out.count += p.shape[0]
+            if ka == kb:                     # self pairs: either order
+                out._by_pair[(ka, kb)] = np.concatenate([p, p[:, ::-1]])
+            else:
+                out._by_pair[(ka, kb)] = p
+                out._by_pair[(kb, ka)] = np.ascontiguousarray(p[:, ::-1])
+        return out
+
+    def as_set(self) -> set[tuple]:
+        """Every contact once: the keys of an object pair in one order, a self pair as
+        (min, max)."""
+        out = set()
+        for (ka, kb), p in self._by_pair.items():
+            if ka == kb:
+                out |= {(ka, a, kb, b) for a, b in p.tolist() if a < b}
+            elif str(ka) < str(kb):
+                out |= {(ka, a, kb, b) for a, b in p.tolist()}
+        return out
+
     def __bool__(self) -> bool:
         return bool(self._by_pair)
 

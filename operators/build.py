@@ -127,14 +127,21 @@ class SKINCOLLIDE_OT_clear(bpy.types.Operator):
         except session.SessionError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        built = [ob for ob in meshes if storage.has_data(ob)]
-        copies = [ob for ob in meshes if ob.skin_collide.data is not None and ob not in built]
+        built = [ob for ob in meshes if storage.has_data(ob) and not storage.inherited(ob)]
+        assets = [ob for ob in meshes if storage.inherited(ob)]
+        copies = [ob for ob in meshes if ob.skin_collide.data is not None and ob not in built
+                  and ob not in assets]
         for ob in copies:                   # Shift+D copies: forget the shared pointer only
             storage.clear(ob)
         if not built and copies:
             self.report({"INFO"}, f"Cleared {len(copies)} mesh(es) that only shared another "
                                   "mesh's data")
             return {"FINISHED"}
+        if not built and assets:        # linked data: this file cannot remove it
+            lib = storage.text_of(assets[0]).library
+            self.report({"ERROR"}, f"the collision data of '{assets[0].name_full}' was built "
+                                   f"in its asset file ({lib.name}): clear it there")
+            return {"CANCELLED"}
         if not built:
             self.report({"ERROR"}, "the chosen meshes have no collision data")
             return {"CANCELLED"}

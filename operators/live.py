@@ -4,13 +4,23 @@ from __future__ import annotations
 import bpy
 import numpy as np
 
-from ..addon import extract, session, storage
+from ..addon import extract, identity, session, storage
 from .stepping import guard_operators
 
 
 def _built_meshes(scene):
     return session.built(scene, [ob for ob in scene.objects
                                  if ob.type == "MESH" and storage.has_data(ob)])
+
+
+def _built_meshes_or_none(op, scene):
+    """The built meshes (`_built_meshes`), or None after reporting why there are none
+    usable."""
+    try:
+        return _built_meshes(scene)
+    except session.SessionError as exc:
+        op.report({"ERROR"}, str(exc))
+        return None
 
 
 def _query_now(op, context):
@@ -112,6 +122,10 @@ class SKINCOLLIDE_OT_select_colliding(bpy.types.Operator):
             self.report({"ERROR"}, "Select Colliding Faces works in Object, Edit or Weight "
                                    "Paint mode")
             return {"CANCELLED"}
+        linked = identity.linked_mesh_reason(ob)
+        if linked:              # a selection there would be lost on saving: say so instead
+            self.report({"ERROR"}, linked)
+            return {"CANCELLED"}
         # Edit Mode evaluates to an edit-mesh wrapper: query from Object Mode.
         if mode == "EDIT":
             bpy.ops.object.mode_set(mode="OBJECT")
@@ -119,8 +133,7 @@ class SKINCOLLIDE_OT_select_colliding(bpy.types.Operator):
             res = _query_now(self, context)
             if res is None:
                 return {"CANCELLED"}
-            polys = {pa for a, pa, b, pb in res.polygon_pairs if a == ob.name}
-            polys |= {pb for a, pa, b, pb in res.polygon_pairs if b == ob.name}
+            polys = own_faces(res, ob)
             if mode == "EDIT":
                 select_faces_edit_mode(context, ob, polys)
             else:
@@ -134,10 +147,18 @@ class SKINCOLLIDE_OT_select_colliding(bpy.types.Operator):
             # Not switched on here: toggling the mask from a script crashes bpy 5.0.1 on
             # script-made meshes when leaving Weight Paint.
             hint = "; turn on the Face Selection Mask to paint only them"
-        self.report({"INFO"}, f"Selected {len(polys)} colliding face(s) of '{ob.name}'"
+        self.report({"INFO"}, f"Selected {len(polys)} colliding face(s) of '{ob.name_full}'"
                               f"{capped}{hint}")
         return {"FINISHED"}
 
+
+
+def own_faces(res, ob) -> set[int]:
+    """The colliding polygons of `ob` in a live result: those of the pairs naming it by its
+    full name (another object may share its bare name)."""
+    name = identity.name(ob)
+    return ({pa for a, pa, b, pb in res.polygon_pairs if a == name}
+            | {pb for a, pa, b, pb in res.polygon_pairs if b == name})
 
 
 def select_faces(me, polys) -> None:
@@ -203,18 +224,23 @@ class SKINCOLLIDE_OT_bake_highlight(bpy.types.Operator):
         if context.mode != "OBJECT":
             self.report({"ERROR"}, "Switch to Object Mode to bake")
             return {"CANCELLED"}
+        targets = _built_meshes_or_none(self, scene)
+        if targets is None:
+            return {"CANCELLED"}
+        writable = [ob for ob in targets if not identity.linked_mesh_reason(ob)]
+        if not writable:        # nothing can be kept: refuse, changing nothing
+            self.report({"ERROR"}, identity.linked_mesh_reason(targets[0]))
+            return {"CANCELLED"}
         res = _query_now(self, context)
         if res is None:
             return {"CANCELLED"}
-        total = 0
-        for ob in (scene.objects.get(name) for name in res.names):
-            if ob is None:
-                continue
-            faces = {pa for a, pa, b, pb in res.polygon_pairs if a == ob.name}
-            faces |= {pb for a, pa, b, pb in res.polygon_pairs if b == ob.name}
-            total += bake.write_attribute(ob, faces)
-        self.report({"INFO"}, f"Baked {total} colliding face(s) at frame {res.frame} into "
-                              f"'{bake.ATTRIBUTE}'")
+        total = sum(bake.write_attribute(ob, own_faces(res, ob)) for ob in writable)
+        text = f"Baked {total} colliding face(s) at frame {res.frame} into '{bake.ATTRIBUTE}'"
+        skipped = [ob for ob in targets if ob not in writable]
+        if skipped:             # one line: what was baked, and what could not be
+            more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
+            text += f"; not baked: {identity.linked_mesh_reason(skipped[0])}{more}"
+        self.report({"WARNING" if skipped else "INFO"}, text)
         return {"FINISHED"}
 
 

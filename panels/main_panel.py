@@ -32,15 +32,15 @@ class SKINCOLLIDE_PT_main(bpy.types.Panel):
         if built:
             for ob in built:
                 reason = storage.stale_reason(ob)
-                box.label(text=ob.name, icon="ERROR" if reason else "CHECKMARK")
+                box.label(text=ob.name_full, icon="ERROR" if reason else "CHECKMARK")
                 if reason:
                     box.label(text=("in Edit Mode" if ob.mode == "EDIT"
                                     else "changed since build: rebuild"))
         else:
             box.label(text="No collision data yet", icon="INFO")
         for ob in built:
-            if ob.name in storage.missing:
-                box.label(text=f"{ob.name}: cache missing, rebuilt when first needed",
+            if ob.name_full in storage.missing:
+                box.label(text=f"{ob.name_full}: cache missing, rebuilt when first needed",
                           icon="FILE_REFRESH")
         row = layout.row(align=True)
         row.prop(s, "data_location", expand=True)

@@ -31,6 +31,23 @@ def test_contact_index_is_the_rest_contact_rule():
     assert not contacts.ContactIndex()
 
 
+def test_contact_index_from_arrays_equals_the_one_by_one_index():
+    """Contacts given per object pair, in either orientation and repeated (two characters'
+    stored views of the contacts between them), make the index the contacts one by one
+    make: the same drops, the same count, each contact once in `as_set`."""
+    import numpy as np
+
+    one_by_one = [("R", 2, "L", 1), ("L", 8, "L", 3), ("L", 4, "R", 7)]
+    groups = [(("L", "R"), np.array([[1, 2], [4, 7]])), (("R", "L"), np.array([[2, 1]])),
+              (("L", "L"), np.array([[8, 3], [3, 8]])), (("R", "R"), np.zeros((0, 2)))]
+    a, b = contacts.ContactIndex(one_by_one), contacts.ContactIndex.from_arrays(groups)
+    assert b.count == a.count == 3
+    frame = np.array([[1, 2], [4, 7], [3, 8], [8, 3], [2, 1], [5, 5]])
+    for keys in (("L", "R"), ("R", "L"), ("L", "L"), ("R", "R")):
+        assert b.drop(*keys, frame).tolist() == a.drop(*keys, frame).tolist()
+    assert b.as_set() == a.as_set() == {("L", 1, "R", 2), ("L", 3, "L", 8), ("L", 4, "R", 7)}
+
+
 def test_normalized_pairs_and_rows_in():
     import numpy as np
 

@@ -682,11 +682,12 @@ def test_scales_mirrors_and_names_equal_blender(transform):
     bpy.ops.wm.read_homefile(use_empty=True)
 
 
-def test_many_rest_contacts_are_stored_one_per_line(demo):
+def test_many_rest_contacts_are_stored_compactly_with_each_character(demo):
     """Two coincident characters touch everywhere in the rest pose (Build on two
     coincident MakeHumans never finished: 350,000 contacts written as one JSON line, and
-    Text.from_string is quadratic in a line's length). One contact per line."""
-    from skin_collide.addon import session
+    Text.from_string is quadratic in a line's length). The contacts are binary, with each
+    character's data (they belong to the character, issue 26): no Text body grows."""
+    from skin_collide.addon import session, storage
 
     a, b = demo
     scene = bpy.context.scene
@@ -700,9 +701,12 @@ def test_many_rest_contacts_are_stored_one_per_line(demo):
     assert bpy.ops.skin_collide.build() == {"FINISHED"}
     contacts = session.rest_contacts(scene)
     assert len(contacts) > 100
-    text = scene.skin_collide.rest_contacts
-    assert len(text.lines) >= len(contacts)
-    assert max(len(line.body) for line in text.lines) < 200
+    assert scene.skin_collide.rest_contacts is None
+    for ob in (a, b):
+        text = storage.text_of(ob)
+        assert storage.REST_KEY in text and len(text.lines) <= 2
+        between = storage.rest_contacts_of(ob)[storage.uid(b if ob == a else a)]
+        assert len(between) == sum(1 for p in contacts if p[0] != p[2])
     scene.skin_collide.ignore_rest_contacts = True
     assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
     assert session.live_result(scene).n_pairs == 0   # the rest pose: all ignored
