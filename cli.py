@@ -116,17 +116,36 @@ EXIT_CLEAN, EXIT_COLLISIONS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def _check_outputs(args) -> None:
+    """Every output of a scan (JSON, JUnit, the snapshots folder), before the file is
+    loaded and the build starts: a scan must not fail at its end for want of a place to
+    write its work, nor replace a file its user could not write (`core.report`)."""
     from .core import report as core_report
 
-    for flag, path in (("--json", args.json), ("--junit", getattr(args, "junit", None))):
-        if path is not None:
-            try:
+    try:
+        for flag, path in (("--json", args.json), ("--junit", getattr(args, "junit", None))):
+            if path is not None:
                 core_report.check_output_path(path, flag)
-            except ValueError as exc:
-                raise UsageError(str(exc)) from None
+        if getattr(args, "snapshots", None) is not None:
+            core_report.check_output_folder(args.snapshots, "--snapshots", "frame_*.png")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     if args.json is not None and getattr(args, "junit", None) is not None and \
             os.path.abspath(args.json) == os.path.abspath(args.junit):
         raise UsageError("--json and --junit name the same file")
+
+
+def _write_output(path: str, text: str, what: str) -> None:
+    """Write an output atomically. If it cannot be written there (it turned read-only, or
+    its folder did, since `_check_outputs`), the text goes to a new file beside it or in
+    the temporary folder, and the one-line error says where: work done is never thrown
+    away for want of its output file."""
+    from .core import report as core_report
+
+    try:
+        core_report.write_atomic(path, text)
+    except core_report.OutputError as exc:
+        kept = core_report.keep_elsewhere(path, text)
+        raise UsageError(f"{exc}; {what} is kept in {kept}") from None
 
 
 def _range_note(scene, meshes, frame_list: list[int]) -> str | None:
@@ -179,7 +198,6 @@ def cmd_scan(args) -> int:
         frames = (scene.frame_start, scene.frame_end)
     if not args.self_collision and len(meshes) < 2:
         raise UsageError("only one object: pass --self for self-collision, or name two objects")
-    _check_snapshots_dir(args)
     try:
         built = _built_objects(meshes, _scan_method(args))
         sc = scanner.Scanner(meshes, self_collision=args.self_collision,
@@ -230,12 +248,22 @@ def cmd_scan(args) -> int:
         report = sc.run(scene, frame_list, progress=progress, records=records)
     except extract.RigError as exc:
         if writer is not None:
-            writer.flush()
+            # The last write, with why it stopped ("complete": false).
+            doc = sc.report(records, len(frame_list)).to_json()
+            doc["error"] = f"stopped after {len(records)} frames: {exc}"
+            _write_output(args.json, core_report.dumps(doc), "the report")
         raise UsageError(str(exc)) from None
+    except core_report.OutputError as exc:
+        # The report turned unwritable while the scan ran: stop, keep the frames done.
+        doc = sc.report(records, len(frame_list)).to_json()
+        doc["error"] = f"stopped after {len(records)} frames: {exc}"
+        kept = core_report.keep_elsewhere(args.json, core_report.dumps(doc))
+        raise UsageError(f"{exc}; the report of the {len(records)} frames done is kept "
+                         f"in {kept}") from None
     except KeyboardInterrupt:
         report = sc.report(records, len(frame_list), interrupted=True)
         if args.json:
-            report.write_json(args.json)
+            _write_output(args.json, core_report.dumps(report.to_json()), "the report")
         if args.junit:
             _write_junit(args, report)
         where = f"; the report in {args.json} is marked interrupted" if args.json else ""
@@ -248,10 +276,11 @@ def cmd_scan(args) -> int:
         if args.json:
             doc = sc.report(records, len(frame_list)).to_json()   # complete: false
             doc["error"] = f"internal error after {len(records)} frames: {_describe(exc)}"
-            core_report.write_atomic(args.json, core_report.dumps(doc))
+            # (If that fails too, its one line says where the report, with the error, is.)
+            _write_output(args.json, core_report.dumps(doc), "the report")
         raise
     if args.json:
-        report.write_json(args.json)
+        _write_output(args.json, core_report.dumps(report.to_json()), "the report")
     if args.junit:
         _write_junit(args, report)
     colliding = [r.frame for r in report.frames if r.pairs]
@@ -527,7 +556,7 @@ def _write_junit(args, report) -> None:
     xml = core_report.junit_xml(f"skin_collide scan {os.path.basename(args.file)}",
                                 report.objects, args.self_collision, report.episodes(),
                                 len(report.frames))
-    core_report.write_atomic(args.junit, xml)
+    _write_output(args.junit, xml, "the JUnit XML")
 
 
 # -- snapshot (and scan --snapshots) ------------------------------------------------------------
@@ -541,12 +570,6 @@ def parse_size(text: str) -> tuple[int, int]:
     if not (16 <= w <= 4096 and 16 <= h <= 4096):
         raise UsageError(f"--size {text}: width and height must be 16-4096 pixels")
     return w, h
-
-
-def _check_snapshots_dir(args) -> None:
-    folder = getattr(args, "snapshots", None)
-    if folder is not None and not os.path.isdir(folder):
-        raise UsageError(f"the folder for --snapshots does not exist: {folder}")
 
 
 def _scan_snapshots(args, sc, scene, report) -> None:
@@ -568,9 +591,12 @@ def cmd_snapshot(args) -> int:
     size = parse_size(args.size)
     if not args.png.lower().endswith(".png"):
         raise UsageError(f"--png must name a .png file, got '{args.png}'")
-    out_dir = os.path.dirname(os.path.abspath(args.png))
-    if not os.path.isdir(out_dir):
-        raise UsageError(f"the folder for --png does not exist: {out_dir}")
+    from .core import report as core_report
+
+    try:
+        core_report.check_output_path(args.png, "--png")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     bpy, scene, meshes = _load(args)
     from .addon import extract, scanner, snapshot
     if not args.self_collision and len(meshes) < 2:
@@ -693,7 +719,7 @@ def cmd_sphere_set(args) -> int:
     doc = {"centers": np.asarray(s.centers, np.float64).tolist(),
            "radii": np.asarray(s.radii, np.float64).tolist(),
            "outside_volume": float(s.outside_volume), "mesh_volume": float(s.mesh_volume)}
-    core_report.write_atomic(out, json.dumps(doc, allow_nan=False))
+    _write_output(out, json.dumps(doc, allow_nan=False), "the sphere set")
     e_r = s.outside_volume / s.mesh_volume if s.mesh_volume else float("nan")
     print(f"sphere set of '{args.object}': {s.count} spheres over {triangles.shape[0]} "
           f"triangles, outside volume {s.outside_volume:.6g} (E_r {e_r:.3f}), "
@@ -831,13 +857,22 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 141
     except (ValueError, OSError) as exc:     # RigError, SessionError, unwritable output
-        print(f"skin_collide: error: {str(exc).splitlines()[0] if str(exc) else exc!r}",
-              file=sys.stderr)
+        print(f"skin_collide: error: {_os_error_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:                 # noqa: BLE001 - a bug of ours: one line, exit 2
         print(f"skin_collide: internal error (please report it): {_describe(exc)}",
               file=sys.stderr)
         return EXIT_USAGE
+
+
+def _os_error_line(exc: BaseException) -> str:
+    """One line for a ValueError or OSError: an OSError as `file: reason` (its str() is
+    `[Errno 13] Permission denied: '/x'`, a repr; a rename names both paths)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        names = [n for n in (exc.filename, exc.filename2) if n]
+        return f"{' -> '.join(map(str, names))}: {exc.strerror}" if names else exc.strerror
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _describe(exc: BaseException) -> str:
