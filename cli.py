@@ -338,9 +338,11 @@ def _built_objects(meshes, method: str):
 
 def _source(args) -> dict:
     """The report's "source": what `merge` checks before combining chunk reports (the
-    file's name, the method, the flags that change which pairs are reported, and the
-    allow-list's content digest)."""
+    file's content digest and path, the method, the flags that change which pairs are
+    reported, and the allow-list's content digest)."""
     import hashlib
+
+    from .core import merge as core_merge
 
     allow = None
     if args.allow:
@@ -349,7 +351,8 @@ def _source(args) -> dict:
     from .addon import scanner
 
     return scanner.report_source(args.file, _scan_method(args), args.self_collision,
-                                 args.first_hit, args.ignore_rest_contacts, allow)
+                                 args.first_hit, args.ignore_rest_contacts, allow,
+                                 sha256=core_merge.file_digest(args.file))
 
 
 def _chunks(start: int, end: int, n: int) -> list[tuple[int, int]]:
@@ -506,6 +509,8 @@ def cmd_merge(args) -> int:
         doc = core_merge.merge_reports(docs, names=args.reports)
     except core_merge.MergeError as exc:
         raise UsageError(str(exc)) from None
+    for note in core_merge.source_notes(docs, args.reports):
+        print(f"skin_collide: note: {note}", file=sys.stderr)
     core_report.write_atomic(args.json, core_report.dumps(doc))
     eps = _report_from_doc(doc).episodes()
     print(f"merged {len(docs)} reports: {len(doc['frames'])} frames, "
