@@ -176,12 +176,16 @@ def cmd_scan(args) -> int:
             allow = contacts.load_allow_list(args.allow)
         except contacts.AllowListError as exc:
             raise UsageError(str(exc)) from None
-    jobs = getattr(args, "jobs", 1) or 1
+    jobs = getattr(args, "jobs", 1)
     if jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
+    if jobs > 1 and getattr(args, "snapshots", None) is not None:
+        # Refused as asked, before the cap: the command is valid on every machine or none.
+        raise UsageError("--snapshots cannot be combined with --jobs (run it with --jobs 1)")
+    jobs, note = cap_jobs(jobs, usable_cores())
+    if note:
+        print(f"skin_collide: note: {note}", file=sys.stderr, flush=True)
     if jobs > 1:
-        if getattr(args, "snapshots", None) is not None:
-            raise UsageError("--snapshots cannot be combined with --jobs (run it with --jobs 1)")
         if frames is None:
             _, scene, _ = _load(args)
             if scene.frame_end < scene.frame_start:
@@ -355,6 +359,30 @@ def _source(args) -> dict:
                                  sha256=core_merge.file_digest(args.file))
 
 
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity (a container's or `taskset`'s
+    share of the machine), else the machine's count."""
+    count = getattr(os, "process_cpu_count", None)          # Python 3.13
+    if count is not None:
+        n = count()
+    elif hasattr(os, "sched_getaffinity"):
+        n = len(os.sched_getaffinity(0))
+    else:
+        n = os.cpu_count()
+    return max(1, n or 1)
+
+
+def cap_jobs(asked: int, cores: int) -> tuple[int, str | None]:
+    """(the number of workers, a note when fewer than asked): at most one worker per core.
+    Each worker is a Blender process of its own (0.56 GB for MakeHuman) and the workers
+    are CPU-bound, so more than the cores only costs memory: `--jobs 99` on a long shot
+    would ask for ~55 GB."""
+    if asked <= cores:
+        return asked, None
+    return cores, (f"--jobs {asked} capped at {cores}: the {cores} "
+                   f"core{'s' if cores != 1 else ''} this process may use")
+
+
 def _chunks(start: int, end: int, n: int) -> list[tuple[int, int]]:
     """[start, end] split into at most `n` contiguous chunks of nearly equal length."""
     total = end - start + 1
@@ -380,10 +408,115 @@ def _worker_flags(args) -> list[str]:
     return out
 
 
+WORKER_EXIT_GRACE = 5.0
+"""Seconds a worker may take to exit once its final report is on disk. The pip bpy 4.5 hung
+for ever at process exit (avoided by `os._exit` in __main__.py); a worker that hangs after
+its work is done is killed then, and its report, whole, is kept."""
+
+
+def _read_report(path: str) -> dict | None:
+    """A worker's report, or None while there is none (it is replaced atomically, so a
+    file that exists is whole)."""
+    from .core import merge as core_merge
+
+    try:
+        return core_merge.load(path)
+    except core_merge.MergeError:
+        return None
+
+
+def _is_final(doc: dict) -> bool:
+    """A worker's last write: every frame in, or it stopped and said why (Ctrl-C, an error)."""
+    return bool(doc.get("complete") or doc.get("interrupted") or "error" in doc)
+
+
+class _Worker:
+    """One chunk's worker process, and what the parent knows of it."""
+
+    def __init__(self, index: int, count: int, chunk: tuple[int, int], part: str, log: str,
+                 proc):
+        self.chunk, self.part, self.log, self.proc = chunk, part, log, proc
+        self.label = f"worker {index + 1}/{count} (frames {chunk[0]}-{chunk[1]})"
+        self.final_at: float | None = None      # when its final report was seen
+        self._seen = None                       # the part file's identity when last read
+
+    def notice_final_report(self) -> None:
+        """Read the report again when the file changed; note when it is the final one."""
+        if self.final_at is not None:
+            return
+        try:
+            st = os.stat(self.part)
+        except OSError:
+            return
+        key = (st.st_ino, st.st_mtime_ns, st.st_size)   # a rewrite is a new inode
+        if key == self._seen:
+            return
+        self._seen = key
+        doc = _read_report(self.part)
+        if doc is not None and _is_final(doc):
+            self.final_at = time.monotonic()
+
+
+def _exit_words(code: int) -> str:
+    import signal
+
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit {code}"
+
+
+def _wait_workers(workers: list[_Worker], grace: float = WORKER_EXIT_GRACE) -> None:
+    """Until every worker has ended, saying so as each does. A worker that wrote its final
+    report but is still running `grace` seconds later is killed: its work is on disk, and
+    the parent must never wait for ever."""
+    import subprocess
+
+    running = list(workers)
+    while running:
+        for w in list(running):
+            code = w.proc.poll()
+            w.notice_final_report()
+            if code is not None:
+                done = "finished" if code in (EXIT_CLEAN, EXIT_COLLISIONS) else "ended"
+                print(f"{w.label} {done}, {_exit_words(code)}", flush=True)
+                running.remove(w)
+            elif w.final_at is not None and time.monotonic() - w.final_at > grace:
+                w.proc.kill()
+                w.proc.wait()
+                print(f"{w.label} wrote its report but did not exit within {grace:.0f} s: "
+                      "stopped it", flush=True)
+                running.remove(w)
+        if running:
+            try:
+                running[0].proc.wait(timeout=0.1)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+def _why_not_finished(w: _Worker, doc: dict | None) -> str:
+    """Why a worker's chunk is not whole: its own one-line error, else how it ended."""
+    try:
+        with open(w.log, errors="replace") as fh:
+            lines = [ln.strip() for ln in fh if ln.startswith("skin_collide:")
+                     and not ln.startswith("skin_collide: note:")]
+    except OSError:
+        lines = []
+    if lines:
+        return lines[-1][len("skin_collide: "):].removeprefix("error: ")
+    if doc is not None and doc.get("interrupted"):
+        return "it was interrupted"
+    return _exit_words(w.proc.returncode)
+
+
 def _scan_jobs(args, frames: tuple[int, int], jobs: int) -> int:
     """`scan --jobs N`: one worker process per contiguous chunk of frames (each loads the
     file and builds once), their reports merged into one. Ctrl-C (or SIGTERM) stops every
-    worker; the frames they finished are kept, the report marked interrupted."""
+    worker; the frames they finished are kept, the report marked interrupted. A worker
+    that ends without finishing its chunk fails the scan (exit 2, one line) and the report
+    keeps every frame the workers did."""
     import shutil
     import signal
     import subprocess
@@ -395,27 +528,27 @@ def _scan_jobs(args, frames: tuple[int, int], jobs: int) -> int:
 
     chunks = _chunks(frames[0], frames[1], jobs)
     tmp = tempfile.mkdtemp(prefix="skin_collide_jobs_")
-    parts = [os.path.join(tmp, f"part_{k}.json") for k in range(len(chunks))]
-    logs = [os.path.join(tmp, f"part_{k}.log") for k in range(len(chunks))]
+    keep_tmp = False
     base = [sys.executable, "-m", "skin_collide", "scan", os.path.abspath(args.file)]
     flags = _worker_flags(args)
     print(f"scanning frames {frames[0]}-{frames[1]} in {len(chunks)} worker processes: "
           + ", ".join(f"{a}-{b}" for a, b in chunks), flush=True)
     _interrupt_on_signals()
-    procs = []
+    workers: list[_Worker] = []
     interrupted = False
     t0 = time.perf_counter()
     try:
-        for (a, b), part, log in zip(chunks, parts, logs):
+        for k, (a, b) in enumerate(chunks):
+            part = os.path.join(tmp, f"part_{k}.json")
+            log = os.path.join(tmp, f"part_{k}.log")
             with open(log, "w") as fh:
-                procs.append(subprocess.Popen(base + [f"--frames={a}:{b}", "--json", part] + flags,
-                                              stdout=fh, stderr=subprocess.STDOUT))
-        for k, p in enumerate(procs):
-            p.wait()
-            print(f"worker {k + 1}/{len(procs)} (frames {chunks[k][0]}-{chunks[k][1]}) "
-                  f"finished, exit {p.returncode}", flush=True)
+                proc = subprocess.Popen(base + [f"--frames={a}:{b}", "--json", part] + flags,
+                                        stdout=fh, stderr=subprocess.STDOUT)
+            workers.append(_Worker(k, len(chunks), (a, b), part, log, proc))
+        _wait_workers(workers)
     except KeyboardInterrupt:
         interrupted = True
+        procs = [w.proc for w in workers]
         # A Ctrl-C in a terminal reaches the workers too (same process group): give them a
         # moment to write their reports, then interrupt those still running.
         deadline = time.monotonic() + 3.0
@@ -431,15 +564,25 @@ def _scan_jobs(args, frames: tuple[int, int], jobs: int) -> int:
                 p.kill()
                 p.wait()
     try:
-        for p, log in zip(procs, logs):
-            if p.returncode == EXIT_USAGE:
-                with open(log) as fh:
-                    errs = [ln.strip() for ln in fh if ln.startswith("skin_collide: error:")]
-                raise UsageError(errs[-1][len("skin_collide: error: "):] if errs
-                                 else f"a worker failed (log: {log})")
-            if p.returncode not in (EXIT_CLEAN, EXIT_COLLISIONS, EXIT_INTERRUPTED) and not interrupted:
-                raise UsageError(f"a worker exited with {p.returncode}; its log: {log}")
-        docs = [core_merge.load(part) for part in parts if os.path.isfile(part)]
+        reports = [_read_report(w.part) for w in workers]
+        # Unfinished: no complete report (a worker we stopped after its final report, or
+        # killed on Ctrl-C, is judged by its report, not its exit status).
+        unfinished = [(w, d) for w, d in zip(workers, reports)
+                      if not (d is not None and d.get("complete"))]
+        docs = [d for d in reports if d is not None]
+        failure = None
+        if unfinished and not interrupted:
+            w, d = unfinished[0]
+            why = _why_not_finished(w, d)
+            if not any(doc["frames"] for doc in docs):
+                # Nothing was scanned (a bad --object, an unreadable file): the worker's own
+                # line is the message, as `--jobs 1` would print it.
+                raise UsageError(why if w.proc.returncode == EXIT_USAGE and why
+                                 else f"{w.label} did not finish: {why}")
+            others = len(unfinished) - 1
+            failure = (f"{w.label} did not finish: {why}"
+                       + (f" (and {others} other worker{'s' if others > 1 else ''})"
+                          if others else ""))
         if not docs:
             print("skin_collide: interrupted before any frame was scanned", file=sys.stderr)
             return EXIT_INTERRUPTED
@@ -455,15 +598,22 @@ def _scan_jobs(args, frames: tuple[int, int], jobs: int) -> int:
                   + (f" (instead of {why})" if why else ""), flush=True)
         n_frames = frames[1] - frames[0] + 1
         doc["frames_requested"] = n_frames
-        if interrupted or len(doc["frames"]) < n_frames:
+        if interrupted or failure or len(doc["frames"]) < n_frames:
             doc["interrupted"] = doc["interrupted"] or interrupted
             doc["complete"] = False
+        done = len(doc["frames"])
+        if failure:
+            doc["error"] = failure
+            if args.json:
+                _write_output(args.json, core_report.dumps(doc), "the report")
+                failure += (f"; the report in {args.json} keeps the {done} frames done "
+                            "(\"complete\": false)")
+            raise UsageError(failure)
         if args.json:
-            core_report.write_atomic(args.json, core_report.dumps(doc))
+            _write_output(args.json, core_report.dumps(doc), "the report")
         report = _report_from_doc(doc)
         if args.junit:
             _write_junit(args, report)
-        done = len(doc["frames"])
         if interrupted:
             where = f"; the report in {args.json} is marked interrupted" if args.json else ""
             print(f"skin_collide: interrupted after {done} of {n_frames} frames{where}",
@@ -471,15 +621,20 @@ def _scan_jobs(args, frames: tuple[int, int], jobs: int) -> int:
             return EXIT_INTERRUPTED
         colliding = sum(1 for f in doc["frames"] if f["pairs"])
         wrote = ", ".join(p for p in (args.json, args.junit) if p)
-        print(f"{colliding} of {n_frames} frames collide; {len(procs)} workers, "
+        print(f"{colliding} of {n_frames} frames collide; {len(workers)} workers, "
               f"{time.perf_counter() - t0:.1f} s wall" + (f"; wrote {wrote}" if wrote else ""))
         eps = report.episodes()
         print(contacts.summary(eps))
         if args.fail_on_collision and eps:
             return EXIT_COLLISIONS
         return EXIT_CLEAN
+    except core_report.OutputError as exc:
+        # Not even a kept copy could be written: the workers' reports stay where they are.
+        keep_tmp = True
+        raise UsageError(f"{exc}; the workers' reports are kept in {tmp}") from None
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if not keep_tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _report_from_doc(doc: dict):
@@ -796,7 +951,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="also write a viewport picture of each collision episode's worst frame")
     sc.add_argument("--jobs", type=int, default=1, metavar="N",
                     help="split the frames over N worker processes (each loads the file and "
-                         "builds once); the same report as --jobs 1")
+                         "builds once; at most one per usable core); the same report as --jobs 1")
     sc.set_defaults(func=cmd_scan)
     mg = sub.add_parser("merge", help="combine scan reports of frame chunks (render farm, "
                         "--jobs) into the report of the whole range")

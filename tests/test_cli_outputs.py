@@ -1,9 +1,10 @@
 """Issue 26 §3 through the command line: `scan` checks every output (JSON, JUnit, the
 snapshots folder) before the build, refuses to replace a protected file with one line
 naming it (exit 2), writes files with the mode a plain open() gives, and keeps the frames
-done when an output turns read-only while it runs."""
+done when an output turns read-only while it runs (`--jobs` too)."""
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -105,3 +106,43 @@ def test_a_report_that_turns_read_only_during_the_scan_keeps_its_frames(demo, tm
     assert doc["frames"] and not doc["complete"] and doc["frames"][0]["frame"] == 1
     os.unlink(kept)
 
+
+def test_jobs_keep_the_workers_frames_when_the_report_turns_read_only(demo, tmp_path):
+    """The parent writes the merged report at the end: a report made read-only meanwhile
+    must not throw the workers' frames away."""
+    out = tmp_path / "jobs.json"
+    out.write_text("{}")
+    env = dict(os.environ, TMPDIR=str(tmp_path))        # where the workers' parts go
+    proc = subprocess.Popen([sys.executable, "-m", "skin_collide", "scan", str(demo),
+                             "--frames", "1:100000", "--jobs", "2", "--json", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    parts = []
+    while len(parts) < 2 and proc.poll() is None:
+        parts = []
+        for root, _, files in os.walk(tmp_path):
+            for f in files:
+                if f.startswith("part_") and f.endswith(".json"):
+                    try:
+                        with open(os.path.join(root, f)) as fh:
+                            if json.load(fh)["frames"]:
+                                parts.append(f)
+                    except (OSError, ValueError, KeyError):
+                        pass
+        try:
+            proc.wait(timeout=0.2)
+        except subprocess.TimeoutExpired:
+            pass
+    assert len(parts) == 2
+    out.chmod(0o444)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 2, err
+    lines = [ln for ln in err.splitlines() if ln.startswith("skin_collide:")]
+    assert len(lines) == 1 and lines[0].startswith("skin_collide: error: "), err
+    assert str(out) in lines[0] and "read-only" in lines[0]
+    assert out.read_text() == "{}"
+    kept = lines[0].rsplit(" ", 1)[-1]
+    doc = json.loads(open(kept).read())
+    frames = [f["frame"] for f in doc["frames"]]
+    assert doc["interrupted"] and frames[0] == 1 and any(f > 50000 for f in frames)
+    os.unlink(kept)

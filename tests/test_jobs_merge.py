@@ -286,3 +286,100 @@ def test_merge_tells_two_files_of_one_name_apart(demo, tmp_path):
     merged["source"]["file"] = whole["source"]["file"]
     assert without_ms(merged) == without_ms(whole)
 
+
+# -- issue 26 §10: how many workers, and workers that hang or die --------------------------
+
+def test_jobs_are_capped_at_the_cores():
+    from skin_collide import cli
+
+    assert cli.cap_jobs(2, 2) == (2, None)
+    n, note = cli.cap_jobs(99, 2)
+    assert n == 2 and "--jobs 99" in note and "2 cores" in note and "\n" not in note
+    assert cli.cap_jobs(3, 1)[0] == 1 and "1 core " in cli.cap_jobs(3, 1)[1]
+    assert cli.usable_cores() >= 1
+
+
+@blender
+@pytest.mark.parametrize("jobs", ["0", "-1"])
+def test_jobs_below_one_are_refused(demo, jobs):
+    path, d, _ = demo
+    res = run("scan", str(path), "--frames", "1:4", f"--jobs={jobs}")
+    assert res.returncode == 2, res.stdout
+    lines = res.stderr.strip().splitlines()
+    assert lines == [f"skin_collide: error: --jobs must be at least 1, got {jobs}"]
+    assert "object " not in res.stdout
+
+
+@blender
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity here")
+def test_jobs_beyond_the_usable_cores_run_on_those_cores(demo, tmp_path):
+    path, d, whole = demo
+    one = {min(os.sched_getaffinity(0))}
+    out = tmp_path / "capped.json"
+    res = run("scan", str(path), "--self", "--frames", "1:24", "--jobs", "99",
+              "--json", str(out), preexec_fn=lambda: os.sched_setaffinity(0, one))
+    assert res.returncode == 0, res.stderr
+    notes = [ln for ln in res.stderr.splitlines() if ln.startswith("skin_collide:")]
+    assert len(notes) == 1 and "--jobs 99" in notes[0] and "1 core " in notes[0], res.stderr
+    assert "worker processes" not in res.stdout            # one core: scanned in-process
+    assert without_ms(json.loads(out.read_text())) == without_ms(whole)
+
+
+def _hook(tmp_path, code):
+    """A `sitecustomize` for the scan's processes: fault injection in the workers only."""
+    folder = tmp_path / "hook"
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(code)
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(folder)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+
+
+HANG_AT_EXIT = """
+import os, sys, threading
+if "--jobs" not in sys.argv and any(a.startswith("--frames=") for a in sys.argv):
+    # bpy 4.5's exit: the work is done and written, the process never ends.
+    def _exit_hangs(status):
+        threading.Event().wait()
+    os._exit = _exit_hangs
+"""
+
+
+@blender
+def test_a_worker_that_hangs_at_exit_is_reaped_and_its_frames_kept(demo, tmp_path):
+    path, d, whole = demo
+    out = tmp_path / "hang.json"
+    res = run("scan", str(path), "--self", "--frames", "1:24", "--jobs", "2",
+              "--json", str(out), env=_hook(tmp_path, HANG_AT_EXIT))
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.count("did not exit") == 2, res.stdout
+    assert without_ms(json.loads(out.read_text())) == without_ms(whole)
+
+
+DIE_MID_CHUNK = """
+import os, signal, sys
+if "--frames=13:24" in sys.argv:
+    import skin_collide.cli as cli
+    _real = cli._progress
+    def _progress(k, n, rec):
+        _real(k, n, rec)
+        if k == 2:
+            os.kill(os.getpid(), signal.SIGKILL)     # as the out-of-memory killer does
+    cli._progress = _progress
+"""
+
+
+@blender
+def test_a_worker_that_dies_fails_the_scan_and_keeps_the_other_frames(demo, tmp_path):
+    path, d, whole = demo
+    out = tmp_path / "died.json"
+    res = run("scan", str(path), "--self", "--frames", "1:24", "--jobs", "2",
+              "--json", str(out), env=_hook(tmp_path, DIE_MID_CHUNK))
+    assert res.returncode == 2, res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if ln.startswith("skin_collide:")]
+    assert len(lines) == 1 and lines[0].startswith("skin_collide: error: "), res.stderr
+    assert "frames 13-24" in lines[0] and "SIGKILL" in lines[0] and str(out) in lines[0]
+    rep = json.loads(out.read_text())
+    assert not rep["complete"] and "frames 13-24" in rep["error"]
+    got = {f["frame"]: f["pairs"] for f in rep["frames"]}
+    assert set(range(1, 13)) <= set(got)                  # the finished worker's chunk
+    assert all(got[f["frame"]] == f["pairs"] for f in whole["frames"] if f["frame"] in got)
