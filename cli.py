@@ -134,17 +134,36 @@ EXIT_CLEAN, EXIT_COLLISIONS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def _check_outputs(args) -> None:
+    """Every output of a scan (JSON, JUnit, the snapshots folder), before the file is
+    loaded and the build starts: a scan must not fail at its end for want of a place to
+    write its work, nor replace a file its user could not write (`core.report`)."""
     from .core import report as core_report
 
-    for flag, path in (("--json", args.json), ("--junit", getattr(args, "junit", None))):
-        if path is not None:
-            try:
+    try:
+        for flag, path in (("--json", args.json), ("--junit", getattr(args, "junit", None))):
+            if path is not None:
                 core_report.check_output_path(path, flag)
-            except ValueError as exc:
-                raise UsageError(str(exc)) from None
+        if getattr(args, "snapshots", None) is not None:
+            core_report.check_output_folder(args.snapshots, "--snapshots", "frame_*.png")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     if args.json is not None and getattr(args, "junit", None) is not None and \
             os.path.abspath(args.json) == os.path.abspath(args.junit):
         raise UsageError("--json and --junit name the same file")
+
+
+def _write_output(path: str, text: str, what: str) -> None:
+    """Write an output atomically. If it cannot be written there (it turned read-only, or
+    its folder did, since `_check_outputs`), the text goes to a new file beside it or in
+    the temporary folder, and the one-line error says where: work done is never thrown
+    away for want of its output file."""
+    from .core import report as core_report
+
+    try:
+        core_report.write_atomic(path, text)
+    except core_report.OutputError as exc:
+        kept = core_report.keep_elsewhere(path, text)
+        raise UsageError(f"{exc}; {what} is kept in {kept}") from None
 
 
 def _range_note(scene, meshes, frame_list: list[int]) -> str | None:
@@ -175,12 +194,16 @@ def cmd_scan(args) -> int:
             allow = contacts.load_allow_list(args.allow)
         except contacts.AllowListError as exc:
             raise UsageError(str(exc)) from None
-    jobs = getattr(args, "jobs", 1) or 1
+    jobs = getattr(args, "jobs", 1)
     if jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
+    if jobs > 1 and getattr(args, "snapshots", None) is not None:
+        # Refused as asked, before the cap: the command is valid on every machine or none.
+        raise UsageError("--snapshots cannot be combined with --jobs (run it with --jobs 1)")
+    jobs, note = cap_jobs(jobs, usable_cores())
+    if note:
+        print(f"skin_collide: note: {note}", file=sys.stderr, flush=True)
     if jobs > 1:
-        if getattr(args, "snapshots", None) is not None:
-            raise UsageError("--snapshots cannot be combined with --jobs (run it with --jobs 1)")
         if frames is None:
             _, scene, _ = _load(args)
             if scene.frame_end < scene.frame_start:
@@ -197,7 +220,6 @@ def cmd_scan(args) -> int:
         frames = (scene.frame_start, scene.frame_end)
     if not args.self_collision and len(meshes) < 2:
         raise UsageError("only one object: pass --self for self-collision, or name two objects")
-    _check_snapshots_dir(args)
     try:
         built = _built_objects(meshes, _scan_method(args))
         sc = scanner.Scanner(meshes, self_collision=args.self_collision,
@@ -248,12 +270,22 @@ def cmd_scan(args) -> int:
         report = sc.run(scene, frame_list, progress=progress, records=records)
     except extract.RigError as exc:
         if writer is not None:
-            writer.flush()
+            # The last write, with why it stopped ("complete": false).
+            doc = sc.report(records, len(frame_list)).to_json()
+            doc["error"] = f"stopped after {len(records)} frames: {exc}"
+            _write_output(args.json, core_report.dumps(doc), "the report")
         raise UsageError(str(exc)) from None
+    except core_report.OutputError as exc:
+        # The report turned unwritable while the scan ran: stop, keep the frames done.
+        doc = sc.report(records, len(frame_list)).to_json()
+        doc["error"] = f"stopped after {len(records)} frames: {exc}"
+        kept = core_report.keep_elsewhere(args.json, core_report.dumps(doc))
+        raise UsageError(f"{exc}; the report of the {len(records)} frames done is kept "
+                         f"in {kept}") from None
     except KeyboardInterrupt:
         report = sc.report(records, len(frame_list), interrupted=True)
         if args.json:
-            report.write_json(args.json)
+            _write_output(args.json, core_report.dumps(report.to_json()), "the report")
         if args.junit:
             _write_junit(args, report)
         where = f"; the report in {args.json} is marked interrupted" if args.json else ""
@@ -266,10 +298,11 @@ def cmd_scan(args) -> int:
         if args.json:
             doc = sc.report(records, len(frame_list)).to_json()   # complete: false
             doc["error"] = f"internal error after {len(records)} frames: {_describe(exc)}"
-            core_report.write_atomic(args.json, core_report.dumps(doc))
+            # (If that fails too, its one line says where the report, with the error, is.)
+            _write_output(args.json, core_report.dumps(doc), "the report")
         raise
     if args.json:
-        report.write_json(args.json)
+        _write_output(args.json, core_report.dumps(report.to_json()), "the report")
     if args.junit:
         _write_junit(args, report)
     colliding = [r.frame for r in report.frames if r.pairs]
@@ -327,9 +360,11 @@ def _built_objects(meshes, method: str):
 
 def _source(args) -> dict:
     """The report's "source": what `merge` checks before combining chunk reports (the
-    file's name, the method, the flags that change which pairs are reported, and the
-    allow-list's content digest)."""
+    file's content digest and path, the method, the flags that change which pairs are
+    reported, and the allow-list's content digest)."""
     import hashlib
+
+    from .core import merge as core_merge
 
     allow = None
     if args.allow:
@@ -338,7 +373,32 @@ def _source(args) -> dict:
     from .addon import scanner
 
     return scanner.report_source(args.file, _scan_method(args), args.self_collision,
-                                 args.first_hit, args.ignore_rest_contacts, allow)
+                                 args.first_hit, args.ignore_rest_contacts, allow,
+                                 sha256=core_merge.file_digest(args.file))
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity (a container's or `taskset`'s
+    share of the machine), else the machine's count."""
+    count = getattr(os, "process_cpu_count", None)          # Python 3.13
+    if count is not None:
+        n = count()
+    elif hasattr(os, "sched_getaffinity"):
+        n = len(os.sched_getaffinity(0))
+    else:
+        n = os.cpu_count()
+    return max(1, n or 1)
+
+
+def cap_jobs(asked: int, cores: int) -> tuple[int, str | None]:
+    """(the number of workers, a note when fewer than asked): at most one worker per core.
+    Each worker is a Blender process of its own (0.56 GB for MakeHuman) and the workers
+    are CPU-bound, so more than the cores only costs memory: `--jobs 99` on a long shot
+    would ask for ~55 GB."""
+    if asked <= cores:
+        return asked, None
+    return cores, (f"--jobs {asked} capped at {cores}: the {cores} "
+                   f"core{'s' if cores != 1 else ''} this process may use")
 
 
 def _chunks(start: int, end: int, n: int) -> list[tuple[int, int]]:
@@ -366,10 +426,115 @@ def _worker_flags(args) -> list[str]:
     return out
 
 
+WORKER_EXIT_GRACE = 5.0
+"""Seconds a worker may take to exit once its final report is on disk. The pip bpy 4.5 hung
+for ever at process exit (avoided by `os._exit` in __main__.py); a worker that hangs after
+its work is done is killed then, and its report, whole, is kept."""
+
+
+def _read_report(path: str) -> dict | None:
+    """A worker's report, or None while there is none (it is replaced atomically, so a
+    file that exists is whole)."""
+    from .core import merge as core_merge
+
+    try:
+        return core_merge.load(path)
+    except core_merge.MergeError:
+        return None
+
+
+def _is_final(doc: dict) -> bool:
+    """A worker's last write: every frame in, or it stopped and said why (Ctrl-C, an error)."""
+    return bool(doc.get("complete") or doc.get("interrupted") or "error" in doc)
+
+
+class _Worker:
+    """One chunk's worker process, and what the parent knows of it."""
+
+    def __init__(self, index: int, count: int, chunk: tuple[int, int], part: str, log: str,
+                 proc):
+        self.chunk, self.part, self.log, self.proc = chunk, part, log, proc
+        self.label = f"worker {index + 1}/{count} (frames {chunk[0]}-{chunk[1]})"
+        self.final_at: float | None = None      # when its final report was seen
+        self._seen = None                       # the part file's identity when last read
+
+    def notice_final_report(self) -> None:
+        """Read the report again when the file changed; note when it is the final one."""
+        if self.final_at is not None:
+            return
+        try:
+            st = os.stat(self.part)
+        except OSError:
+            return
+        key = (st.st_ino, st.st_mtime_ns, st.st_size)   # a rewrite is a new inode
+        if key == self._seen:
+            return
+        self._seen = key
+        doc = _read_report(self.part)
+        if doc is not None and _is_final(doc):
+            self.final_at = time.monotonic()
+
+
+def _exit_words(code: int) -> str:
+    import signal
+
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit {code}"
+
+
+def _wait_workers(workers: list[_Worker], grace: float = WORKER_EXIT_GRACE) -> None:
+    """Until every worker has ended, saying so as each does. A worker that wrote its final
+    report but is still running `grace` seconds later is killed: its work is on disk, and
+    the parent must never wait for ever."""
+    import subprocess
+
+    running = list(workers)
+    while running:
+        for w in list(running):
+            code = w.proc.poll()
+            w.notice_final_report()
+            if code is not None:
+                done = "finished" if code in (EXIT_CLEAN, EXIT_COLLISIONS) else "ended"
+                print(f"{w.label} {done}, {_exit_words(code)}", flush=True)
+                running.remove(w)
+            elif w.final_at is not None and time.monotonic() - w.final_at > grace:
+                w.proc.kill()
+                w.proc.wait()
+                print(f"{w.label} wrote its report but did not exit within {grace:.0f} s: "
+                      "stopped it", flush=True)
+                running.remove(w)
+        if running:
+            try:
+                running[0].proc.wait(timeout=0.1)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+def _why_not_finished(w: _Worker, doc: dict | None) -> str:
+    """Why a worker's chunk is not whole: its own one-line error, else how it ended."""
+    try:
+        with open(w.log, errors="replace") as fh:
+            lines = [ln.strip() for ln in fh if ln.startswith("skin_collide:")
+                     and not ln.startswith("skin_collide: note:")]
+    except OSError:
+        lines = []
+    if lines:
+        return lines[-1][len("skin_collide: "):].removeprefix("error: ")
+    if doc is not None and doc.get("interrupted"):
+        return "it was interrupted"
+    return _exit_words(w.proc.returncode)
+
+
 def _scan_jobs(args, frames: tuple[int, int], jobs: int) -> int:
     """`scan --jobs N`: one worker process per contiguous chunk of frames (each loads the
     file and builds once), their reports merged into one. Ctrl-C (or SIGTERM) stops every
-    worker; the frames they finished are kept, the report marked interrupted."""
+    worker; the frames they finished are kept, the report marked interrupted. A worker
+    that ends without finishing its chunk fails the scan (exit 2, one line) and the report
+    keeps every frame the workers did."""
     import shutil
     import signal
     import subprocess
@@ -381,27 +546,27 @@ def _scan_jobs(args, frames: tuple[int, int], jobs: int) -> int:
 
     chunks = _chunks(frames[0], frames[1], jobs)
     tmp = tempfile.mkdtemp(prefix="skin_collide_jobs_")
-    parts = [os.path.join(tmp, f"part_{k}.json") for k in range(len(chunks))]
-    logs = [os.path.join(tmp, f"part_{k}.log") for k in range(len(chunks))]
+    keep_tmp = False
     base = [sys.executable, "-m", "skin_collide", "scan", os.path.abspath(args.file)]
     flags = _worker_flags(args)
     print(f"scanning frames {frames[0]}-{frames[1]} in {len(chunks)} worker processes: "
           + ", ".join(f"{a}-{b}" for a, b in chunks), flush=True)
     _interrupt_on_signals()
-    procs = []
+    workers: list[_Worker] = []
     interrupted = False
     t0 = time.perf_counter()
     try:
-        for (a, b), part, log in zip(chunks, parts, logs):
+        for k, (a, b) in enumerate(chunks):
+            part = os.path.join(tmp, f"part_{k}.json")
+            log = os.path.join(tmp, f"part_{k}.log")
             with open(log, "w") as fh:
-                procs.append(subprocess.Popen(base + [f"--frames={a}:{b}", "--json", part] + flags,
-                                              stdout=fh, stderr=subprocess.STDOUT))
-        for k, p in enumerate(procs):
-            p.wait()
-            print(f"worker {k + 1}/{len(procs)} (frames {chunks[k][0]}-{chunks[k][1]}) "
-                  f"finished, exit {p.returncode}", flush=True)
+                proc = subprocess.Popen(base + [f"--frames={a}:{b}", "--json", part] + flags,
+                                        stdout=fh, stderr=subprocess.STDOUT)
+            workers.append(_Worker(k, len(chunks), (a, b), part, log, proc))
+        _wait_workers(workers)
     except KeyboardInterrupt:
         interrupted = True
+        procs = [w.proc for w in workers]
         # A Ctrl-C in a terminal reaches the workers too (same process group): give them a
         # moment to write their reports, then interrupt those still running.
         deadline = time.monotonic() + 3.0
@@ -417,15 +582,25 @@ def _scan_jobs(args, frames: tuple[int, int], jobs: int) -> int:
                 p.kill()
                 p.wait()
     try:
-        for p, log in zip(procs, logs):
-            if p.returncode == EXIT_USAGE:
-                with open(log) as fh:
-                    errs = [ln.strip() for ln in fh if ln.startswith("skin_collide: error:")]
-                raise UsageError(errs[-1][len("skin_collide: error: "):] if errs
-                                 else f"a worker failed (log: {log})")
-            if p.returncode not in (EXIT_CLEAN, EXIT_COLLISIONS, EXIT_INTERRUPTED) and not interrupted:
-                raise UsageError(f"a worker exited with {p.returncode}; its log: {log}")
-        docs = [core_merge.load(part) for part in parts if os.path.isfile(part)]
+        reports = [_read_report(w.part) for w in workers]
+        # Unfinished: no complete report (a worker we stopped after its final report, or
+        # killed on Ctrl-C, is judged by its report, not its exit status).
+        unfinished = [(w, d) for w, d in zip(workers, reports)
+                      if not (d is not None and d.get("complete"))]
+        docs = [d for d in reports if d is not None]
+        failure = None
+        if unfinished and not interrupted:
+            w, d = unfinished[0]
+            why = _why_not_finished(w, d)
+            if not any(doc["frames"] for doc in docs):
+                # Nothing was scanned (a bad --object, an unreadable file): the worker's own
+                # line is the message, as `--jobs 1` would print it.
+                raise UsageError(why if w.proc.returncode == EXIT_USAGE and why
+                                 else f"{w.label} did not finish: {why}")
+            others = len(unfinished) - 1
+            failure = (f"{w.label} did not finish: {why}"
+                       + (f" (and {others} other worker{'s' if others > 1 else ''})"
+                          if others else ""))
         if not docs:
             print("skin_collide: interrupted before any frame was scanned", file=sys.stderr)
             return EXIT_INTERRUPTED
@@ -441,15 +616,22 @@ def _scan_jobs(args, frames: tuple[int, int], jobs: int) -> int:
                   + (f" (instead of {why})" if why else ""), flush=True)
         n_frames = frames[1] - frames[0] + 1
         doc["frames_requested"] = n_frames
-        if interrupted or len(doc["frames"]) < n_frames:
+        if interrupted or failure or len(doc["frames"]) < n_frames:
             doc["interrupted"] = doc["interrupted"] or interrupted
             doc["complete"] = False
+        done = len(doc["frames"])
+        if failure:
+            doc["error"] = failure
+            if args.json:
+                _write_output(args.json, core_report.dumps(doc), "the report")
+                failure += (f"; the report in {args.json} keeps the {done} frames done "
+                            "(\"complete\": false)")
+            raise UsageError(failure)
         if args.json:
-            core_report.write_atomic(args.json, core_report.dumps(doc))
+            _write_output(args.json, core_report.dumps(doc), "the report")
         report = _report_from_doc(doc)
         if args.junit:
             _write_junit(args, report)
-        done = len(doc["frames"])
         if interrupted:
             where = f"; the report in {args.json} is marked interrupted" if args.json else ""
             print(f"skin_collide: interrupted after {done} of {n_frames} frames{where}",
@@ -457,15 +639,20 @@ def _scan_jobs(args, frames: tuple[int, int], jobs: int) -> int:
             return EXIT_INTERRUPTED
         colliding = sum(1 for f in doc["frames"] if f["pairs"])
         wrote = ", ".join(p for p in (args.json, args.junit) if p)
-        print(f"{colliding} of {n_frames} frames collide; {len(procs)} workers, "
+        print(f"{colliding} of {n_frames} frames collide; {len(workers)} workers, "
               f"{time.perf_counter() - t0:.1f} s wall" + (f"; wrote {wrote}" if wrote else ""))
         eps = report.episodes()
         print(contacts.summary(eps))
         if args.fail_on_collision and eps:
             return EXIT_COLLISIONS
         return EXIT_CLEAN
+    except core_report.OutputError as exc:
+        # Not even a kept copy could be written: the workers' reports stay where they are.
+        keep_tmp = True
+        raise UsageError(f"{exc}; the workers' reports are kept in {tmp}") from None
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if not keep_tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _report_from_doc(doc: dict):
@@ -495,6 +682,8 @@ def cmd_merge(args) -> int:
         doc = core_merge.merge_reports(docs, names=args.reports)
     except core_merge.MergeError as exc:
         raise UsageError(str(exc)) from None
+    for note in core_merge.source_notes(docs, args.reports):
+        print(f"skin_collide: note: {note}", file=sys.stderr)
     core_report.write_atomic(args.json, core_report.dumps(doc))
     eps = _report_from_doc(doc).episodes()
     print(f"merged {len(docs)} reports: {len(doc['frames'])} frames, "
@@ -545,7 +734,7 @@ def _write_junit(args, report) -> None:
     xml = core_report.junit_xml(f"skin_collide scan {os.path.basename(args.file)}",
                                 report.objects, args.self_collision, report.episodes(),
                                 len(report.frames))
-    core_report.write_atomic(args.junit, xml)
+    _write_output(args.junit, xml, "the JUnit XML")
 
 
 # -- snapshot (and scan --snapshots) ------------------------------------------------------------
@@ -559,12 +748,6 @@ def parse_size(text: str) -> tuple[int, int]:
     if not (16 <= w <= 4096 and 16 <= h <= 4096):
         raise UsageError(f"--size {text}: width and height must be 16-4096 pixels")
     return w, h
-
-
-def _check_snapshots_dir(args) -> None:
-    folder = getattr(args, "snapshots", None)
-    if folder is not None and not os.path.isdir(folder):
-        raise UsageError(f"the folder for --snapshots does not exist: {folder}")
 
 
 def _scan_snapshots(args, sc, scene, report) -> None:
@@ -586,9 +769,12 @@ def cmd_snapshot(args) -> int:
     size = parse_size(args.size)
     if not args.png.lower().endswith(".png"):
         raise UsageError(f"--png must name a .png file, got '{args.png}'")
-    out_dir = os.path.dirname(os.path.abspath(args.png))
-    if not os.path.isdir(out_dir):
-        raise UsageError(f"the folder for --png does not exist: {out_dir}")
+    from .core import report as core_report
+
+    try:
+        core_report.check_output_path(args.png, "--png")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     bpy, scene, meshes = _load(args)
     from .addon import extract, scanner, snapshot
     if not args.self_collision and len(meshes) < 2:
@@ -720,7 +906,7 @@ def cmd_sphere_set(args) -> int:
     doc = {"centers": np.asarray(s.centers, np.float64).tolist(),
            "radii": np.asarray(s.radii, np.float64).tolist(),
            "outside_volume": float(s.outside_volume), "mesh_volume": float(s.mesh_volume)}
-    core_report.write_atomic(out, json.dumps(doc, allow_nan=False))
+    _write_output(out, json.dumps(doc, allow_nan=False), "the sphere set")
     e_r = s.outside_volume / s.mesh_volume if s.mesh_volume else float("nan")
     print(f"sphere set of '{args.object}': {s.count} spheres over {triangles.shape[0]} "
           f"triangles, outside volume {s.outside_volume:.6g} (E_r {e_r:.3f}), "
@@ -792,7 +978,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="also write a viewport picture of each collision episode's worst frame")
     sc.add_argument("--jobs", type=int, default=1, metavar="N",
                     help="split the frames over N worker processes (each loads the file and "
-                         "builds once); the same report as --jobs 1")
+                         "builds once; at most one per usable core); the same report as --jobs 1")
     sc.set_defaults(func=cmd_scan)
     mg = sub.add_parser("merge", help="combine scan reports of frame chunks (render farm, "
                         "--jobs) into the report of the whole range")
@@ -858,13 +1044,22 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 141
     except (ValueError, OSError) as exc:     # RigError, SessionError, unwritable output
-        print(f"skin_collide: error: {str(exc).splitlines()[0] if str(exc) else exc!r}",
-              file=sys.stderr)
+        print(f"skin_collide: error: {_os_error_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:                 # noqa: BLE001 - a bug of ours: one line, exit 2
         print(f"skin_collide: internal error (please report it): {_describe(exc)}",
               file=sys.stderr)
         return EXIT_USAGE
+
+
+def _os_error_line(exc: BaseException) -> str:
+    """One line for a ValueError or OSError: an OSError as `file: reason` (its str() is
+    `[Errno 13] Permission denied: '/x'`, a repr; a rename names both paths)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        names = [n for n in (exc.filename, exc.filename2) if n]
+        return f"{' -> '.join(map(str, names))}: {exc.strerror}" if names else exc.strerror
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _describe(exc: BaseException) -> str:

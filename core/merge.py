@@ -6,10 +6,18 @@ frames in frame order, the `refit` map united per object (and the `fallback` rea
 episodes recomputed over the merged frames (`core.contacts.episodes`), so that an episode
 crossing a chunk boundary is one episode. Reports of different files, objects or settings
 (the report's ``source``) are refused.
+
+The file is identified by a digest of its content (``source["sha256"]``, `file_digest`), not
+by its name: `sh010/pair.blend` and `sh020/pair.blend` are different files, and one file
+mounted at two paths on a farm is one. Reports without a digest (older ones, the panel's
+of an unsaved scene) fall back to the full path, or the base name; `source_notes` says so.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import urllib.parse
 from typing import Sequence
 
 from . import contacts
@@ -30,6 +38,80 @@ def load(path: str) -> dict:
             or "objects" not in doc:
         raise MergeError(f"{path} is not a skin_collide scan report")
     return doc
+
+
+def _hash_file(h, path: str) -> None:
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+
+
+def _gltf_buffer_files(path: str) -> list[str]:
+    """The files a .gltf's buffers name (geometry, skin and animation live there; the .gltf
+    is only their index). Embedded (data:) buffers are in the .gltf itself."""
+    try:
+        with open(path, "rb") as fh:
+            doc = json.load(fh)
+        buffers = doc.get("buffers", []) if isinstance(doc, dict) else []
+    except (OSError, ValueError):
+        return []
+    return [urllib.parse.unquote(b["uri"]) for b in buffers
+            if isinstance(b, dict) and isinstance(b.get("uri"), str)
+            and not b["uri"].startswith("data:")]
+
+
+def file_digest(path: str) -> str:
+    """sha256 (hex) of the scanned file's bytes, for a .gltf with the buffer files it names
+    (a missing one counts by its name only). What `merge` identifies a chunk's file by."""
+    h = hashlib.sha256()
+    _hash_file(h, path)
+    if path.lower().endswith(".gltf"):
+        for uri in _gltf_buffer_files(path):
+            h.update(b"\0" + uri.encode())
+            buffer = os.path.join(os.path.dirname(path), uri)
+            if os.path.isfile(buffer):
+                _hash_file(h, buffer)
+    return h.hexdigest()
+
+
+_IDENTITY = ("file", "path", "sha256")
+"""The keys of ``source`` that say which file was scanned (compared by `_same_file`); the
+others are settings, compared as they are."""
+
+
+def _basis(a: dict, b: dict) -> str:
+    """What two sources' files are compared by: their content when both have a digest,
+    else their full paths when both have one, else their base names (older reports)."""
+    if a.get("sha256") and b.get("sha256"):
+        return "sha256"
+    if a.get("path") and b.get("path"):
+        return "path"
+    return "file"
+
+
+def _where(source: dict) -> str:
+    return source.get("path") or source.get("file") or "an unsaved scene"
+
+
+def _settings(source: dict) -> dict:
+    return {k: v for k, v in source.items() if k not in _IDENTITY}
+
+
+def source_notes(docs: Sequence[dict], names: Sequence[str]) -> list[str]:
+    """One line per report whose file could not be compared by content (no digest):
+    what it was compared by instead. Empty when every report has a digest."""
+    if len(docs) < 2:
+        return []
+    notes = []
+    for name, d in zip(names, docs):
+        src = d.get("source", {})
+        if src.get("sha256"):
+            continue
+        by = "full path" if all(o.get("source", {}).get("path") for o in docs) else "base name"
+        notes.append(f"{name} has no digest of its file (an older skin_collide, or the panel's "
+                     f"report of an unsaved scene): its file is compared by its {by}, "
+                     f"{_where(src)}")
+    return notes
 
 
 def _refit_union(values: Sequence[str]) -> str:
@@ -55,11 +137,19 @@ def merge_reports(docs: Sequence[dict], names: Sequence[str] | None = None) -> d
         if d["objects"] != first["objects"]:
             raise MergeError(f"{name} is a scan of other objects ({', '.join(d['objects'])}) "
                              f"than {names[0]} ({', '.join(first['objects'])})")
-        if d["source"] != first["source"]:
-            diff = sorted(k for k in set(d["source"]) | set(first["source"])
-                          if d["source"].get(k) != first["source"].get(k))
+        a, b = first["source"], d["source"]
+        basis = _basis(a, b)
+        if a.get(basis) != b.get(basis):
+            how = {"sha256": "their contents differ",
+                   "path": "compared by full path: a report without a file digest",
+                   "file": "compared by base name: a report without a file digest"}[basis]
+            raise MergeError(f"{names[0]} scans {_where(a)} but {name} scans {_where(b)}: "
+                             f"different files ({how})")
+        if _settings(a) != _settings(b):
+            diff = sorted(k for k in set(_settings(a)) | set(_settings(b))
+                          if a.get(k) != b.get(k))
             raise MergeError(f"{name} differs from {names[0]} in {', '.join(diff)}: "
-                             "reports of different files or settings")
+                             "reports of different settings")
         if "limit" in d:
             raise MergeError(f"{name} lists pairs up to a limit: merge needs whole reports")
     frames: dict[int, dict] = {}
@@ -91,5 +181,7 @@ def merge_reports(docs: Sequence[dict], names: Sequence[str] | None = None) -> d
         "frames_requested": sum(int(d.get("frames_requested", len(d["frames"]))) for d in docs),
         "frames": merged,
         "episodes": [e.to_json() for e in eps],
-        "source": first["source"],
+        # The first source with a digest: the merged report names its file by content.
+        "source": next((d["source"] for d in docs if d["source"].get("sha256")),
+                       first["source"]),
     }

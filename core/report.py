@@ -6,8 +6,12 @@ file in the same folder, then `os.replace`), so a scan that is killed keeps its 
 """
 from __future__ import annotations
 
+import errno
+import fnmatch
 import json
 import os
+import secrets
+import stat
 import tempfile
 import time
 import xml.etree.ElementTree as ET
@@ -16,9 +20,63 @@ from typing import Callable, Sequence
 from .contacts import Episode
 
 
+class OutputError(ValueError):
+    """An output cannot be written; the message (one line) names the user's path."""
+
+
+def replace_refusal(path: str) -> str | None:
+    """Why the existing file at `path` must not be replaced by an output, as words that
+    follow "is" ("read-only (...)", "not writable by this user", ...); None when it may be
+    replaced, or when there is no file there.
+
+    The atomic rename that replaces an output needs only the folder's permission, so the
+    file's own is checked here: it is replaced only if this user could write it in place,
+    i.e. opening it for writing succeeds (permissions, ACLs, immutable and append-only
+    flags, read-only mounts; the open neither truncates nor changes the file), and it has
+    a write bit for someone: root's open() ignores permissions, and a file made read-only
+    with `chmod a-w` is protected from root too."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"not readable as a file ({exc.strerror})"
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file"
+    if not st.st_mode & 0o222:
+        return "read-only (no write permission for anyone)"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
+                     | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if exc.errno == errno.EPERM:
+            return "immutable or append-only (chattr)"
+        if exc.errno == errno.EROFS:
+            return "on a read-only file system"
+        if exc.errno == errno.EACCES:
+            return "not writable by this user"
+        return f"not writable ({exc.strerror})"
+    os.close(fd)
+    return None
+
+
+def _folder_refusal(folder: str) -> str | None:
+    """Why no file can be created in `folder` (None: it can)."""
+    try:    # the real test (os.access is wrong for root and some network folders)
+        fd, probe = tempfile.mkstemp(prefix=".skin_collide-", suffix=".probe", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError:
+        return "not writable"
+    if not os.stat(folder).st_mode & 0o222:     # the files' rule: chmod a-w binds root too
+        return "not writable (no write permission for anyone)"
+    return None
+
+
 def check_output_path(path: str, flag: str) -> str:
     """The absolute path if a file can be written there; ValueError with one line if not
-    (empty, a directory, a missing or read-only folder). Checked before a scan starts."""
+    (empty, a directory, a missing or read-only folder, an existing file that must not be
+    replaced: `replace_refusal`). Checked before a scan starts (before the build)."""
     if not path or not path.strip():
         raise ValueError(f"{flag} needs a file name")
     full = os.path.abspath(path)
@@ -27,31 +85,110 @@ def check_output_path(path: str, flag: str) -> str:
     folder = os.path.dirname(full)
     if not os.path.isdir(folder):
         raise ValueError(f"the folder for {flag} does not exist: {folder}")
-    try:    # the real test (os.access is wrong for root and some network folders)
-        fd, probe = tempfile.mkstemp(prefix=".skin_collide-", suffix=".probe", dir=folder)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError:
-        raise ValueError(f"the folder for {flag} is not writable: {folder}") from None
+    why = _folder_refusal(folder)
+    if why:
+        raise ValueError(f"the folder for {flag} is {why}: {folder}")
+    why = replace_refusal(full)
+    if why:
+        raise ValueError(f"{flag} {full} is {why}: it is not replaced")
     return full
 
 
+def check_output_folder(folder: str, flag: str, pattern: str) -> str:
+    """The absolute path of an output folder (`scan --snapshots DIR`) if files can be
+    written in it; ValueError with one line if not. The files' names are known only later
+    (the worst frames), so every existing file matching `pattern` that the command might
+    replace must be replaceable too (`replace_refusal`)."""
+    full = os.path.abspath(folder)
+    if not os.path.isdir(full):
+        raise ValueError(f"the folder for {flag} does not exist: {full}")
+    why = _folder_refusal(full)
+    if why:
+        raise ValueError(f"the folder for {flag} is {why}: {full}")
+    for name in sorted(os.listdir(full)):
+        if fnmatch.fnmatch(name, pattern):
+            why = replace_refusal(os.path.join(full, name))
+            if why:
+                raise ValueError(f"{flag} {full}: {os.path.join(full, name)} is {why}: "
+                                 "it would be replaced")
+    return full
+
+
+def _create_new(folder: str, stem: str, suffix: str) -> tuple[int, str]:
+    """A new file `folder/<stem><random><suffix>`, open for writing. Created with mode
+    0666 so that the kernel applies the umask (and a folder's default ACL) as for a plain
+    open(); `tempfile.mkstemp` would make it 0600 whatever the umask, and the output,
+    renamed from it, unreadable to the other users of a CI machine."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        path = os.path.join(folder, f"{stem}{secrets.token_hex(4)}{suffix}")
+        try:
+            return os.open(path, flags, 0o666), path
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name", folder)
+
+
 def write_atomic(path: str, text: str) -> None:
-    """Replace `path` with `text` atomically: a reader sees the old or the new file, whole."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".skin_collide-", suffix=".tmp", dir=folder)
+    """Replace `path` with `text` atomically: a reader sees the old or the new file, whole.
+
+    The file gets the mode a plain open() would give: a new file 0666 & ~umask, a replaced
+    one its own mode. Raises OutputError (one line naming `path`, never the temporary file)
+    when the folder cannot be written or the existing file must not be replaced
+    (`replace_refusal`, checked again here: it may have changed since the scan began)."""
+    full = os.path.abspath(path)
+    why = replace_refusal(full)
+    if why:
+        raise OutputError(f"cannot write {full}: the file is {why}")
+    try:
+        fd, tmp = _create_new(os.path.dirname(full), ".skin_collide-", ".tmp")
+    except OSError as exc:
+        raise OutputError(f"cannot write {full}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "w") as fh:
+            try:        # a replaced file keeps its mode, as open() on it would
+                os.fchmod(fh.fileno(), stat.S_IMODE(os.stat(full).st_mode) & 0o777)
+            except FileNotFoundError:
+                pass
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
+        os.replace(tmp, full)
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError):
+            raise OutputError(f"cannot write {full}: {exc.strerror or exc}") from None
         raise
+
+
+def keep_elsewhere(path: str, text: str) -> str:
+    """Write `text`, meant for `path` but refused there, to a new file beside it
+    (`<name>.kept-XXXXXXXX<ext>`) or, failing that, in the temporary folder; returns the
+    new file's path. The work a command did is never thrown away because its output
+    turned read-only while it ran. OutputError if neither place can be written."""
+    full = os.path.abspath(path)
+    stem, ext = os.path.splitext(os.path.basename(full))
+    errors = []
+    for folder in (os.path.dirname(full), tempfile.gettempdir()):
+        try:
+            fd, kept = _create_new(folder, f"{stem}.kept-", ext)
+        except OSError as exc:
+            errors.append(f"{folder}: {exc.strerror or exc}")
+            continue
+        try:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            os.unlink(kept)
+            errors.append(f"{kept}: {exc.strerror or exc}")
+            continue
+        return kept
+    raise OutputError(f"cannot keep the output for {full} anywhere: {'; '.join(errors)}")
 
 
 PAIRS_PER_LINE = 200
