@@ -37,7 +37,10 @@ def _save_character(src, out, action: str | None = None, build: bool = False) ->
         coll.objects.link(ob)
     ob = extract.skinned_meshes(scene)[0]
     if action is not None:
-        animation.use_action(extract.modifier_report(ob).armature, bpy.data.actions[action])
+        # glTF's animation name; Blender 4.2's importer appends the armature's ("walk_Skeleton")
+        act = next(a for a in bpy.data.actions if a.name == action
+                   or a.name.startswith(action + "_"))
+        animation.use_action(extract.modifier_report(ob).armature, act)
     if build:
         ob.select_set(True)
         bpy.context.view_layer.objects.active = ob
