@@ -97,6 +97,9 @@ def cmd_doctor(args) -> int:
         else:
             frames, label = doctor.frames_to_check(scene, arm)
         doctor.measure_deviation(scene, ob, rep, frames)
+        if rep.rig.surface:
+            label = ("not measured: the evaluated surface is refitted from Blender's "
+                     "positions, nothing skins it")
         print(f"  frames: {label}")
         print(f"max_deviation: {rep.max_deviation:.3e}")
         print(f"max_deviation_relative: {rep.max_deviation_relative:.3e}")
@@ -195,7 +198,7 @@ def cmd_scan(args) -> int:
         how = ("loaded from the .blend (built by the panel)" if built is not None
                else f"built in {obj.build_seconds:.2f} s")
         print(f"object {obj.name}: {obj.rig.n_triangles} triangles, {_volume_count(obj)}, "
-              f"{how}; refit: {sc.refit_label(obj)}")
+              f"{how}; refit: {sc.refit_label(obj)}; {_surface_text(obj.rig)}")
     if args.ignore_rest_contacts:
         print(f"ignoring {sc.ignore.count} triangle pairs in contact in the rest pose")
     if args.allow:
@@ -265,6 +268,13 @@ def cmd_scan(args) -> int:
     if args.fail_on_collision and eps:
         return EXIT_COLLISIONS
     return EXIT_CLEAN
+
+
+def _surface_text(rig) -> str:
+    """Which surface the scan checks, for the object line."""
+    from .addon import extract
+
+    return f"surface: {extract.describe_surface(rig)}"
 
 
 def _volume_count(obj) -> str:
@@ -419,8 +429,10 @@ def _scan_jobs(args, frames: tuple[int, int], jobs: int) -> int:
         # got, and why when the asked one was passed over (as `scan --jobs 1` does).
         for name in doc["objects"]:
             why = doc.get("fallback", {}).get(name)
+            surface = doc.get("surface", {}).get(name)
             print(f"object {name}: refit: {doc['refit'].get(name, '')}"
-                  + (f" (instead of {why})" if why else ""), flush=True)
+                  + (f" (instead of {why})" if why else "")
+                  + (f"; surface: {surface}" if surface else ""), flush=True)
         n_frames = frames[1] - frames[0] + 1
         doc["frames_requested"] = n_frames
         if interrupted or len(doc["frames"]) < n_frames:

@@ -23,15 +23,15 @@ class MeshReport:
 
 
 def describe(ob) -> MeshReport:
-    """Static facts about a skinned mesh object (raises extract.RigError when not skinned)."""
+    """Static facts about a skinned mesh object (raises extract.RigError when not skinned).
+    The counts are those of the surface checked (`extract.rig_from_object`: the evaluated
+    one when modifiers change the topology)."""
     rig = extract.rig_from_object(ob)
     rep = extract.modifier_report(ob)
     counts = rig.influence_counts()
     sums = rig.weight_sums()
     weighted = counts > 0
-    polys = ob.data.polygons
-    sizes = np.empty(len(polys), dtype=np.int32)
-    polys.foreach_get("loop_total", sizes)
+    sizes = np.diff(rig.poly_ptr)
     used = np.zeros(rig.n_bones, bool)
     used[np.unique(rig.weight_bone)] = True
     keys = ob.data.shape_keys
@@ -43,8 +43,9 @@ def describe(ob) -> MeshReport:
     r = MeshReport(ob.name, rep.armature.name, rig)
     r.facts = [
         ("armature", rep.armature.name),
+        ("surface", extract.describe_surface(rig)),
         ("vertices", str(rig.n_vertices)),
-        ("triangles", f"{rig.n_triangles} (polygons {len(polys)}, n-gons {int((sizes > 4).sum())})"),
+        ("triangles", f"{rig.n_triangles} (polygons {rig.n_polygons}, n-gons {int((sizes > 4).sum())})"),
         ("bones", f"{rig.n_bones} (deform {int(rig.bone_deform.sum())}, weighting this mesh {int(used.sum())})"),
         ("max_influences", str(int(counts.max()) if counts.size else 0)),
         ("weight_sums", (f"min {sums[weighted].min():.4f} max {sums[weighted].max():.4f}, "
@@ -67,9 +68,13 @@ def describe(ob) -> MeshReport:
 
 def measure_deviation(scene, ob, report: MeshReport, frames: list[int]) -> None:
     """Max |core.skinning − Blender's evaluated mesh| over `frames`, absolute (scene units)
-    and relative to the evaluated mesh's bounding-box size."""
+    and relative to the evaluated mesh's bounding-box size. Not measured (NaN) on an evaluated surface: it is refitted
+    from Blender's positions, and nothing skins it."""
     import bpy
 
+    if report.rig.surface:
+        report.max_deviation = report.max_deviation_relative = float("nan")
+        return
     worst = worst_rel = 0.0
     for f in frames:
         scene.frame_set(f)

@@ -100,6 +100,10 @@ class ScanReport:
     #: per object whose asked method was passed over (`registry.resolve`): why, one
     #: "<method>: <reason>" per method skipped, joined by "; ". Empty: not written.
     fallback: dict = field(default_factory=dict)
+    #: per object, which surface is checked (`extract.describe_surface`: "evaluated
+    #: surface: 15,900 vertices after Subdivision Surface", "own mesh: 3,273 vertices"),
+    #: when some object is checked on an evaluated surface. Empty: not written.
+    surface: dict = field(default_factory=dict)
 
     def episodes(self) -> list[contacts.Episode]:
         return contacts.episodes([(f.frame, f.pairs) for f in self.frames if not f.not_checked])
@@ -125,6 +129,7 @@ class ScanReport:
             "refit": self.refit,
             **({"uncovered": self.uncovered} if self.uncovered else {}),
             **({"fallback": self.fallback} if self.fallback else {}),
+            **({"surface": self.surface} if self.surface else {}),
             "complete": self.complete,
             "interrupted": self.interrupted,
             "frames_requested": self.frames_requested or len(self.frames),
@@ -237,23 +242,15 @@ class Scanner:
         frame's triangles are kept in `self.triangles` (used by `query` by default).
 
         Raises `extract.RigError` when a mesh no longer matches its data (armature gone or
-        another one, vertex count changed by modifiers), and `DegeneratePose` when bones
-        collapse space (the frame cannot be checked)."""
+        another one, a topology other than the one built on: `extract.check_topology`,
+        which names the object and the frame), and `DegeneratePose` when bones collapse
+        space (the frame cannot be checked)."""
         positions, poses, tris = [], [], []
         degenerate: list[str] = []
+        frame = depsgraph.scene.frame_current
         for ob, obj in zip(self.meshes, self.objects):
             check_rig_matches(ob, obj)
-            n = len(ob.evaluated_get(depsgraph).data.vertices)
-            if n != obj.rig.n_vertices:
-                after = extract.modifier_report(ob).after
-                if after:
-                    raise extract.RigError(
-                        f"'{ob.name}': modifiers after the Armature modifier ({', '.join(after)}) "
-                        f"change the mesh from {obj.rig.n_vertices} to {n} vertices; "
-                        "disable them in the viewport, or rebuild")
-                raise extract.RigError(
-                    f"'{ob.name}' evaluates to {n} vertices but was built with "
-                    f"{obj.rig.n_vertices}: its topology changed; rebuild")
+            extract.check_topology(ob, ob.evaluated_get(depsgraph).data, obj.rig, frame)
             pos, t = extract.evaluated_frame(ob, depsgraph, obj.rig)
             pose = extract.pose_from_object(ob, depsgraph, _built_rest(obj))
             positions.append(pos)
@@ -384,7 +381,15 @@ class Scanner:
                           complete=len(records) == n_requested and not interrupted,
                           interrupted=interrupted, frames_requested=n_requested,
                           source=self.source, uncovered=self.uncovered(),
-                          fallback={o.name: o.reason for o in self.objects if o.reason})
+                          fallback={o.name: o.reason for o in self.objects if o.reason},
+                          surface=self.surfaces())
+
+    def surfaces(self) -> dict:
+        """Per object, the surface checked (`ScanReport.surface`), when some object is on
+        an evaluated surface; else empty."""
+        if not any(o.rig.surface for o in self.objects):
+            return {}
+        return {o.name: extract.describe_surface(o.rig) for o in self.objects}
 
     def uncovered(self) -> dict:
         """With self-collision, per object whose method says what its own self test leaves
@@ -471,14 +476,12 @@ def rest_pose_pairs(meshes: list, objects: list, self_collision: bool,
     Position, so the LBS bound must not be used), or Blender's BVHTree with `rebuild`."""
     import bpy
 
-    arms = {extract.modifier_report(ob).armature for ob in meshes}
-    arms.discard(None)
-    saved = {a: a.data.pose_position for a in arms}
-    try:
-        for a in arms:
-            a.data.pose_position = "REST"
-        bpy.context.view_layer.update()
+    arms = [a for ob in meshes for a in extract.armatures_of(ob)]
+    with extract.rest_position(arms):
         dg = bpy.context.evaluated_depsgraph_get()
+        frame = bpy.context.scene.frame_current
+        for ob, obj in zip(meshes, objects):
+            extract.check_topology(ob, ob.evaluated_get(dg).data, obj.rig, frame)
         frames = [extract.evaluated_frame(ob, dg, obj.rig) for ob, obj in zip(meshes, objects)]
         positions, tris = [f[0] for f in frames], [f[1] for f in frames]
         if rebuild:
@@ -486,10 +489,6 @@ def rest_pose_pairs(meshes: list, objects: list, self_collision: bool,
         return core_scan.query_frame(objects, positions, [None] * len(objects),
                                      mode="bottom-up", self_collision=self_collision,
                                      triangles=tris).pairs
-    finally:
-        for a, pos in saved.items():
-            a.data.pose_position = pos
-        bpy.context.view_layer.update()
 
 
 def bvhtree_pairs(objects, positions, self_collision: bool,

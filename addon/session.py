@@ -139,10 +139,13 @@ def per_vertex_stale_reason(ob, full_check: bool = False) -> str:
     if seen is not None and not full_check and mesh_key not in _changed_meshes:
         return "" if np.array_equal(seen, pos) else reason
     try:
-        current = persist.rig_signature(extract.rig_from_object(ob))
+        # The mesh's own data, read without evaluating anything (a rig on an evaluated
+        # surface keeps its source's signature); the evaluated topology is checked on
+        # every frame (`extract.check_topology`).
+        current = persist.rig_signature(extract.source_rig(ob))
     except extract.RigError as exc:
         return str(exc)
-    if current != ob.skin_collide.signature:
+    if current != storage.source_signature(ob):
         return reason
     for k in [k for k in _verified if k[0] == key[0]]:   # older builds of this Text
         del _verified[k]

@@ -58,6 +58,8 @@ BLOB_KEY = "skin_collide_blob"          # the persist bytes, when kept in the fi
 CACHE_KEY = "skin_collide_cache"        # the rig signature, when kept on disk
 METHOD_KEY = "skin_collide_method"      # the method asked at build (for a rebuild)
 SET_KEY = "skin_collide_sphere_set"     # a sphere set's (count, seed), for a rebuild
+SOURCE_KEY = "skin_collide_source"      # the signature of the mesh's own rig, when the
+                                        # data is of its evaluated surface
 CACHE_DIR = "//skin_collide_cache/"
 CACHE_SUFFIX = ".skcb"
 BODY = ("skin_collide collision data for '{}': binary, in this Text's custom property or "
@@ -294,6 +296,10 @@ def save(ob, obj: CollisionObject, data: bytes | None = None) -> None:
             del text[CACHE_KEY]
     text.from_string(BODY.format(ob.name))
     text[METHOD_KEY] = str(obj.asked)
+    if obj.rig.source_signature:
+        text[SOURCE_KEY] = obj.rig.source_signature
+    elif SOURCE_KEY in text:
+        del text[SOURCE_KEY]
     if obj.method == "sphere-set":
         text[SET_KEY] = [int(obj.data.set_radii.size), int(obj.data.set_info[3])]
     elif SET_KEY in text:
@@ -357,6 +363,17 @@ def rebuild(ob) -> CollisionObject:
           f"({obj.build_seconds:.1f} s; its cache was missing or stale)")
     save(ob, obj)
     return obj
+
+
+def source_signature(ob) -> str:
+    """The signature of the rig of `ob`'s own mesh data when it was built
+    (`core.persist.source_signature`): what `addon.session` compares with the mesh now.
+    For data of an evaluated surface it is kept apart (`SOURCE_KEY`), so that checking it
+    needs no evaluation and no decoding."""
+    text = _text_of(ob)
+    if text is not None and text.get(SOURCE_KEY):
+        return str(text[SOURCE_KEY])
+    return ob.skin_collide.signature
 
 
 def needs_rebuild(ob) -> bool:

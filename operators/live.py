@@ -27,6 +27,13 @@ def _query_now(op, context):
     return res
 
 
+def _own_faces(ob, polys) -> set[int]:
+    """The colliding faces of the surface checked, as faces of `ob`'s own mesh (those of
+    an evaluated surface mapped back through the modifiers, `extract.own_faces`)."""
+    obj = storage.load(ob)
+    return extract.own_faces(obj.rig, polys) if obj is not None else set(polys)
+
+
 def _any_built_poll(cls, context) -> bool:
     scene = context.scene
     if scene is None:
@@ -121,6 +128,7 @@ class SKINCOLLIDE_OT_select_colliding(bpy.types.Operator):
                 return {"CANCELLED"}
             polys = {pa for a, pa, b, pb in res.polygon_pairs if a == ob.name}
             polys |= {pb for a, pa, b, pb in res.polygon_pairs if b == ob.name}
+            polys = _own_faces(ob, polys)
             if mode == "EDIT":
                 select_faces_edit_mode(context, ob, polys)
             else:
@@ -212,7 +220,7 @@ class SKINCOLLIDE_OT_bake_highlight(bpy.types.Operator):
                 continue
             faces = {pa for a, pa, b, pb in res.polygon_pairs if a == ob.name}
             faces |= {pb for a, pa, b, pb in res.polygon_pairs if b == ob.name}
-            total += bake.write_attribute(ob, faces)
+            total += bake.write_attribute(ob, _own_faces(ob, faces))
         self.report({"INFO"}, f"Baked {total} colliding face(s) at frame {res.frame} into "
                               f"'{bake.ATTRIBUTE}'")
         return {"FINISHED"}
