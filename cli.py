@@ -1,7 +1,7 @@
 """Command line: ``python -m skin_collide doctor|scan|demo|sphere-set ...`` (headless; bpy imported lazily).
 
 Exit codes: 0 success (a clean scan), 1 collisions found (`scan --fail-on-collision`),
-2 bad input (missing or unreadable file, no skinned mesh, unknown object, empty frame
+2 bad input (missing or unreadable file, no character mesh, unknown object, empty frame
 range, an output path that cannot be written), with a one-line message on stderr,
 130 interrupted (Ctrl-C; the frames done are kept in the report, marked interrupted).
 stdout carries only the command's own lines; Blender's log lines go to stderr.
@@ -44,10 +44,13 @@ def parse_frames(text: str | None) -> tuple[int, int] | None:
     return start, end
 
 
-def _select_meshes(scene, names: list[str] | None):
+def _select_meshes(scene, names: list[str] | None) -> tuple[list, list[str]]:
+    """The meshes to check: those named, or every character of the scene (skinned meshes
+    and rigid props, `extract.character_meshes`), and the notes on the meshes skipped
+    because nothing moves them (none when names are given)."""
     from .addon import extract
 
-    meshes = extract.skinned_meshes(scene)
+    meshes, notes = extract.character_meshes(scene.objects)
     if names:
         by_name = {ob.name: ob for ob in scene.objects}
         chosen = []
@@ -55,17 +58,21 @@ def _select_meshes(scene, names: list[str] | None):
             ob = by_name.get(n)
             if ob is None:
                 raise UsageError(f"no object named '{n}' in the file")
+            if ob.type != "MESH":
+                raise UsageError(f"object '{n}' is not a mesh")
             if ob not in meshes:
-                raise UsageError(f"object '{n}' is not a mesh with an Armature modifier")
+                raise UsageError(f"object '{n}' is not a character: {extract.skip_note(ob)}")
             chosen.append(ob)
-        meshes = chosen
+        return chosen, []
     if not meshes:
-        raise UsageError("no mesh with an Armature modifier in the file")
-    return meshes
+        raise UsageError("no character in the file: no mesh with an Armature modifier, and "
+                         "no mesh that a parent, a constraint or its animation moves")
+    return meshes, notes
 
 
 def _load(args):
-    """Open the file and pick the meshes: (bpy, scene, meshes); UsageError on bad input."""
+    """Open the file and pick the meshes: (bpy, scene, meshes, notes on the meshes
+    skipped); UsageError on bad input."""
     bpy = _import_bpy()
     from .addon import files, report
 
@@ -74,14 +81,22 @@ def _load(args):
     except files.FileError as exc:
         raise UsageError(str(exc)) from None
     scene = bpy.context.scene
-    return bpy, scene, _select_meshes(scene, args.object)
+    meshes, notes = _select_meshes(scene, args.object)
+    return bpy, scene, meshes, notes
+
+
+def _print_notes(notes: list[str]) -> None:
+    """One `note:` line per mesh skipped (`_select_meshes`)."""
+    for note in notes:
+        print(f"note: {note}", flush=True)
 
 
 def cmd_doctor(args) -> int:
     frames_override = parse_frames(args.frames)
-    bpy, scene, meshes = _load(args)
+    bpy, scene, meshes, notes = _load(args)
     from .addon import doctor, extract
     print(f"file: {args.file}")
+    _print_notes(notes)
     for ob in meshes:
         try:
             rep = doctor.describe(ob)
@@ -90,12 +105,12 @@ def cmd_doctor(args) -> int:
         print(f"mesh: {rep.name}")
         for key, value in rep.facts:
             print(f"  {key}: {value}")
-        arm = bpy.data.objects[rep.armature]
+        arms = extract.armatures_of(ob)
         if frames_override:
             frames = list(range(frames_override[0], frames_override[1] + 1))
             label = f"frames {frames[0]}-{frames[-1]}"
         else:
-            frames, label = doctor.frames_to_check(scene, arm)
+            frames, label = doctor.frames_to_check(scene, arms[0] if arms else None)
         doctor.measure_deviation(scene, ob, rep, frames)
         if rep.rig.surface:
             label = ("not measured: the evaluated surface is refitted from Blender's "
@@ -167,14 +182,15 @@ def cmd_scan(args) -> int:
         if getattr(args, "snapshots", None) is not None:
             raise UsageError("--snapshots cannot be combined with --jobs (run it with --jobs 1)")
         if frames is None:
-            _, scene, _ = _load(args)
+            _, scene, _, _ = _load(args)
             if scene.frame_end < scene.frame_start:
                 raise UsageError(f"the scene's frame range {scene.frame_start}:{scene.frame_end} is empty")
             frames = (scene.frame_start, scene.frame_end)
         if not os.path.isfile(args.file):
             raise UsageError(f"no such file: {args.file}")
         return _scan_jobs(args, frames, jobs)
-    bpy, scene, meshes = _load(args)
+    bpy, scene, meshes, notes = _load(args)
+    _print_notes(notes)
     from .addon import extract, scanner
     if frames is None:
         if scene.frame_end < scene.frame_start:
@@ -271,10 +287,11 @@ def cmd_scan(args) -> int:
 
 
 def _surface_text(rig) -> str:
-    """Which surface the scan checks, for the object line."""
+    """Which surface the scan checks, and what moves a rigid prop, for the object line."""
     from .addon import extract
 
-    return f"surface: {extract.describe_surface(rig)}"
+    text = f"surface: {extract.describe_surface(rig)}"
+    return text + (f"; rigid, moves with {rig.rigid}" if rig.rigid else "")
 
 
 def _volume_count(obj) -> str:
@@ -583,7 +600,7 @@ def cmd_snapshot(args) -> int:
     out_dir = os.path.dirname(os.path.abspath(args.png))
     if not os.path.isdir(out_dir):
         raise UsageError(f"the folder for --png does not exist: {out_dir}")
-    bpy, scene, meshes = _load(args)
+    bpy, scene, meshes, _ = _load(args)
     from .addon import extract, scanner, snapshot
     if not args.self_collision and len(meshes) < 2:
         raise UsageError("only one object: pass --self for self-collision, or name two objects")
@@ -719,7 +736,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m skin_collide",
                                 description="Exact collision detection for skinned characters.")
     sub = p.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("doctor", help="what skin_collide sees in each skinned mesh of a file")
+    d = sub.add_parser("doctor", help="what skin_collide sees in each character mesh of a file")
     d.add_argument("file", help=".blend, .glb or .gltf")
     d.add_argument("--object", action="append", help="mesh object name (repeatable)")
     d.add_argument("--frames", help="START:END (default: the armature's action)")
@@ -744,7 +761,9 @@ def build_parser() -> argparse.ArgumentParser:
                "The JSON report is rewritten atomically at most once a second while the scan\n"
                "runs (\"complete\": false until the last frame).")
     sc.add_argument("file", help=".blend, .glb or .gltf")
-    sc.add_argument("--object", action="append", help="mesh object name (repeatable; default all)")
+    sc.add_argument("--object", action="append",
+                    help="mesh object name (repeatable; default: every skinned mesh and "
+                         "rigid prop)")
     sc.add_argument("--frames", help="START:END inclusive, negative frames allowed "
                                      "(default: the scene's range)")
     sc.add_argument("--self", dest="self_collision", action="store_true",

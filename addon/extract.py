@@ -4,6 +4,14 @@ Everything Blender-specific about reading a character lives here, so the core st
 numpy. Building a Rig loops over vertices once (vertex groups have no bulk accessor); the
 per-frame functions use ``foreach_get`` only.
 
+Which meshes are characters (`character_meshes`, `what_moves`): a mesh with an enabled
+Armature modifier that names an armature is *skinned*; a mesh without one is a *rigid prop*
+when something moves it as a whole: a parent (any parent type: a bone, an armature, an
+object, a vertex), an enabled object constraint (Child Of, Copy Transforms, ...) or
+animation data (an action, drivers or NLA tracks) on the object itself. Any other mesh
+stands still and is skipped, with a note. A rigid prop is a rig without bones (every vertex
+on the virtual static joint): it moves with its world matrix, one transform per frame.
+
 Which surface (`rig_from_object`): the mesh's own data, unless modifiers change the
 topology around the Armature modifier (a Subdivision Surface after it, a Mirror before it,
 Solidify, Geometry Nodes, ...): then the topology Blender draws, read from the evaluated
@@ -71,6 +79,46 @@ def skinned_meshes(scene) -> list:
             if ob.type == "MESH" and modifier_report(ob).armature is not None]
 
 
+def what_moves(ob) -> str:
+    """What moves mesh `ob` as a whole, for a mesh without an Armature modifier (a rigid
+    prop), in words; "" when nothing does. In this order: its parent (any parent type),
+    an enabled object constraint, animation data on the object (an action, drivers or NLA
+    tracks). The module docstring states the rule."""
+    parent = ob.parent
+    if parent is not None:
+        if ob.parent_type == "BONE" and ob.parent_bone:
+            return f"bone '{ob.parent_bone}' of '{parent.name}'"
+        return f"parent '{parent.name}'"
+    for con in ob.constraints:
+        if not con.mute and con.influence > 0.0:
+            return f"constraint '{con.name}'"
+    ad = ob.animation_data
+    if ad is not None and (ad.action is not None or len(ad.drivers) or len(ad.nla_tracks)):
+        return "its own animation"
+    return ""
+
+
+def skip_note(ob) -> str:
+    """Why mesh `ob` is not a character (see `character_meshes`)."""
+    return (f"'{ob.name}' is skipped: it has no Armature modifier and nothing moves it "
+            "(no parent, constraint or animation)")
+
+
+def character_meshes(objects) -> tuple[list, list[str]]:
+    """The characters among `objects` (any objects, in their order): skinned meshes and
+    rigid props (`what_moves`), and one note per other mesh, which is skipped (it stands
+    still: e.g. a stray Icosphere in a character's collection)."""
+    meshes, notes = [], []
+    for ob in objects:
+        if ob.type != "MESH":
+            continue
+        if modifier_report(ob).armature is not None or what_moves(ob):
+            meshes.append(ob)
+        else:
+            notes.append(skip_note(ob))
+    return meshes, notes
+
+
 def modifier_label(mod) -> str:
     """A modifier's type as Blender's interface names it ("Subdivision Surface")."""
     try:
@@ -100,10 +148,16 @@ def plain_stack(ob) -> bool:
 
 
 def armatures_of(ob) -> list:
-    """The armature objects that deform `ob` (its Armature modifiers'): what Rest Position
-    switches."""
-    return [m.object for m in ob.modifiers if m.type == "ARMATURE" and m.object is not None
-            and m.object.type == "ARMATURE"]
+    """The armature objects that deform `ob` (its Armature modifiers') or, for a rigid
+    prop, that its parent chain reaches: what Rest Position switches."""
+    out = [m.object for m in ob.modifiers if m.type == "ARMATURE" and m.object is not None
+           and m.object.type == "ARMATURE"]
+    p = ob.parent
+    while p is not None:
+        if p.type == "ARMATURE" and p not in out:
+            out.append(p)
+        p = p.parent
+    return out
 
 
 @contextmanager
@@ -248,21 +302,26 @@ def _check_mesh(ob) -> None:
 
 
 def source_rig(ob) -> Rig:
-    """The `Rig` of `ob`'s own mesh data (what the Armature modifier receives), read
-    without evaluating anything: the rig of a plain Armature stack, and what the staleness
-    check compares for any stack.
+    """The `Rig` of `ob`'s own mesh data (what the Armature modifier receives; for a rigid
+    prop, its mesh moved by its world matrix), read without evaluating anything: the rig of
+    a plain Armature stack, and what the staleness check compares for any stack.
 
     Raises `RigError` for a non-mesh, a mesh in Edit Mode or without vertices, and a mesh
-    without an armature. Anything that keeps `core.skinning` from reproducing Blender's
-    result exactly goes into `Rig.unsupported`.
+    that is neither skinned nor moved by anything (`what_moves`). Anything that keeps
+    `core.skinning` from reproducing Blender's result exactly goes into `Rig.unsupported`.
     """
     if ob is None or ob.type != "MESH":
         raise RigError(f"{getattr(ob, 'name', ob)!s} is not a mesh object")
     report = modifier_report(ob)
-    if report.armature is None:
-        raise RigError(f"mesh '{ob.name}' has no Armature modifier with an armature object; "
-                       "add one (Ctrl+P > With Automatic Weights) before building")
+    moved = what_moves(ob) if report.armature is None else ""
+    if report.armature is None and not moved:
+        raise RigError(f"mesh '{ob.name}' has no Armature modifier and nothing moves it "
+                       "(no parent, constraint or animation): parent it to a bone "
+                       "(Ctrl+P > Bone) or an object to check it as a rigid prop, or "
+                       "skin it with an Armature modifier")
     _check_mesh(ob)
+    if moved:
+        return _rigid_rig(ob, moved)
     arm_ob = report.armature
     if arm_ob.type != "ARMATURE":
         raise RigError(f"the Armature modifier of '{ob.name}' points to '{arm_ob.name}', "
@@ -312,6 +371,31 @@ def source_rig(ob) -> Rig:
         unsupported=unsupported, notes=notes,
         armature=arm_ob.name_full, mesh_to_armature=mesh_to_armature_at_rest(ob, arm_ob),
     )
+
+
+def _no_bones(V: int) -> dict:
+    """The bone and weight arrays of a rig without bones (every vertex static)."""
+    return dict(weight_ptr=np.zeros(V + 1, np.int64), weight_bone=np.zeros(0, np.int32),
+                weight_value=np.zeros(0), bone_names=[], bone_parents=np.zeros(0, np.int32),
+                bone_rest=np.zeros((0, 4, 4)), bone_deform=np.zeros(0, bool))
+
+
+def _rigid_rig(ob, moved: str) -> Rig:
+    """A rigid prop's rig: no bones, so that every vertex is on the static joint and its
+    skinning matrix is the mesh's world matrix (`rigid_pose`). Its own modifiers and shape
+    keys move vertices the world matrix does not: `unsupported` (refitted bottom-up)."""
+    rest, tris, poly, poly_ptr, poly_verts = read_topology(ob.data)
+    unsupported = []
+    mods = [f"{m.name} ({m.type})" for m in ob.modifiers if m.show_viewport]
+    if mods:
+        unsupported.append("modifiers on a rigid mesh: " + ", ".join(mods))
+    keys = ob.data.shape_keys
+    if keys is not None and len(keys.key_blocks) > 1:
+        unsupported.append(f"{len(keys.key_blocks) - 1} shape keys on a rigid mesh")
+    return Rig(name=ob.name, rest_positions=rest, triangles=tris, tri_polygon=poly,
+               poly_ptr=poly_ptr, poly_verts=poly_verts, unsupported=unsupported,
+               notes=[f"rigid: moves with {moved}, one transform per frame"], rigid=moved,
+               **_no_bones(rest.shape[0]))
 
 
 def read_topology_arrays(me) -> tuple[np.ndarray, np.ndarray]:
@@ -401,12 +485,15 @@ def surface_rig(ob, source: Rig, depsgraph) -> Rig:
         if attr is not None and attr.domain == "FACE" and attr.data_type == "INT":
             attr.data.foreach_get("value", origin)
             origin[(origin < 0) | (origin >= len(ob.data.polygons))] = -1
-        arm_ob = modifier_report(ob).armature
-        names, index, _, _, deform = _bone_arrays(arm_ob)
-        ptr, bone, value, _ = read_weights(ob, index, deform, me)
-        weights = dict(weight_ptr=ptr, weight_bone=bone, weight_value=value,
-                       bone_names=source.bone_names, bone_parents=source.bone_parents,
-                       bone_rest=source.bone_rest, bone_deform=source.bone_deform)
+        if source.is_rigid:
+            weights = _no_bones(V)
+        else:
+            arm_ob = modifier_report(ob).armature
+            names, index, _, _, deform = _bone_arrays(arm_ob)
+            ptr, bone, value, _ = read_weights(ob, index, deform, me)
+            weights = dict(weight_ptr=ptr, weight_bone=bone, weight_value=value,
+                           bone_names=source.bone_names, bone_parents=source.bone_parents,
+                           bone_rest=source.bone_rest, bone_deform=source.bone_deform)
     from ..core import persist
 
     labels = stack_labels(ob)
@@ -417,7 +504,7 @@ def surface_rig(ob, source: Rig, depsgraph) -> Rig:
               unsupported=[surface] + source.unsupported, notes=list(source.notes),
               armature=source.armature, mesh_to_armature=source.mesh_to_armature,
               surface=surface, source_signature=persist.rig_signature(source),
-              face_origin=origin, **weights)
+              rigid=source.rigid, face_origin=origin, **weights)
     # The two sides of a seam come out of the modifiers a few ulps apart: weld them.
     rig.rest_positions = welds.snap_seams(rig.rest_positions, *rig.padded_influences())
     return rig
@@ -517,7 +604,7 @@ def pose_from_object(ob, depsgraph, built_rest: tuple[np.ndarray, np.ndarray] | 
     data was built with (`Rig.bone_rest`) and their inverses, kept by the caller. The
     current rest matrices are still read (a cheap copy) and must equal them bit for bit,
     else RigError: an edited rest skeleton makes built data stale. Only the inversion is
-    saved."""
+    saved. A rigid rig's pose is `rigid_pose`."""
     arm_ob = modifier_report(ob).armature
     if arm_ob is None:
         raise RigError(f"mesh '{ob.name}' has no Armature modifier with an armature object")
@@ -542,6 +629,15 @@ def pose_from_object(ob, depsgraph, built_rest: tuple[np.ndarray, np.ndarray] | 
         rest_inverse = np.linalg.inv(rest)
     deform = pose_mats @ rest_inverse
     return Pose(deform, _matrix_to_np(arm_eval.matrix_world), _matrix_to_np(ob_eval.matrix_world))
+
+
+def rigid_pose(ob, depsgraph) -> Pose:
+    """The current frame's `Pose` of a rigid prop: no bones, an identity armature matrix
+    and the evaluated world matrix, so that the static joint's skinning matrix
+    ``A · I · A⁻¹ · M`` is M exactly (`Pose.skinning_matrices`): wherever its parent (a
+    bone, an object, a constraint, its animation) puts it."""
+    M = _matrix_to_np(ob.evaluated_get(depsgraph).matrix_world)
+    return Pose(np.zeros((0, 4, 4)), np.eye(4), M)
 
 
 def evaluated_positions(ob, depsgraph, world: bool = True) -> np.ndarray:

@@ -252,7 +252,8 @@ class Scanner:
             check_rig_matches(ob, obj)
             extract.check_topology(ob, ob.evaluated_get(depsgraph).data, obj.rig, frame)
             pos, t = extract.evaluated_frame(ob, depsgraph, obj.rig)
-            pose = extract.pose_from_object(ob, depsgraph, _built_rest(obj))
+            pose = extract.rigid_pose(ob, depsgraph) if obj.rig.is_rigid else \
+                extract.pose_from_object(ob, depsgraph, _built_rest(obj))
             positions.append(pos)
             tris.append(t)
             poses.append(pose)
@@ -430,8 +431,14 @@ def _built_rest(obj) -> tuple[np.ndarray, np.ndarray]:
 
 def check_rig_matches(ob, obj) -> None:
     """The armature the modifier uses now must have the bones the data was built with
-    (RigError otherwise: the data would silently describe another skeleton)."""
+    (RigError otherwise: the data would silently describe another skeleton). A rigid
+    prop must still be one: no Armature modifier."""
     arm = extract.modifier_report(ob).armature
+    if obj.rig.is_rigid:
+        if arm is not None:
+            raise extract.RigError(f"'{ob.name}' was built as a rigid prop but has an Armature "
+                                   "modifier now: rebuild")
+        return
     if arm is None:
         raise extract.RigError(f"'{ob.name}' has no Armature modifier with an armature object "
                                "any more: restore it, or rebuild")
@@ -470,9 +477,9 @@ def degenerate_bones(obj, pose, tol: float = 1e-3) -> list[str]:
 def rest_pose_pairs(meshes: list, objects: list, self_collision: bool,
                     rebuild: bool = False) -> list[tuple[int, int, np.ndarray]]:
     """Triangle pairs (indices into the rest pose's evaluated triangles) colliding in the
-    rest pose: armatures switched to Rest Position for the evaluation, then restored. The
-    one rule behind the panel's *Ignore Rest Contacts* and `scan --ignore-rest-contacts`.
-    Bottom-up from the evaluated positions (the pose bones' matrices do not follow Rest
+    rest pose: armatures switched to Rest Position for the evaluation, then restored (those
+    deforming the meshes, and those whose bones rigid props hang from). The one rule
+    behind the panel's *Ignore Rest Contacts* and `scan --ignore-rest-contacts`. Bottom-up from the evaluated positions (the pose bones' matrices do not follow Rest
     Position, so the LBS bound must not be used), or Blender's BVHTree with `rebuild`."""
     import bpy
 

@@ -58,6 +58,7 @@ BLOB_KEY = "skin_collide_blob"          # the persist bytes, when kept in the fi
 CACHE_KEY = "skin_collide_cache"        # the rig signature, when kept on disk
 METHOD_KEY = "skin_collide_method"      # the method asked at build (for a rebuild)
 SET_KEY = "skin_collide_sphere_set"     # a sphere set's (count, seed), for a rebuild
+RIGID_KEY = "skin_collide_rigid"        # what moves a rigid prop ("" or absent: skinned)
 SOURCE_KEY = "skin_collide_source"      # the signature of the mesh's own rig, when the
                                         # data is of its evaluated surface
 CACHE_DIR = "//skin_collide_cache/"
@@ -296,6 +297,7 @@ def save(ob, obj: CollisionObject, data: bytes | None = None) -> None:
             del text[CACHE_KEY]
     text.from_string(BODY.format(ob.name))
     text[METHOD_KEY] = str(obj.asked)
+    text[RIGID_KEY] = obj.rig.rigid
     if obj.rig.source_signature:
         text[SOURCE_KEY] = obj.rig.source_signature
     elif SOURCE_KEY in text:
@@ -444,7 +446,7 @@ def stale_reason(ob) -> str:
         return f"'{ob.name}' is in Edit Mode: switch to Object Mode"
     arm = next((m.object for m in ob.modifiers if m.type == "ARMATURE" and m.show_viewport),
                None)
-    if arm is None:
+    if arm is None and not text_is_rigid(ob):
         return (f"'{ob.name}' has no armature any more (deleted, or the Armature modifier's "
                 "object is empty): restore it, or rebuild")
     stored = ob.skin_collide.shape
@@ -454,6 +456,12 @@ def stale_reason(ob) -> str:
         return (f"'{ob.name}' changed since its collision data was built (vertices, faces, "
                 "vertex groups, modifiers, shape keys or armature bones): rebuild")
     return ""
+
+
+def text_is_rigid(ob) -> bool:
+    """Whether `ob`'s data is of a rigid prop (no armature to lose), without decoding."""
+    text = _text_of(ob)
+    return text is not None and bool(text.get(RIGID_KEY))
 
 
 def clear(ob) -> None:

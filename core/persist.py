@@ -54,7 +54,7 @@ def rig_signature(rig: Rig) -> str:
     # versions stored (their data is not stale). A rig on an evaluated surface includes
     # its source's signature: two stacks over one mesh (Subdivision levels 1 and 2) are
     # different data, and a disk cache of one is never taken for the other.
-    for key in ("surface", "source_signature"):
+    for key in ("surface", "source_signature", "rigid"):
         value = getattr(rig, key)
         if value:
             h.update(b"\0" + key.encode() + b"\0" + value.encode("utf-8", "surrogatepass"))
@@ -86,7 +86,7 @@ def all_arrays(obj: CollisionObject) -> dict[str, np.ndarray]:
     arrays["rig.unsupported"] = np.array(rig.unsupported, dtype=str)
     arrays["rig.notes"] = np.array(rig.notes, dtype=str)
     arrays["rig.armature"] = np.array(rig.armature)
-    for key in ("surface", "source_signature"):
+    for key in ("surface", "source_signature", "rigid"):
         if getattr(rig, key):                   # absent: "" (and data of earlier versions)
             arrays[f"rig.{key}"] = np.array(getattr(rig, key))
     if rig.face_origin is not None:
@@ -206,7 +206,7 @@ def from_bytes(data: bytes) -> CollisionObject:
               preserve_volume=bool(d["rig.preserve_volume"]),
               unsupported=strings("rig.unsupported"), notes=strings("rig.notes"),
               armature=str(d["rig.armature"]),
-              **{k: str(d[f"rig.{k}"]) for k in ("surface", "source_signature")
+              **{k: str(d[f"rig.{k}"]) for k in ("surface", "source_signature", "rigid")
                  if f"rig.{k}" in d},
               face_origin=d.get("rig.face_origin"),
               **{n: d[f"rig.{n}"] for n in _RIG_ARRAYS})

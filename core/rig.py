@@ -73,6 +73,12 @@ class Rig:
         source_signature: for a rig on an evaluated surface, `core.persist.rig_signature`
             of the rig of the mesh's own data, which the staleness check can recompute
             without evaluating anything ("" otherwise: the rig's own signature).
+        rigid: for a mesh without an Armature modifier that moves as a whole (a prop
+            parented to a bone or an object): what moves it, e.g. "bone 'Head' of
+            'Armature'"; "" for a skinned mesh. A rigid rig has no bones: every vertex is
+            on the virtual static joint, whose skinning matrix is the mesh's world matrix
+            (`Pose.skinning_matrices` with an identity armature matrix), so the on-demand
+            refit moves its spheres with one transform per frame.
     """
 
     name: str
@@ -95,6 +101,7 @@ class Rig:
     mesh_to_armature: np.ndarray | None = None
     surface: str = ""
     source_signature: str = ""
+    rigid: str = ""
     face_origin: np.ndarray | None = None
 
     def __post_init__(self) -> None:
@@ -115,7 +122,7 @@ class Rig:
         m = np.eye(4) if self.mesh_to_armature is None else self.mesh_to_armature
         self.mesh_to_armature = np.ascontiguousarray(m, dtype=np.float64).reshape(4, 4)
         self.armature = str(self.armature)
-        self.surface = str(self.surface)
+        self.surface, self.rigid = str(self.surface), str(self.rigid)
         self.source_signature = str(self.source_signature)
         if self.face_origin is not None:
             self.face_origin = np.ascontiguousarray(self.face_origin, dtype=np.int32)
@@ -136,6 +143,11 @@ class Rig:
     @property
     def n_bones(self) -> int:
         return len(self.bone_names)
+
+    @property
+    def is_rigid(self) -> bool:
+        """A mesh that moves as a whole (no Armature modifier): see `rigid`."""
+        return bool(self.rigid)
 
     def validate(self) -> None:
         """Raise ValueError with a clear message when the arrays are inconsistent."""

@@ -36,8 +36,9 @@ def evaluated(ob, dg) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def truth(meshes, dg, self_collision: bool, keys: list | None = None) -> tuple[set, list]:
     """Blender's pairs {(i, j, a, b)} (triangle indices; i ≤ j, a < b when i == j) and
     the evaluated (positions, triangles, polygons) per mesh. Pairs of one mesh sharing a
-    vertex are dropped: by index, or by `keys` (per mesh, (V,) vertex keys, e.g.
-    `test_strong_poses_blender.weld_keys`, for meshes with seams)."""
+    vertex are dropped: by index, or by `keys` (per mesh, (V,) vertex keys over the whole
+    set, `test_strong_poses_blender.weld_keys`, for meshes with seams; then pairs of two
+    meshes sharing a key, parts of one character, are dropped too)."""
     from mathutils.bvhtree import BVHTree
 
     ev = [evaluated(m, dg) for m in meshes]
@@ -56,8 +57,10 @@ def truth(meshes, dg, self_collision: bool, keys: list | None = None) -> tuple[s
         if i == j:
             p = np.unique(np.sort(p, axis=1), axis=0)
             p = p[p[:, 0] != p[:, 1]]
-            k = np.arange(ev[i][0].shape[0]) if keys is None else keys[i]
-            ta, tb = k[ev[i][1][p[:, 0]]], k[ev[i][1][p[:, 1]]]
+        if i == j or keys is not None:
+            ki = np.arange(ev[i][0].shape[0]) if keys is None else keys[i]
+            kj = np.arange(ev[j][0].shape[0]) if keys is None else keys[j]
+            ta, tb = ki[ev[i][1][p[:, 0]]], kj[ev[j][1][p[:, 1]]]
             p = p[~np.any(ta[:, :, None] == tb[:, None, :], axis=(1, 2))]
         out |= {(i, j, a, b) for a, b in p.tolist()}
     return out, ev

@@ -65,7 +65,7 @@ def test_doctor_on_a_shared_asset(assets_dir):
     (("doctor", "/nonexistent/file.blend"), "no such file"),
     (("doctor", __file__), "unsupported file type"),
     (("doctor", "{demo}", "--object", "Nobody"), "no object named 'Nobody'"),
-    (("doctor", "{demo}", "--object", "Left_rig"), "not a mesh with an Armature modifier"),
+    (("doctor", "{demo}", "--object", "Left_rig"), "object 'Left_rig' is not a mesh"),
     (("doctor", "{demo}", "--frames", "9:3"), "empty frame range"),
     (("doctor", "{demo}", "--frames", "x"), "expects START:END"),
 ])

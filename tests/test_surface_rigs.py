@@ -57,7 +57,7 @@ def test_surface_fields_survive_storage_and_leave_old_signatures_alone():
     assert persist.rig_signature(rig) == _old_signature(rig)
     assert persist.source_signature(rig) == persist.rig_signature(rig)
     surf = replace(rig, surface="evaluated surface: 35 vertices after Mirror",
-                   source_signature="abc",
+                   source_signature="abc", rigid="",
                    face_origin=np.arange(rig.n_polygons, dtype=np.int32) % 3 - 1)
     assert persist.rig_signature(surf) != persist.rig_signature(rig)
     assert persist.source_signature(surf) == "abc"
@@ -66,4 +66,4 @@ def test_surface_fields_survive_storage_and_leave_old_signatures_alone():
     assert np.array_equal(back.face_origin, surf.face_origin)
     assert persist.rig_signature(back) == persist.rig_signature(surf)
     plain = persist.from_bytes(persist.to_bytes(scan.prepare(rig))).rig
-    assert plain.surface == "" and plain.face_origin is None
+    assert plain.surface == "" and plain.face_origin is None and plain.rigid == ""
