@@ -261,7 +261,8 @@ class Scanner:
         self.triangles = tris
         if degenerate:
             raise DegeneratePose(
-                "bones scaled to (almost) zero squash the skin (" + ", ".join(degenerate[:4])
+                "bones or props scaled to (almost) zero squash the skin ("
+                + ", ".join(degenerate[:4])
                 + (" ..." if len(degenerate) > 4 else "") + "): the frame is not checked, "
                 "since every squashed triangle touches every other; fix the pose")
         return positions, poses
@@ -457,8 +458,16 @@ def degenerate_bones(obj, pose, tol: float = 1e-3) -> list[str]:
     """Deform bones weighting the mesh whose pose matrix (nearly) collapses space: a
     singular value at most `tol` (relative to the rest pose, which is 1). They squash skin
     to a point, a line, a plane or a millimetre-sized blob, which makes almost every
-    triangle touch every other one."""
+    triangle touch every other one. For a rigid prop: its world matrix, when it is scaled
+    to zero or one axis is at most `tol` of the largest."""
     rig = obj.rig
+    if rig.is_rigid:
+        # A prop scaled to zero (a common way to hide one) or flattened: its world matrix
+        # collapses space (no rest scale to compare with: relative to its largest axis).
+        sv = np.linalg.svd(pose.mesh_world[:3, :3], compute_uv=False)
+        if not np.isfinite(sv).all() or sv[0] == 0.0 or sv[2] <= tol * (1 + 1e-6) * sv[0]:
+            return ["its world matrix (the prop is scaled to (almost) zero)"]
+        return []
     used = getattr(obj, "_used_bones", None)
     if used is None:                     # once per object, not per frame
         used = np.zeros(rig.n_bones, dtype=bool)

@@ -267,3 +267,22 @@ def test_robot_expressive_rigid_parts_equal_blender(bpy_module, assets_dir):
                       "robot strong pose", keys)
     print(f"robot_expressive: {totals.tolist()}")
     assert totals[0] > 0
+
+
+def test_a_prop_scaled_to_zero_leaves_the_frame_not_checked(bpy_module):
+    """Scaling a prop to zero (a common way to hide it) squashes it to a point, where
+    every triangle touches every other: that frame is not checked, and says which prop,
+    as a bone scaled to zero does; the other frames are."""
+    from skin_collide.addon import scanner
+
+    a, b, helmet, shield, ico = props_demo()
+    helmet.keyframe_insert("scale", frame=1)
+    helmet.scale = (0.0, 0.0, 0.0)
+    helmet.keyframe_insert("scale", frame=8)
+    helmet.scale = (1.0, 1.0, 1.0)
+    helmet.keyframe_insert("scale", frame=9)
+    sc = scanner.Scanner([a, b, helmet, shield], self_collision=True)
+    report = sc.run(bpy.context.scene, [7, 8, 9]).to_json()
+    status = {f["frame"]: f.get("not_checked", "") for f in report["frames"]}
+    assert status[7] == "" and status[9] == "", status
+    assert "Helmet: its world matrix" in status[8], status
