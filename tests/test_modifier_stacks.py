@@ -23,7 +23,8 @@ bpy = pytest.importorskip("bpy")
 
 FRAMES = 16
 STACK_LABEL = {"subsurf1": "Subdivision Surface", "subsurf2": "Subdivision Surface",
-               "mirror": "Mirror", "mirror+subsurf1": "Mirror, Subdivision Surface"}
+               "mirror": "Mirror", "mirror+subsurf1": "Mirror, Subdivision Surface",
+               "solidify": "Solidify", "nodes": "Geometry Nodes"}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -43,6 +44,22 @@ def add_stack(ob, stack: str) -> None:
     if "subsurf" in stack:
         mod = ob.modifiers.new("Subdivision", "SUBSURF")
         mod.levels = int(stack[-1])
+    if stack == "solidify":
+        ob.modifiers.new("Solidify", "SOLIDIFY").thickness = 0.05
+    if stack == "nodes":                  # a node tree that subdivides: a fixed new topology
+        tree = bpy.data.node_groups.get("subdivide") or _subdivide_tree()
+        ob.modifiers.new("Nodes", "NODES").node_group = tree
+
+
+def _subdivide_tree():
+    tree = bpy.data.node_groups.new("subdivide", "GeometryNodeTree")
+    tree.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+    tree.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+    src, dst = tree.nodes.new("NodeGroupInput"), tree.nodes.new("NodeGroupOutput")
+    sub = tree.nodes.new("GeometryNodeSubdivideMesh")
+    tree.links.new(src.outputs[0], sub.inputs[0])
+    tree.links.new(sub.outputs[0], dst.inputs[0])
+    return tree
 
 
 def stacked_demo(stack: str):
@@ -152,7 +169,8 @@ def test_scans_equal_blender_on_every_frame(bpy_module, tmp_path, stack):
     assert set(np.nonzero(sel)[0].tolist()) == {int(origin[p]) for p in hit}
 
 
-@pytest.mark.parametrize("stack", ["subsurf1", "subsurf2", "mirror", "mirror+subsurf1"])
+@pytest.mark.parametrize("stack", ["subsurf1", "subsurf2", "mirror", "mirror+subsurf1",
+                                   "solidify", "nodes"])
 def test_strong_random_poses_equal_blender(bpy_module, stack):
     from skin_collide.addon import scanner
 
@@ -161,7 +179,9 @@ def test_strong_random_poses_equal_blender(bpy_module, stack):
     for arm in arms:
         arm.animation_data_clear()
     base = [arm.matrix_world.copy() for arm in arms]
+    want = expected_surface(a, stack)
     sc = scanner.Scanner([a, b], self_collision=True)
+    assert [o.rig.surface for o in sc.objects] == [want, expected_surface(b, stack)]
     pair = scanner.Scanner([a, b])
     no_coincident_vertices(sc)
     rng = np.random.default_rng(26)
