@@ -21,6 +21,7 @@ mesh's own, so a stack whose modifiers only deform keeps the mesh's own topology
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -161,7 +162,7 @@ def armatures_of(ob) -> list:
 
 
 @contextmanager
-def rest_position(armatures):
+def rest_position(armatures) -> Iterator[None]:
     """The armatures switched to Rest Position (and the view layer evaluated) inside the
     block, switched back after. The depsgraph updates this causes are the project's own,
     not pose edits (`handlers.quiet`)."""
@@ -516,7 +517,7 @@ FACE_TAG = "skin_collide_face_origin"
 
 
 @contextmanager
-def _faces_tagged(me):
+def _faces_tagged(me) -> Iterator[str]:
     """Each polygon of mesh `me` carries its index in the integer face attribute
     `FACE_TAG` inside the block (modifiers copy or interpolate it onto the faces they make;
     Subdivision Surface, Mirror, Solidify, Triangulate and Geometry Nodes do), removed

@@ -180,7 +180,7 @@ class Scanner:
         except KeyError as exc:
             raise ValueError(exc.args[0]) from None
         if not meshes:
-            raise extract.RigError("no skinned mesh to scan")
+            raise extract.RigError("no character (skinned mesh or rigid prop) to scan")
         self.meshes = meshes
         self.method = method
         # How query_frame runs: each object's own method, or all refitted bottom-up.
