@@ -1,7 +1,7 @@
 """Command line: ``python -m skin_collide doctor|scan|demo|sphere-set ...`` (headless; bpy imported lazily).
 
 Exit codes: 0 success (a clean scan), 1 collisions found (`scan --fail-on-collision`),
-2 bad input (missing or unreadable file, no skinned mesh, unknown object, empty frame
+2 bad input (missing or unreadable file, no character mesh, unknown object, empty frame
 range, an output path that cannot be written), with a one-line message on stderr,
 130 interrupted (Ctrl-C; the frames done are kept in the report, marked interrupted).
 stdout carries only the command's own lines; Blender's log lines go to stderr.
@@ -58,12 +58,15 @@ def parse_frames(text: str | None) -> tuple[int, int] | None:
     return start, end
 
 
-def _select_meshes(scene, names: list[str] | None):
-    """The skinned meshes to scan: all, or those `names` give, each by its full name
-    (``Cesium_Man [char.blend]`` for a linked one) or a bare name only one object has."""
+def _select_meshes(scene, names: list[str] | None) -> tuple[list, list[str]]:
+    """The meshes to check: those `names` give, each by its full name
+    (``Cesium_Man [char.blend]`` for a linked one) or a bare name only one object has, or
+    every character of the scene (skinned meshes and rigid props,
+    `extract.character_meshes`), and the notes on the meshes skipped because nothing moves
+    them (none when names are given)."""
     from .addon import extract, identity
 
-    meshes = extract.skinned_meshes(scene)
+    meshes, notes = extract.character_meshes(scene.objects)
     if names:
         chosen = []
         for n in names:
@@ -73,17 +76,21 @@ def _select_meshes(scene, names: list[str] | None):
                 raise UsageError(str(exc)) from None
             if ob is None:
                 raise UsageError(f"no object named '{n}' in the file")
+            if ob.type != "MESH":
+                raise UsageError(f"object '{n}' is not a mesh")
             if ob not in meshes:
-                raise UsageError(f"object '{n}' is not a mesh with an Armature modifier")
+                raise UsageError(f"object '{n}' is not a character: {extract.skip_note(ob)}")
             chosen.append(ob)
-        meshes = chosen
+        return chosen, []
     if not meshes:
-        raise UsageError("no mesh with an Armature modifier in the file")
-    return meshes
+        raise UsageError("no character in the file: no mesh with an Armature modifier, and "
+                         "no mesh that a parent, a constraint or its animation moves")
+    return meshes, notes
 
 
 def _load(args):
-    """Open the file and pick the meshes: (bpy, scene, meshes); UsageError on bad input."""
+    """Open the file and pick the meshes: (bpy, scene, meshes, notes on the meshes
+    skipped); UsageError on bad input."""
     bpy = _import_bpy()
     from .addon import files, report
 
@@ -92,14 +99,22 @@ def _load(args):
     except files.FileError as exc:
         raise UsageError(str(exc)) from None
     scene = bpy.context.scene
-    return bpy, scene, _select_meshes(scene, args.object)
+    meshes, notes = _select_meshes(scene, args.object)
+    return bpy, scene, meshes, notes
+
+
+def _print_notes(notes: list[str]) -> None:
+    """One `note:` line per mesh skipped (`_select_meshes`)."""
+    for note in notes:
+        print(f"note: {note}", flush=True)
 
 
 def cmd_doctor(args) -> int:
     frames_override = parse_frames(args.frames)
-    bpy, scene, meshes = _load(args)
+    bpy, scene, meshes, notes = _load(args)
     from .addon import doctor, extract
     print(f"file: {args.file}")
+    _print_notes(notes)
     for ob in meshes:
         try:
             rep = doctor.describe(ob)
@@ -108,13 +123,16 @@ def cmd_doctor(args) -> int:
         print(f"mesh: {rep.name}")
         for key, value in rep.facts:
             print(f"  {key}: {value}")
-        arm = extract.modifier_report(ob).armature
+        arms = extract.armatures_of(ob)
         if frames_override:
             frames = list(range(frames_override[0], frames_override[1] + 1))
             label = f"frames {frames[0]}-{frames[-1]}"
         else:
-            frames, label = doctor.frames_to_check(scene, arm)
+            frames, label = doctor.frames_to_check(scene, arms[0] if arms else None)
         doctor.measure_deviation(scene, ob, rep, frames)
+        if rep.rig.surface:
+            label = ("not measured: the evaluated surface is refitted from Blender's "
+                     "positions, nothing skins it")
         print(f"  frames: {label}")
         print(f"max_deviation: {rep.max_deviation:.3e}")
         print(f"max_deviation_relative: {rep.max_deviation_relative:.3e}")
@@ -205,14 +223,15 @@ def cmd_scan(args) -> int:
         print(f"skin_collide: note: {note}", file=sys.stderr, flush=True)
     if jobs > 1:
         if frames is None:
-            _, scene, _ = _load(args)
+            _, scene, _, _ = _load(args)
             if scene.frame_end < scene.frame_start:
                 raise UsageError(f"the scene's frame range {scene.frame_start}:{scene.frame_end} is empty")
             frames = (scene.frame_start, scene.frame_end)
         if not os.path.isfile(args.file):
             raise UsageError(f"no such file: {args.file}")
         return _scan_jobs(args, frames, jobs)
-    bpy, scene, meshes = _load(args)
+    bpy, scene, meshes, notes = _load(args)
+    _print_notes(notes)
     from .addon import extract, scanner
     if frames is None:
         if scene.frame_end < scene.frame_start:
@@ -235,7 +254,7 @@ def cmd_scan(args) -> int:
         how = ("loaded from the .blend (built by the panel)" if built is not None
                else f"built in {obj.build_seconds:.2f} s")
         print(f"object {obj.name}: {obj.rig.n_triangles} triangles, {_volume_count(obj)}, "
-              f"{how}; refit: {sc.refit_label(obj)}")
+              f"{how}; refit: {sc.refit_label(obj)}; {_surface_text(obj.rig)}")
     if args.ignore_rest_contacts:
         print(f"ignoring {sc.ignore.count} triangle pairs in contact in the rest pose")
     if args.allow:
@@ -316,6 +335,14 @@ def cmd_scan(args) -> int:
     if args.fail_on_collision and eps:
         return EXIT_COLLISIONS
     return EXIT_CLEAN
+
+
+def _surface_text(rig) -> str:
+    """Which surface the scan checks, and what moves a rigid prop, for the object line."""
+    from .addon import extract
+
+    text = f"surface: {extract.describe_surface(rig)}"
+    return text + (f"; rigid, moves with {rig.rigid}" if rig.rigid else "")
 
 
 def _volume_count(obj) -> str:
@@ -612,8 +639,10 @@ def _scan_jobs(args, frames: tuple[int, int], jobs: int) -> int:
         # got, and why when the asked one was passed over (as `scan --jobs 1` does).
         for name in doc["objects"]:
             why = doc.get("fallback", {}).get(name)
+            surface = doc.get("surface", {}).get(name)
             print(f"object {name}: refit: {doc['refit'].get(name, '')}"
-                  + (f" (instead of {why})" if why else ""), flush=True)
+                  + (f" (instead of {why})" if why else "")
+                  + (f"; surface: {surface}" if surface else ""), flush=True)
         n_frames = frames[1] - frames[0] + 1
         doc["frames_requested"] = n_frames
         if interrupted or failure or len(doc["frames"]) < n_frames:
@@ -775,7 +804,7 @@ def cmd_snapshot(args) -> int:
         core_report.check_output_path(args.png, "--png")
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    bpy, scene, meshes = _load(args)
+    bpy, scene, meshes, _ = _load(args)
     from .addon import extract, scanner, snapshot
     if not args.self_collision and len(meshes) < 2:
         raise UsageError("only one object: pass --self for self-collision, or name two objects")
@@ -920,7 +949,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m skin_collide",
                                 description="Exact collision detection for skinned characters.")
     sub = p.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("doctor", help="what skin_collide sees in each skinned mesh of a file")
+    d = sub.add_parser("doctor", help="what skin_collide sees in each character mesh of a file")
     d.add_argument("file", help=".blend, .glb or .gltf")
     d.add_argument("--object", action="append", help=OBJECT_HELP + ")")
     d.add_argument("--frames", help="START:END (default: the armature's action)")
@@ -945,7 +974,8 @@ def build_parser() -> argparse.ArgumentParser:
                "The JSON report is rewritten atomically at most once a second while the scan\n"
                "runs (\"complete\": false until the last frame).")
     sc.add_argument("file", help=".blend, .glb or .gltf")
-    sc.add_argument("--object", action="append", help=OBJECT_HELP + "; default all)")
+    sc.add_argument("--object", action="append",
+                    help=OBJECT_HELP + "; default: every skinned mesh and rigid prop)")
     sc.add_argument("--frames", help="START:END inclusive, negative frames allowed "
                                      "(default: the scene's range)")
     sc.add_argument("--self", dest="self_collision", action="store_true",

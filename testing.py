@@ -40,7 +40,8 @@ def collisions(path_or_objects, frames=None, self_collision: bool = True,
         frames: ``(start, end)`` inclusive, or a list of frames; default the scene's range.
         self_collision: also check each mesh against itself.
         ignore_rest_contacts: drop the contacts present in the rest pose.
-        objects: names of the meshes to check (default: every skinned mesh).
+        objects: names of the meshes to check (default: every character: skinned meshes
+            and rigid props, `addon.extract.character_meshes`).
         mode: "on-demand", "bottom-up" or "rebuild" (Blender's BVHTree).
         allow: path of a reviewed allow-list (scan JSON, exported JSON/CSV).
     Raises ValueError on bad input (the message says why).
@@ -54,17 +55,17 @@ def collisions(path_or_objects, frames=None, self_collision: bool = True,
             report.load_quietly(os.fspath(path_or_objects))
         except files.FileError as exc:
             raise ValueError(str(exc)) from None
-        meshes = extract.skinned_meshes(bpy.context.scene)
+        meshes = extract.character_meshes(bpy.context.scene.objects)[0]
     else:
         meshes = list(path_or_objects)
     if objects is not None:
         by_name = {ob.name_full: ob for ob in meshes}     # linked ones: "Name [lib.blend]"
         missing = [n for n in objects if n not in by_name]
         if missing:
-            raise ValueError(f"no skinned mesh named {', '.join(map(repr, missing))}")
+            raise ValueError(f"no character mesh named {', '.join(map(repr, missing))}")
         meshes = [by_name[n] for n in objects]
     if not meshes:
-        raise ValueError("no mesh with an Armature modifier to check")
+        raise ValueError("no character to check (no skinned mesh, no rigid prop)")
     scene = bpy.context.scene
     frame_list = _frames(scene, frames)
     if not frame_list:

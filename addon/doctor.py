@@ -23,43 +23,55 @@ class MeshReport:
 
 
 def describe(ob) -> MeshReport:
-    """Static facts about a skinned mesh object (raises extract.RigError when not skinned)."""
+    """Static facts about a character mesh: skinned, or a rigid prop (raises
+    extract.RigError when it is neither). The counts are those of the surface checked
+    (`extract.rig_from_object`: the evaluated one when modifiers change the topology)."""
     rig = extract.rig_from_object(ob)
     rep = extract.modifier_report(ob)
     counts = rig.influence_counts()
     sums = rig.weight_sums()
     weighted = counts > 0
-    polys = ob.data.polygons
-    sizes = np.empty(len(polys), dtype=np.int32)
-    polys.foreach_get("loop_total", sizes)
+    sizes = np.diff(rig.poly_ptr)
     used = np.zeros(rig.n_bones, bool)
     used[np.unique(rig.weight_bone)] = True
     keys = ob.data.shape_keys
     n_keys = len(keys.key_blocks) - 1 if keys is not None and len(keys.key_blocks) else 0
-    bones = rep.armature.data.bones
-    bbones = [b.name for b in bones if b.bbone_segments > 1]
     chosen, passed_over = registry.resolve("sphere-tree", rig)
     off = np.abs(sums[weighted] - 1.0) > 1e-3
-    r = MeshReport(ob.name_full, rep.armature.name_full, rig)
-    r.facts = [
-        ("armature", rep.armature.name_full),
+    arm = rep.armature
+    r = MeshReport(ob.name_full, arm.name_full if arm is not None else "", rig)
+    facts = [("armature", arm.name_full if arm is not None else "none (a rigid prop)")]
+    if rig.is_rigid:
+        facts.append(("rigid", f"moves with {rig.rigid}, one transform per frame"))
+    facts += [
+        ("surface", extract.describe_surface(rig)),
         ("vertices", str(rig.n_vertices)),
-        ("triangles", f"{rig.n_triangles} (polygons {len(polys)}, n-gons {int((sizes > 4).sum())})"),
-        ("bones", f"{rig.n_bones} (deform {int(rig.bone_deform.sum())}, weighting this mesh {int(used.sum())})"),
-        ("max_influences", str(int(counts.max()) if counts.size else 0)),
-        ("weight_sums", (f"min {sums[weighted].min():.4f} max {sums[weighted].max():.4f}, "
-                         f"{int(off.sum())} off by >1e-3 (Blender normalizes them), "
-                         f"{int((~weighted).sum())} unweighted (left in place)")
-         if weighted.any() else "no vertex carries a deform-bone weight"),
-        ("preserve_volume", "on" if rig.preserve_volume else "off"),
-        ("shape_keys", str(n_keys)),
-        ("modifiers_before", ", ".join(rep.before) or "none"),
-        ("modifiers_after", ", ".join(rep.after) or "none"),
-        ("bbones", ", ".join(bbones) if bbones else "none"),
+        ("triangles", f"{rig.n_triangles} (polygons {rig.n_polygons}, n-gons {int((sizes > 4).sum())})"),
+    ]
+    if not rig.is_rigid:
+        bbones = [b.name for b in arm.data.bones if b.bbone_segments > 1]
+        facts += [
+            ("bones", f"{rig.n_bones} (deform {int(rig.bone_deform.sum())}, weighting this mesh {int(used.sum())})"),
+            ("max_influences", str(int(counts.max()) if counts.size else 0)),
+            ("weight_sums", (f"min {sums[weighted].min():.4f} max {sums[weighted].max():.4f}, "
+                             f"{int(off.sum())} off by >1e-3 (Blender normalizes them), "
+                             f"{int((~weighted).sum())} unweighted (left in place)")
+             if weighted.any() else "no vertex carries a deform-bone weight"),
+            ("preserve_volume", "on" if rig.preserve_volume else "off"),
+        ]
+    facts += [("shape_keys", str(n_keys))]
+    if not rig.is_rigid:
+        facts += [("modifiers_before", ", ".join(rep.before) or "none"),
+                  ("modifiers_after", ", ".join(rep.after) or "none"),
+                  ("bbones", ", ".join(bbones) if bbones else "none")]
+    else:
+        facts += [("modifiers", ", ".join(rep.before) or "none")]
+    facts += [
         ("unsupported", "; ".join(rig.unsupported) or "none"),
         ("refit", f"{chosen.id}: {chosen.label}"
                   + (f" (instead of {'; '.join(passed_over)})" if passed_over else "")),
     ]
+    r.facts = facts
     for note in rig.notes:
         r.facts.append(("note", note))
     return r
@@ -67,9 +79,14 @@ def describe(ob) -> MeshReport:
 
 def measure_deviation(scene, ob, report: MeshReport, frames: list[int]) -> None:
     """Max |core.skinning − Blender's evaluated mesh| over `frames`, absolute (scene units)
-    and relative to the evaluated mesh's bounding-box size."""
+    and relative to the evaluated mesh's bounding-box size (a rigid prop: its rest mesh
+    moved by its world matrix). Not measured (NaN) on an evaluated surface: it is refitted
+    from Blender's positions, and nothing skins it."""
     import bpy
 
+    if report.rig.surface:
+        report.max_deviation = report.max_deviation_relative = float("nan")
+        return
     worst = worst_rel = 0.0
     for f in frames:
         scene.frame_set(f)
@@ -79,7 +96,9 @@ def measure_deviation(scene, ob, report: MeshReport, frames: list[int]) -> None:
             report.max_deviation = float("inf")
             report.max_deviation_relative = float("inf")
             return
-        ours = skinning.skin_rig(report.rig, extract.pose_from_object(ob, dg))
+        pose = extract.rigid_pose(ob, dg) if report.rig.is_rigid else \
+            extract.pose_from_object(ob, dg)
+        ours = skinning.skin_rig(report.rig, pose)
         dev = float(np.abs(ours - ref).max()) if ref.size else 0.0
         size = float(np.ptp(ref, axis=0).max()) if ref.size else 1.0
         worst = max(worst, dev)
@@ -89,8 +108,9 @@ def measure_deviation(scene, ob, report: MeshReport, frames: list[int]) -> None:
 
 
 def frames_to_check(scene, arm_ob) -> tuple[list[int], str]:
-    """The frames of the armature's assigned action, else the scene's frame range."""
-    ad = arm_ob.animation_data
+    """The frames of the armature's assigned action, else the scene's frame range (also
+    without an armature: a rigid prop moved by no armature)."""
+    ad = arm_ob.animation_data if arm_ob is not None else None
     act = ad.action if ad is not None else None
     if act is not None:
         frames = animation.action_frames(act)

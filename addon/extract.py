@@ -1,15 +1,33 @@
 """bpy objects -> `core.rig.Rig` / `core.rig.Pose`, and fast reads of evaluated positions.
 
-Everything Blender-specific about reading a skinned mesh lives here, so the core stays pure
+Everything Blender-specific about reading a character lives here, so the core stays pure
 numpy. Building a Rig loops over vertices once (vertex groups have no bulk accessor); the
 per-frame functions use ``foreach_get`` only.
+
+Which meshes are characters (`character_meshes`, `what_moves`): a mesh with an enabled
+Armature modifier that names an armature is *skinned*; a mesh without one is a *rigid prop*
+when something moves it as a whole: a parent (any parent type: a bone, an armature, an
+object, a vertex), an enabled object constraint (Child Of, Copy Transforms, ...) or
+animation data (an action, drivers or NLA tracks) on the object itself. Any other mesh
+stands still and is skipped, with a note. A rigid prop is a rig without bones (every vertex
+on the virtual static joint): it moves with its world matrix, one transform per frame.
+
+Which surface (`rig_from_object`): the mesh's own data, unless modifiers change the
+topology around the Armature modifier (a Subdivision Surface after it, a Mirror before it,
+Solidify, Geometry Nodes, ...): then the topology Blender draws, read from the evaluated
+mesh with the armatures at Rest Position, and refitted from the evaluated positions on
+every frame. Whether they change it is decided by comparing the evaluated topology with the
+mesh's own, so a stack whose modifiers only deform keeps the mesh's own topology.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..core import welds
 from ..core.geometry import triangulation
 from ..core.rig import Pose, Rig
 
@@ -62,6 +80,110 @@ def skinned_meshes(scene) -> list:
             if ob.type == "MESH" and modifier_report(ob).armature is not None]
 
 
+def what_moves(ob) -> str:
+    """What moves mesh `ob` as a whole, for a mesh without an Armature modifier (a rigid
+    prop), in words; "" when nothing does. In this order: its parent (any parent type),
+    an enabled object constraint, animation data on the object (an action, drivers or NLA
+    tracks). The module docstring states the rule."""
+    parent = ob.parent
+    if parent is not None:
+        if ob.parent_type == "BONE" and ob.parent_bone:
+            return f"bone '{ob.parent_bone}' of '{parent.name}'"
+        return f"parent '{parent.name}'"
+    for con in ob.constraints:
+        if not con.mute and con.influence > 0.0:
+            return f"constraint '{con.name}'"
+    ad = ob.animation_data
+    if ad is not None and (ad.action is not None or len(ad.drivers) or len(ad.nla_tracks)):
+        return "its own animation"
+    return ""
+
+
+def skip_note(ob) -> str:
+    """Why mesh `ob` is not a character (see `character_meshes`)."""
+    return (f"'{ob.name}' is skipped: it has no Armature modifier and nothing moves it "
+            "(no parent, constraint or animation)")
+
+
+def character_meshes(objects) -> tuple[list, list[str]]:
+    """The characters among `objects` (any objects, in their order): skinned meshes and
+    rigid props (`what_moves`), and one note per other mesh, which is skipped (it stands
+    still: e.g. a stray Icosphere in a character's collection)."""
+    meshes, notes = [], []
+    for ob in objects:
+        if ob.type != "MESH":
+            continue
+        if modifier_report(ob).armature is not None or what_moves(ob):
+            meshes.append(ob)
+        else:
+            notes.append(skip_note(ob))
+    return meshes, notes
+
+
+def modifier_label(mod) -> str:
+    """A modifier's type as Blender's interface names it ("Subdivision Surface")."""
+    try:
+        return mod.bl_rna.properties["type"].enum_items[mod.type].name
+    except (KeyError, AttributeError):
+        return mod.type.replace("_", " ").title()
+
+
+def stack_labels(ob) -> list[str]:
+    """The types of the modifiers shown in the viewport, Armature modifiers left out,
+    in stack order and each once ("Mirror", "Subdivision Surface")."""
+    out: list[str] = []
+    for mod in ob.modifiers:
+        if mod.show_viewport and mod.type != "ARMATURE":
+            label = modifier_label(mod)
+            if label not in out:
+                out.append(label)
+    return out
+
+
+def plain_stack(ob) -> bool:
+    """Whether the modifiers shown in the viewport are at most one Armature modifier with
+    an armature: then the evaluated topology is the mesh's own on every frame (the Armature
+    modifier only moves vertices), and no per-frame topology check is needed."""
+    rep = modifier_report(ob)
+    return not (rep.before or rep.after or rep.other_armatures)
+
+
+def armatures_of(ob) -> list:
+    """The armature objects that deform `ob` (its Armature modifiers') or, for a rigid
+    prop, that its parent chain reaches: what Rest Position switches."""
+    out = [m.object for m in ob.modifiers if m.type == "ARMATURE" and m.object is not None
+           and m.object.type == "ARMATURE"]
+    p = ob.parent
+    while p is not None:
+        if p.type == "ARMATURE" and p not in out:
+            out.append(p)
+        p = p.parent
+    return out
+
+
+@contextmanager
+def rest_position(armatures) -> Iterator[None]:
+    """The armatures switched to Rest Position (and the view layer evaluated) inside the
+    block, switched back after. The depsgraph updates this causes are the project's own,
+    not pose edits (`handlers.quiet`)."""
+    import bpy
+
+    from .handlers import quiet
+
+    arms = list(dict.fromkeys(a for a in armatures if a is not None))
+    saved = {a: a.data.pose_position for a in arms}
+    with quiet():
+        try:
+            for a in arms:
+                a.data.pose_position = "REST"
+            bpy.context.view_layer.update()
+            yield
+        finally:
+            for a, pos in saved.items():
+                a.data.pose_position = pos
+            bpy.context.view_layer.update()
+
+
 def _bone_arrays(arm_ob):
     bones = arm_ob.data.bones
     names = [b.name for b in bones]
@@ -77,8 +199,9 @@ def _bone_arrays(arm_ob):
     return names, index, parents, rest, deform
 
 
-def read_weights(ob, bone_index: dict[str, int], deform: np.ndarray):
-    """Deform-bone weights of every vertex, in Blender's per-vertex group order.
+def read_weights(ob, bone_index: dict[str, int], deform: np.ndarray, me=None):
+    """Deform-bone weights of every vertex, in Blender's per-vertex group order, of `ob`'s
+    own mesh or of `me` (its evaluated mesh, whose weights index the object's groups too).
 
     Returns weight_ptr (V + 1,) int64, weight_bone (W,) int32, weight_value (W,) float64,
     and the number of vertex groups that name no deform bone (ignored, as Blender does).
@@ -91,7 +214,7 @@ def read_weights(ob, bone_index: dict[str, int], deform: np.ndarray):
             group_to_bone[g.index] = j
         else:
             ignored += 1
-    me = ob.data
+    me = ob.data if me is None else me
     V = len(me.vertices)
     counts = np.zeros(V, dtype=np.int64)
     groups: list[int] = []
@@ -170,22 +293,36 @@ def mesh_to_armature_at_rest(ob, arm_ob) -> np.ndarray:
     return np.linalg.solve(_matrix_to_np(arm_ob.matrix_world), _matrix_to_np(ob.matrix_world))
 
 
-def rig_from_object(ob) -> Rig:
-    """Build a `Rig` from a mesh object with an Armature modifier.
+def _check_mesh(ob) -> None:
+    if ob is None or ob.type != "MESH":
+        raise RigError(f"{getattr(ob, 'name', ob)!s} is not a mesh object")
+    if ob.mode == "EDIT":
+        raise RigError(f"'{ob.name}' is in Edit Mode: switch to Object Mode first")
+    if len(ob.data.vertices) == 0:
+        raise RigError(f"mesh '{ob.name}' has no vertices")
 
-    Raises `RigError` for a non-mesh or a mesh without an armature. Anything that keeps
+
+def source_rig(ob) -> Rig:
+    """The `Rig` of `ob`'s own mesh data (what the Armature modifier receives; for a rigid
+    prop, its mesh moved by its world matrix), read without evaluating anything: the rig of
+    a plain Armature stack, and what the staleness check compares for any stack.
+
+    Raises `RigError` for a non-mesh, a mesh in Edit Mode or without vertices, and a mesh
+    that is neither skinned nor moved by anything (`what_moves`). Anything that keeps
     `core.skinning` from reproducing Blender's result exactly goes into `Rig.unsupported`.
     """
     if ob is None or ob.type != "MESH":
         raise RigError(f"{getattr(ob, 'name', ob)!s} is not a mesh object")
     report = modifier_report(ob)
-    if report.armature is None:
-        raise RigError(f"mesh '{ob.name}' has no Armature modifier with an armature object; "
-                       "add one (Ctrl+P > With Automatic Weights) before building")
-    if ob.mode == "EDIT":
-        raise RigError(f"'{ob.name}' is in Edit Mode: switch to Object Mode first")
-    if len(ob.data.vertices) == 0:
-        raise RigError(f"mesh '{ob.name}' has no vertices")
+    moved = what_moves(ob) if report.armature is None else ""
+    if report.armature is None and not moved:
+        raise RigError(f"mesh '{ob.name}' has no Armature modifier and nothing moves it "
+                       "(no parent, constraint or animation): parent it to a bone "
+                       "(Ctrl+P > Bone) or an object to check it as a rigid prop, or "
+                       "skin it with an Armature modifier")
+    _check_mesh(ob)
+    if moved:
+        return _rigid_rig(ob, moved)
     arm_ob = report.armature
     if arm_ob.type != "ARMATURE":
         raise RigError(f"the Armature modifier of '{ob.name}' points to '{arm_ob.name}', "
@@ -237,6 +374,229 @@ def rig_from_object(ob) -> Rig:
     )
 
 
+def _no_bones(V: int) -> dict:
+    """The bone and weight arrays of a rig without bones (every vertex static)."""
+    return dict(weight_ptr=np.zeros(V + 1, np.int64), weight_bone=np.zeros(0, np.int32),
+                weight_value=np.zeros(0), bone_names=[], bone_parents=np.zeros(0, np.int32),
+                bone_rest=np.zeros((0, 4, 4)), bone_deform=np.zeros(0, bool))
+
+
+def _rigid_rig(ob, moved: str) -> Rig:
+    """A rigid prop's rig: no bones, so that every vertex is on the static joint and its
+    skinning matrix is the mesh's world matrix (`rigid_pose`). Its own modifiers and shape
+    keys move vertices the world matrix does not: `unsupported` (refitted bottom-up)."""
+    rest, tris, poly, poly_ptr, poly_verts = read_topology(ob.data)
+    unsupported = []
+    mods = [f"{m.name} ({m.type})" for m in ob.modifiers if m.show_viewport]
+    if mods:
+        unsupported.append("modifiers on a rigid mesh: " + ", ".join(mods))
+    keys = ob.data.shape_keys
+    if keys is not None and len(keys.key_blocks) > 1:
+        unsupported.append(f"{len(keys.key_blocks) - 1} shape keys on a rigid mesh")
+    return Rig(name=ob.name, rest_positions=rest, triangles=tris, tri_polygon=poly,
+               poly_ptr=poly_ptr, poly_verts=poly_verts, unsupported=unsupported,
+               notes=[f"rigid: moves with {moved}, one transform per frame"], rigid=moved,
+               **_no_bones(rest.shape[0]))
+
+
+def read_topology_arrays(me) -> tuple[np.ndarray, np.ndarray]:
+    """A mesh's polygon loop starts (P,) int32 and loop vertices (L,) int32, the fast way
+    (the ``.corner_vert`` attribute takes microseconds where ``loops.foreach_get`` takes a
+    millisecond on 10,000 loops): what the per-frame topology check compares."""
+    P = len(me.polygons)
+    start = np.empty(P, dtype=np.int32)
+    me.polygons.foreach_get("loop_start", start)
+    L = len(me.loops)
+    verts = np.empty(L, dtype=np.int32)
+    attr = me.attributes.get(".corner_vert")
+    if attr is not None and attr.domain == "CORNER" and attr.data_type == "INT":
+        attr.data.foreach_get("value", verts)
+    else:
+        me.loops.foreach_get("vertex_index", verts)
+    return start, verts
+
+
+def same_topology(me, rig: Rig) -> bool:
+    """Whether mesh `me` has `rig`'s vertices, polygons and loops, index for index."""
+    if len(me.vertices) != rig.n_vertices or len(me.polygons) != rig.n_polygons \
+            or len(me.loops) != rig.poly_verts.size:
+        return False
+    start, verts = read_topology_arrays(me)
+    return bool(np.array_equal(start, rig.poly_ptr[:-1]) and np.array_equal(verts, rig.poly_verts))
+
+
+def rig_from_object(ob, depsgraph=None) -> Rig:
+    """The `Rig` a mesh object is collided with: its own data (`source_rig`), or, when its
+    modifiers change the topology around the Armature modifier, the surface Blender draws
+    (`surface_rig`). `depsgraph`: an evaluated depsgraph (default: the context's), needed
+    only for a stack with modifiers besides one Armature modifier.
+
+    Raises `RigError` as `source_rig` does, and when the evaluated topology differs between
+    the rest pose and the current pose (it would differ between frames).
+    """
+    rig = source_rig(ob)
+    if plain_stack(ob):
+        return rig
+    if depsgraph is None:
+        import bpy
+
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+    if same_topology(ob.evaluated_get(depsgraph).data, rig):
+        return rig
+    return surface_rig(ob, rig, depsgraph)
+
+
+def surface_rig(ob, source: Rig, depsgraph) -> Rig:
+    """The rig of the surface Blender draws for `ob` (`Rig.surface`): the evaluated mesh's
+    topology, its rest positions (mesh-local, the armatures at Rest Position: what decides
+    welds, `core.welds`, and the shape of the tree) and its weights (modifiers such as
+    Mirror and Subdivision Surface carry the vertex groups over). Bones, armature and the
+    mesh-to-armature matrix are the source's; `source` also gives `unsupported` (the
+    modifiers that keep the bone matrices from determining the surface).
+
+    Raises `RigError` when the topology at Rest Position is not the one of the current
+    pose (a stack whose topology follows the pose)."""
+    now = ob.evaluated_get(depsgraph).data
+    now_counts = (len(now.vertices), len(now.polygons), len(now.loops))
+    now_start, now_verts = read_topology_arrays(now)
+    with rest_position(armatures_of(ob)), _faces_tagged(ob.data) as tag:
+        import bpy
+
+        dg = bpy.context.evaluated_depsgraph_get()
+        me = ob.evaluated_get(dg).data
+        start, verts = read_topology_arrays(me)
+        if (len(me.vertices), len(me.polygons), len(me.loops)) != now_counts \
+                or not np.array_equal(start, now_start) or not np.array_equal(verts, now_verts):
+            raise RigError(
+                f"'{ob.name}': its modifiers ({', '.join(stack_labels(ob))}) give another "
+                "topology in the rest pose than in the current pose: a surface whose "
+                "topology follows the pose cannot be checked (one surface per object)")
+        V = len(me.vertices)
+        buf = np.empty(V * 3, dtype=np.float32)
+        attr = me.attributes.get("position")
+        if attr is not None:
+            attr.data.foreach_get("vector", buf)
+        else:
+            me.vertices.foreach_get("co", buf)
+        rest = buf.reshape(V, 3).astype(np.float64)
+        tris, poly = read_loop_triangles(me)
+        poly_ptr, poly_verts = read_polygons(me)
+        origin = np.full(len(me.polygons), -1, dtype=np.int32)
+        attr = me.attributes.get(tag) if tag else None
+        if attr is not None and attr.domain == "FACE" and attr.data_type == "INT":
+            attr.data.foreach_get("value", origin)
+            origin[(origin < 0) | (origin >= len(ob.data.polygons))] = -1
+        if source.is_rigid:
+            weights = _no_bones(V)
+        else:
+            arm_ob = modifier_report(ob).armature
+            names, index, _, _, deform = _bone_arrays(arm_ob)
+            ptr, bone, value, _ = read_weights(ob, index, deform, me)
+            weights = dict(weight_ptr=ptr, weight_bone=bone, weight_value=value,
+                           bone_names=source.bone_names, bone_parents=source.bone_parents,
+                           bone_rest=source.bone_rest, bone_deform=source.bone_deform)
+    from ..core import persist
+
+    labels = stack_labels(ob)
+    surface = f"evaluated surface: {V:,} vertices after {', '.join(labels) or 'its modifiers'}"
+    rig = Rig(name=source.name, rest_positions=rest, triangles=tris, tri_polygon=poly,
+              poly_ptr=poly_ptr, poly_verts=poly_verts,
+              preserve_volume=source.preserve_volume,
+              unsupported=[surface] + source.unsupported, notes=list(source.notes),
+              armature=source.armature, mesh_to_armature=source.mesh_to_armature,
+              surface=surface, source_signature=persist.rig_signature(source),
+              rigid=source.rigid, face_origin=origin, **weights)
+    # The two sides of a seam come out of the modifiers a few ulps apart: weld them.
+    rig.rest_positions = welds.snap_seams(rig.rest_positions, *rig.padded_influences())
+    return rig
+
+
+#: The face attribute that carries each polygon's index through the modifiers for a moment
+#: at build (`surface_rig`), so that the surface's faces map back to the mesh's own.
+FACE_TAG = "skin_collide_face_origin"
+
+
+@contextmanager
+def _faces_tagged(me) -> Iterator[str]:
+    """Each polygon of mesh `me` carries its index in the integer face attribute
+    `FACE_TAG` inside the block (modifiers copy or interpolate it onto the faces they make;
+    Subdivision Surface, Mirror, Solidify, Triangulate and Geometry Nodes do), removed
+    after. Yields the attribute's name, or "" when the mesh cannot be written (linked from
+    a library) or already has an attribute of that name (then nothing is mapped)."""
+    import bpy
+
+    attr = None
+    if me.library is None and me.attributes.get(FACE_TAG) is None:
+        try:
+            attr = me.attributes.new(FACE_TAG, "INT", "FACE")
+        except (RuntimeError, TypeError, AttributeError):      # a mesh that cannot be written
+            attr = None
+    if attr is None:
+        yield ""
+        return
+    try:
+        attr.data.foreach_set("value", np.arange(len(me.polygons), dtype=np.int32))
+        me.update()
+        bpy.context.view_layer.update()
+        yield FACE_TAG
+    finally:
+        attr = me.attributes.get(FACE_TAG)
+        if attr is not None:
+            me.attributes.remove(attr)
+        me.update()
+
+
+def own_faces(rig: Rig, polygons) -> set[int]:
+    """Polygon indices of the surface `rig` describes -> those of the mesh's own data (the
+    same for a rig on its own mesh; through `Rig.face_origin` for an evaluated surface,
+    dropping faces of unknown origin): what Select Colliding Faces and Bake Highlight
+    write on the mesh people edit."""
+    polys = np.fromiter(polygons, dtype=np.int64)
+    if rig.face_origin is None or not polys.size:
+        return set(polys.tolist())
+    origin = rig.face_origin[polys]
+    return set(origin[origin >= 0].tolist())
+
+
+def describe_surface(rig: Rig) -> str:
+    """Which surface a rig is collided on, for people: `Rig.surface`, or "own mesh: 3,273
+    vertices"."""
+    return rig.surface or f"own mesh: {rig.n_vertices:,} vertices"
+
+
+def check_topology(ob, me, rig: Rig, frame: int) -> None:
+    """Raise `RigError` when `ob`'s evaluated mesh `me` at `frame` is not the topology
+    `rig` was built on. A plain Armature stack is checked by its vertex count (the Armature
+    modifier never changes the topology); any other stack index for index (loop starts and
+    loop vertices, microseconds: `read_topology_arrays`), since its modifiers could change
+    the faces while keeping the counts."""
+    counts = (len(me.vertices), len(me.polygons), len(me.loops))
+    built = (rig.n_vertices, rig.n_polygons, int(rig.poly_verts.size))
+    plain = plain_stack(ob) and not rig.surface
+    if counts[0] == built[0] and (plain or same_topology(me, rig)):
+        return
+    if plain:
+        raise RigError(f"'{ob.name}' evaluates to {counts[0]:,} vertices at frame {frame} "
+                       f"but was built with {built[0]:,}: its topology changed; rebuild")
+    if counts[:2] != built[:2]:
+        what = (f"give {counts[0]:,} vertices and {counts[1]:,} faces where its collision "
+                f"data has {built[0]:,} and {built[1]:,}")
+    else:
+        what = (f"join its {counts[0]:,} vertices into other faces than its collision "
+                "data has")
+    stack = ", ".join(stack_labels(ob)) or "none"
+    if rig.surface:
+        raise RigError(
+            f"'{ob.name}' at frame {frame}: its modifiers ({stack}) {what} (built on "
+            "another frame): a topology that changes between frames cannot be checked; "
+            "keep it fixed (no animated levels or ratios), or rebuild if the modifiers "
+            "were edited")
+    raise RigError(
+        f"'{ob.name}' at frame {frame}: its modifiers ({stack}) {what}: rebuild (the "
+        "surface Blender draws is then checked); a topology that changes between frames "
+        "cannot be checked")
+
+
 def pose_from_object(ob, depsgraph, built_rest: tuple[np.ndarray, np.ndarray] | None = None
                      ) -> Pose:
     """The current frame's `Pose` of mesh object `ob` (world space, evaluated).
@@ -245,7 +605,7 @@ def pose_from_object(ob, depsgraph, built_rest: tuple[np.ndarray, np.ndarray] | 
     data was built with (`Rig.bone_rest`) and their inverses, kept by the caller. The
     current rest matrices are still read (a cheap copy) and must equal them bit for bit,
     else RigError: an edited rest skeleton makes built data stale. Only the inversion is
-    saved."""
+    saved. A rigid rig's pose is `rigid_pose`."""
     arm_ob = modifier_report(ob).armature
     if arm_ob is None:
         raise RigError(f"mesh '{ob.name}' has no Armature modifier with an armature object")
@@ -270,6 +630,15 @@ def pose_from_object(ob, depsgraph, built_rest: tuple[np.ndarray, np.ndarray] | 
         rest_inverse = np.linalg.inv(rest)
     deform = pose_mats @ rest_inverse
     return Pose(deform, _matrix_to_np(arm_eval.matrix_world), _matrix_to_np(ob_eval.matrix_world))
+
+
+def rigid_pose(ob, depsgraph) -> Pose:
+    """The current frame's `Pose` of a rigid prop: no bones, an identity armature matrix
+    and the evaluated world matrix, so that the static joint's skinning matrix
+    ``A · I · A⁻¹ · M`` is M exactly (`Pose.skinning_matrices`): wherever its parent (a
+    bone, an object, a constraint, its animation) puts it."""
+    M = _matrix_to_np(ob.evaluated_get(depsgraph).matrix_world)
+    return Pose(np.zeros((0, 4, 4)), np.eye(4), M)
 
 
 def evaluated_positions(ob, depsgraph, world: bool = True) -> np.ndarray:

@@ -98,15 +98,18 @@ def on_frame_change(scene, depsgraph) -> None:
 
 
 def _relevant(scene, depsgraph) -> bool:
-    """Whether the update touched a built mesh or the armature deforming it."""
+    """Whether the update touched a built mesh, the armature deforming it or an object it
+    hangs from."""
     watched = set()
     for ob in _live_meshes(scene):
         watched.add(ob.name_full)
         for mod in ob.modifiers:
             if mod.type == "ARMATURE" and mod.object is not None:
                 watched.add(mod.object.name_full)
-        if ob.parent is not None:
-            watched.add(ob.parent.name_full)
+        p = ob.parent                    # a rigid prop moves with its whole parent chain
+        while p is not None:
+            watched.add(p.name_full)
+            p = p.parent
     for upd in depsgraph.updates:
         idb = upd.id
         if isinstance(idb, bpy.types.Object) and idb.original.name_full in watched:

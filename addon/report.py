@@ -47,14 +47,19 @@ def load_quietly(path: str) -> None:
 
 def action_ranges(meshes) -> list[tuple[int, int]]:
     """The frame ranges (inclusive, rounded outwards) of the actions of the meshes'
-    armatures (and of the meshes themselves), deduplicated."""
+    armatures, of the meshes themselves and of their parents (what moves a rigid prop),
+    deduplicated."""
     import math
 
     from . import extract
 
     out = set()
     for ob in meshes:
-        holders = [ob, extract.modifier_report(ob).armature]
+        holders = [ob, *extract.armatures_of(ob)]
+        p = ob.parent
+        while p is not None:
+            holders.append(p)
+            p = p.parent
         for h in holders:
             ad = getattr(h, "animation_data", None) if h is not None else None
             act = ad.action if ad is not None else None

@@ -100,6 +100,10 @@ class ScanReport:
     #: per object whose asked method was passed over (`registry.resolve`): why, one
     #: "<method>: <reason>" per method skipped, joined by "; ". Empty: not written.
     fallback: dict = field(default_factory=dict)
+    #: per object, which surface is checked (`extract.describe_surface`: "evaluated
+    #: surface: 15,900 vertices after Subdivision Surface", "own mesh: 3,273 vertices"),
+    #: when some object is checked on an evaluated surface. Empty: not written.
+    surface: dict = field(default_factory=dict)
 
     def episodes(self) -> list[contacts.Episode]:
         return contacts.episodes([(f.frame, f.pairs) for f in self.frames if not f.not_checked])
@@ -125,6 +129,7 @@ class ScanReport:
             "refit": self.refit,
             **({"uncovered": self.uncovered} if self.uncovered else {}),
             **({"fallback": self.fallback} if self.fallback else {}),
+            **({"surface": self.surface} if self.surface else {}),
             "complete": self.complete,
             "interrupted": self.interrupted,
             "frames_requested": self.frames_requested or len(self.frames),
@@ -180,7 +185,7 @@ class Scanner:
         except KeyError as exc:
             raise ValueError(exc.args[0]) from None
         if not meshes:
-            raise extract.RigError("no skinned mesh to scan")
+            raise extract.RigError("no character (skinned mesh or rigid prop) to scan")
         self.meshes = meshes
         self.method = method
         # How query_frame runs: each object's own method, or all refitted bottom-up.
@@ -242,26 +247,18 @@ class Scanner:
         frame's triangles are kept in `self.triangles` (used by `query` by default).
 
         Raises `extract.RigError` when a mesh no longer matches its data (armature gone or
-        another one, vertex count changed by modifiers), and `DegeneratePose` when bones
-        collapse space (the frame cannot be checked)."""
+        another one, a topology other than the one built on: `extract.check_topology`,
+        which names the object and the frame), and `DegeneratePose` when bones collapse
+        space (the frame cannot be checked)."""
         positions, poses, tris = [], [], []
         degenerate: list[str] = []
+        frame = depsgraph.scene.frame_current
         for ob, obj in zip(self.meshes, self.objects):
             check_rig_matches(ob, obj)
-            n = len(ob.evaluated_get(depsgraph).data.vertices)
-            if n != obj.rig.n_vertices:
-                after = extract.modifier_report(ob).after
-                if after:
-                    raise extract.RigError(
-                        f"'{ob.name_full}': modifiers after the Armature modifier "
-                        f"({', '.join(after)}) "
-                        f"change the mesh from {obj.rig.n_vertices} to {n} vertices; "
-                        "disable them in the viewport, or rebuild")
-                raise extract.RigError(
-                    f"'{ob.name_full}' evaluates to {n} vertices but was built with "
-                    f"{obj.rig.n_vertices}: its topology changed; rebuild")
+            extract.check_topology(ob, ob.evaluated_get(depsgraph).data, obj.rig, frame)
             pos, t = extract.evaluated_frame(ob, depsgraph, obj.rig)
-            pose = extract.pose_from_object(ob, depsgraph, _built_rest(obj))
+            pose = extract.rigid_pose(ob, depsgraph) if obj.rig.is_rigid else \
+                extract.pose_from_object(ob, depsgraph, _built_rest(obj))
             positions.append(pos)
             tris.append(t)
             poses.append(pose)
@@ -269,7 +266,8 @@ class Scanner:
         self.triangles = tris
         if degenerate:
             raise DegeneratePose(
-                "bones scaled to (almost) zero squash the skin (" + ", ".join(degenerate[:4])
+                "bones or props scaled to (almost) zero squash the skin ("
+                + ", ".join(degenerate[:4])
                 + (" ..." if len(degenerate) > 4 else "") + "): the frame is not checked, "
                 "since every squashed triangle touches every other; fix the pose")
         return positions, poses
@@ -390,7 +388,15 @@ class Scanner:
                           complete=len(records) == n_requested and not interrupted,
                           interrupted=interrupted, frames_requested=n_requested,
                           source=self.source, uncovered=self.uncovered(),
-                          fallback={o.name: o.reason for o in self.objects if o.reason})
+                          fallback={o.name: o.reason for o in self.objects if o.reason},
+                          surface=self.surfaces())
+
+    def surfaces(self) -> dict:
+        """Per object, the surface checked (`ScanReport.surface`), when some object is on
+        an evaluated surface; else empty."""
+        if not any(o.rig.surface for o in self.objects):
+            return {}
+        return {o.name: extract.describe_surface(o.rig) for o in self.objects}
 
     def uncovered(self) -> dict:
         """With self-collision, per object whose method says what its own self test leaves
@@ -431,8 +437,14 @@ def _built_rest(obj) -> tuple[np.ndarray, np.ndarray]:
 
 def check_rig_matches(ob, obj) -> None:
     """The armature the modifier uses now must have the bones the data was built with
-    (RigError otherwise: the data would silently describe another skeleton)."""
+    (RigError otherwise: the data would silently describe another skeleton). A rigid
+    prop must still be one: no Armature modifier."""
     arm = extract.modifier_report(ob).armature
+    if obj.rig.is_rigid:
+        if arm is not None:
+            raise extract.RigError(f"'{ob.name}' was built as a rigid prop but has an Armature "
+                                   "modifier now: rebuild")
+        return
     if arm is None:
         raise extract.RigError(f"'{ob.name_full}' has no Armature modifier with an armature "
                                "object any more: restore it, or rebuild")
@@ -451,8 +463,16 @@ def degenerate_bones(obj, pose, tol: float = 1e-3) -> list[str]:
     """Deform bones weighting the mesh whose pose matrix (nearly) collapses space: a
     singular value at most `tol` (relative to the rest pose, which is 1). They squash skin
     to a point, a line, a plane or a millimetre-sized blob, which makes almost every
-    triangle touch every other one."""
+    triangle touch every other one. For a rigid prop: its world matrix, when it is scaled
+    to zero or one axis is at most `tol` of the largest."""
     rig = obj.rig
+    if rig.is_rigid:
+        # A prop scaled to zero (a common way to hide one) or flattened: its world matrix
+        # collapses space (no rest scale to compare with: relative to its largest axis).
+        sv = np.linalg.svd(pose.mesh_world[:3, :3], compute_uv=False)
+        if not np.isfinite(sv).all() or sv[0] == 0.0 or sv[2] <= tol * (1 + 1e-6) * sv[0]:
+            return ["its world matrix (the prop is scaled to (almost) zero)"]
+        return []
     used = getattr(obj, "_used_bones", None)
     if used is None:                     # once per object, not per frame
         used = np.zeros(rig.n_bones, dtype=bool)
@@ -471,20 +491,18 @@ def degenerate_bones(obj, pose, tol: float = 1e-3) -> list[str]:
 def rest_pose_pairs(meshes: list, objects: list, self_collision: bool,
                     rebuild: bool = False) -> list[tuple[int, int, np.ndarray]]:
     """Triangle pairs (indices into the rest pose's evaluated triangles) colliding in the
-    rest pose: armatures switched to Rest Position for the evaluation, then restored. The
-    one rule behind the panel's *Ignore Rest Contacts* and `scan --ignore-rest-contacts`.
-    Bottom-up from the evaluated positions (the pose bones' matrices do not follow Rest
+    rest pose: armatures switched to Rest Position for the evaluation, then restored (those
+    deforming the meshes, and those whose bones rigid props hang from). The one rule
+    behind the panel's *Ignore Rest Contacts* and `scan --ignore-rest-contacts`. Bottom-up from the evaluated positions (the pose bones' matrices do not follow Rest
     Position, so the LBS bound must not be used), or Blender's BVHTree with `rebuild`."""
     import bpy
 
-    arms = {extract.modifier_report(ob).armature for ob in meshes}
-    arms.discard(None)
-    saved = {a: a.data.pose_position for a in arms}
-    try:
-        for a in arms:
-            a.data.pose_position = "REST"
-        bpy.context.view_layer.update()
+    arms = [a for ob in meshes for a in extract.armatures_of(ob)]
+    with extract.rest_position(arms):
         dg = bpy.context.evaluated_depsgraph_get()
+        frame = bpy.context.scene.frame_current
+        for ob, obj in zip(meshes, objects):
+            extract.check_topology(ob, ob.evaluated_get(dg).data, obj.rig, frame)
         frames = [extract.evaluated_frame(ob, dg, obj.rig) for ob, obj in zip(meshes, objects)]
         positions, tris = [f[0] for f in frames], [f[1] for f in frames]
         if rebuild:
@@ -492,10 +510,6 @@ def rest_pose_pairs(meshes: list, objects: list, self_collision: bool,
         return core_scan.query_frame(objects, positions, [None] * len(objects),
                                      mode="bottom-up", self_collision=self_collision,
                                      triangles=tris).pairs
-    finally:
-        for a, pos in saved.items():
-            a.data.pose_position = pos
-        bpy.context.view_layer.update()
 
 
 def bvhtree_pairs(objects, positions, self_collision: bool,

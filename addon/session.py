@@ -76,8 +76,9 @@ def live_result(scene) -> LiveResult | None:
     return _live.get(scene.name_full)
 
 
-def participants(scene, context=None) -> list:
-    """The skinned meshes that take part, per the scene settings."""
+def chosen_meshes(scene, context=None) -> list:
+    """Every mesh the scene settings choose (the selected objects, or the chosen
+    collection's), characters or not. Raises SessionError when there is none."""
     s = scene.skin_collide
     if s.source == "COLLECTION":
         if s.collection is None:
@@ -90,6 +91,23 @@ def participants(scene, context=None) -> list:
     if not meshes:
         raise SessionError("no mesh selected: select the skinned characters to check")
     return meshes
+
+
+def participants_and_notes(scene, context=None) -> tuple[list, list[str]]:
+    """The characters that take part, per the scene settings (the selected objects, or the
+    chosen collection's): skinned meshes and rigid props (`extract.character_meshes`), and
+    one note per mesh skipped because nothing moves it. Raises SessionError when no mesh
+    is chosen, or when every chosen mesh is skipped (the notes say why)."""
+    meshes, notes = extract.character_meshes(chosen_meshes(scene, context))
+    if not meshes:
+        raise SessionError("no character to check: " + "; ".join(notes)
+                           + ": parent a prop to a bone or an object, or skin it")
+    return meshes, notes
+
+
+def participants(scene, context=None) -> list:
+    """The characters that take part (`participants_and_notes`, without the notes)."""
+    return participants_and_notes(scene, context)[0]
 
 
 # Per-vertex staleness (weights, rest positions) without re-reading the weights on every
@@ -138,10 +156,14 @@ def per_vertex_stale_reason(ob, full_check: bool = False) -> str:
     if seen is not None and not full_check and mesh_key not in _changed_meshes:
         return "" if np.array_equal(seen, pos) else reason
     try:
-        current = storage.rig_signature(ob, extract.rig_from_object(ob))
+        # The mesh's own data, read without evaluating anything (a rig on an evaluated
+        # surface keeps its source's signature); the evaluated topology is checked on
+        # every frame (`extract.check_topology`). Named as stored (`storage.rig_signature`),
+        # so that a link or an override compares with its asset file's build.
+        current = storage.rig_signature(ob, extract.source_rig(ob))
     except extract.RigError as exc:
         return str(exc)
-    if current != signature:
+    if current != storage.source_signature(ob):
         return reason
     for k in [k for k in _verified if k[0] == key[0] and k[2] == key[2]]:   # older builds
         del _verified[k]

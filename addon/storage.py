@@ -77,6 +77,9 @@ SET_KEY = "skin_collide_sphere_set"     # a sphere set's (count, seed), for a re
 SIGNATURE_KEY = "skin_collide_signature"  # the rig signature at build (also on local objects)
 SHAPE_KEY = "skin_collide_shape"        # the state signature at build (also on local objects)
 REST_KEY = "skin_collide_rest"          # the character's rest contacts (addon/rest_contacts.py)
+RIGID_KEY = "skin_collide_rigid"        # what moves a rigid prop ("" or absent: skinned)
+SOURCE_KEY = "skin_collide_source"      # the signature of the mesh's own rig, when the
+                                        # data is of its evaluated surface
 CACHE_DIR = "//skin_collide_cache/"
 CACHE_SUFFIX = ".skcb"
 BODY = ("skin_collide collision data for '{}': binary, in this Text's custom property or "
@@ -488,6 +491,11 @@ def save(ob, obj: CollisionObject) -> None:
             del text[CACHE_KEY]
     text.from_string(BODY.format(ob.name))
     text[METHOD_KEY] = str(obj.asked)
+    text[RIGID_KEY] = obj.rig.rigid
+    if obj.rig.source_signature:
+        text[SOURCE_KEY] = obj.rig.source_signature
+    elif SOURCE_KEY in text:
+        del text[SOURCE_KEY]
     if obj.method == "sphere-set":
         text[SET_KEY] = [int(obj.data.set_radii.size), int(obj.data.set_info[3])]
     elif SET_KEY in text:
@@ -566,6 +574,17 @@ def rebuild(ob) -> CollisionObject:
           f"({obj.build_seconds:.1f} s; its cache was missing or stale)")
     save(ob, obj)
     return obj
+
+
+def source_signature(ob) -> str:
+    """The signature of the rig of `ob`'s own mesh data when it was built
+    (`core.persist.source_signature`): what `addon.session` compares with the mesh now.
+    For data of an evaluated surface it is kept apart (`SOURCE_KEY`), so that checking it
+    needs no evaluation and no decoding."""
+    text = text_of(ob)
+    if text is not None and text.get(SOURCE_KEY):
+        return str(text[SOURCE_KEY])
+    return built_signature(ob)
 
 
 def needs_rebuild(ob) -> bool:
@@ -648,7 +667,7 @@ def stale_reason(ob) -> str:
         return f"'{ob.name_full}' is in Edit Mode: switch to Object Mode"
     arm = next((m.object for m in ob.modifiers if m.type == "ARMATURE" and m.show_viewport),
                None)
-    if arm is None:
+    if arm is None and not text_is_rigid(ob):
         return (f"'{ob.name_full}' has no armature any more (deleted, or the Armature modifier's "
                 "object is empty): restore it, or rebuild")
     stored = _built_shape(ob)
@@ -658,6 +677,12 @@ def stale_reason(ob) -> str:
         return (f"'{ob.name_full}' changed since its collision data was built (vertices, faces, "
                 "vertex groups, modifiers, shape keys or armature bones): rebuild")
     return ""
+
+
+def text_is_rigid(ob) -> bool:
+    """Whether `ob`'s data is of a rigid prop (no armature to lose), without decoding."""
+    text = text_of(ob)
+    return text is not None and bool(text.get(RIGID_KEY))
 
 
 def clear(ob) -> None:

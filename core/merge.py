@@ -176,6 +176,7 @@ def merge_reports(docs: Sequence[dict], names: Sequence[str] | None = None) -> d
         "refit": refit,
         **({"uncovered": first["uncovered"]} if "uncovered" in first else {}),
         **({"fallback": fallback} if fallback else {}),
+        **({"surface": first["surface"]} if "surface" in first else {}),
         "complete": all(d.get("complete") for d in docs) and not interrupted,
         "interrupted": interrupted,
         "frames_requested": sum(int(d.get("frames_requested", len(d["frames"]))) for d in docs),

@@ -50,7 +50,22 @@ def rig_signature(rig: Rig) -> str:
     h.update("\0".join(rig.bone_names).encode())
     h.update(bytes([rig.preserve_volume]))
     h.update(b"\0armature\0" + rig.armature.encode())
+    # Only when set, so that the signatures of rigs on their own mesh stay what earlier
+    # versions stored (their data is not stale). A rig on an evaluated surface includes
+    # its source's signature: two stacks over one mesh (Subdivision levels 1 and 2) are
+    # different data, and a disk cache of one is never taken for the other.
+    for key in ("surface", "source_signature", "rigid"):
+        value = getattr(rig, key)
+        if value:
+            h.update(b"\0" + key.encode() + b"\0" + value.encode("utf-8", "surrogatepass"))
     return h.hexdigest()
+
+
+def source_signature(rig: Rig) -> str:
+    """The signature of the rig of the mesh's own data (what `addon.extract.source_rig`
+    reads without evaluating anything): `Rig.source_signature` for a rig on an evaluated
+    surface, else the rig's own signature. The staleness check compares it."""
+    return rig.source_signature or rig_signature(rig)
 
 
 def to_bytes(obj: CollisionObject, codec: str = "lzma") -> bytes:
@@ -71,6 +86,11 @@ def all_arrays(obj: CollisionObject) -> dict[str, np.ndarray]:
     arrays["rig.unsupported"] = np.array(rig.unsupported, dtype=str)
     arrays["rig.notes"] = np.array(rig.notes, dtype=str)
     arrays["rig.armature"] = np.array(rig.armature)
+    for key in ("surface", "source_signature", "rigid"):
+        if getattr(rig, key):                   # absent: "" (and data of earlier versions)
+            arrays[f"rig.{key}"] = np.array(getattr(rig, key))
+    if rig.face_origin is not None:
+        arrays["rig.face_origin"] = rig.face_origin
     for k, v in obj.data.arrays().items():
         arrays[f"data.{k}"] = v
     arrays["method"] = np.array(obj.method)
@@ -186,6 +206,9 @@ def from_bytes(data: bytes) -> CollisionObject:
               preserve_volume=bool(d["rig.preserve_volume"]),
               unsupported=strings("rig.unsupported"), notes=strings("rig.notes"),
               armature=str(d["rig.armature"]),
+              **{k: str(d[f"rig.{k}"]) for k in ("surface", "source_signature", "rigid")
+                 if f"rig.{k}" in d},
+              face_origin=d.get("rig.face_origin"),
               **{n: d[f"rig.{n}"] for n in _RIG_ARRAYS})
     try:
         method = registry.get(str(d["method"]))

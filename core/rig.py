@@ -59,6 +59,26 @@ class Rig:
         mesh_to_armature: (4, 4) float64 ``A⁻¹ M`` at build (mesh-local to armature space);
             with `armature` it decides seams between meshes (`core.welds`). Identity when
             not given.
+        surface: which surface the arrays describe, for people: "" for the mesh's own
+            (its data, what the Armature modifier receives), or, when modifiers change the
+            topology around the Armature modifier (a Subdivision Surface after it, a Mirror
+            before it), "evaluated surface: 15,900 vertices after Subdivision Surface":
+            the topology Blender draws, rest positions and weights read from the evaluated
+            mesh with the armatures at Rest Position. Such a rig is refitted from the
+            evaluated positions (its `unsupported` says why the bone matrices do not
+            determine it).
+        face_origin: for a rig on an evaluated surface, (P,) int32 the polygon of the
+            mesh's own data each of its polygons comes from (-1: not known), for selecting
+            and baking on the mesh people edit; None otherwise.
+        source_signature: for a rig on an evaluated surface, `core.persist.rig_signature`
+            of the rig of the mesh's own data, which the staleness check can recompute
+            without evaluating anything ("" otherwise: the rig's own signature).
+        rigid: for a mesh without an Armature modifier that moves as a whole (a prop
+            parented to a bone or an object): what moves it, e.g. "bone 'Head' of
+            'Armature'"; "" for a skinned mesh. A rigid rig has no bones: every vertex is
+            on the virtual static joint, whose skinning matrix is the mesh's world matrix
+            (`Pose.skinning_matrices` with an identity armature matrix), so the on-demand
+            refit moves its spheres with one transform per frame.
     """
 
     name: str
@@ -79,6 +99,10 @@ class Rig:
     notes: list[str] = field(default_factory=list)
     armature: str = ""
     mesh_to_armature: np.ndarray | None = None
+    surface: str = ""
+    source_signature: str = ""
+    rigid: str = ""
+    face_origin: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.rest_positions = np.ascontiguousarray(self.rest_positions, dtype=np.float64)
@@ -98,6 +122,10 @@ class Rig:
         m = np.eye(4) if self.mesh_to_armature is None else self.mesh_to_armature
         self.mesh_to_armature = np.ascontiguousarray(m, dtype=np.float64).reshape(4, 4)
         self.armature = str(self.armature)
+        self.surface, self.rigid = str(self.surface), str(self.rigid)
+        self.source_signature = str(self.source_signature)
+        if self.face_origin is not None:
+            self.face_origin = np.ascontiguousarray(self.face_origin, dtype=np.int32)
         self.validate()
 
     @property
@@ -115,6 +143,11 @@ class Rig:
     @property
     def n_bones(self) -> int:
         return len(self.bone_names)
+
+    @property
+    def is_rigid(self) -> bool:
+        """A mesh that moves as a whole (no Armature modifier): see `rigid`."""
+        return bool(self.rigid)
 
     def validate(self) -> None:
         """Raise ValueError with a clear message when the arrays are inconsistent."""
@@ -157,6 +190,8 @@ class Rig:
             raise ValueError(f"{self.name}: bone arrays must have one entry per bone")
         if self.bone_deform.shape != (J,):
             raise ValueError(f"{self.name}: bone_deform must be (J,)")
+        if self.face_origin is not None and self.face_origin.shape != (P,):
+            raise ValueError(f"{self.name}: face_origin must have one entry per polygon")
         if not np.all(np.isfinite(self.mesh_to_armature)):
             raise ValueError(f"{self.name}: mesh_to_armature contains NaN or infinity")
 

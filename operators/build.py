@@ -58,7 +58,7 @@ class SKINCOLLIDE_OT_build(TimerSteps, bpy.types.Operator):
         return object_mode_poll(cls, context)
 
     def _prepare(self, context):
-        meshes = session.participants(context.scene, context)
+        meshes, self._notes = session.participants_and_notes(context.scene, context)
         rigs = [extract.rig_from_object(ob) for ob in meshes]
         for rig in rigs:
             if rig.n_triangles == 0:
@@ -73,8 +73,10 @@ class SKINCOLLIDE_OT_build(TimerSteps, bpy.types.Operator):
         n_rest = session.store_rest_contacts(context.scene, meshes, objects, True)
         session.forget(context.scene)
         methods = ", ".join(sorted({o.method for o in objects}))
+        notes = getattr(self, "_notes", [])
         self.report({"INFO"}, f"Built {len(objects)} character(s) ({methods}); "
-                              f"{n_rest} contact(s) in the rest pose")
+                              f"{n_rest} contact(s) in the rest pose"
+                              + "".join(f"; {n}" for n in notes))
         if s.live:
             bpy.ops.skin_collide.refresh()
 
@@ -123,7 +125,7 @@ class SKINCOLLIDE_OT_clear(bpy.types.Operator):
 
     def execute(self, context):
         try:
-            meshes = session.participants(context.scene, context)
+            meshes = session.chosen_meshes(context.scene, context)
         except session.SessionError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}

@@ -8,8 +8,9 @@ from .stepping import guard_operators
 
 
 class SKINCOLLIDE_OT_doctor(bpy.types.Operator):
-    """Check the active skinned mesh: weights, modifiers, refit method, and how closely
-    skin_collide's skinning reproduces Blender's at the current frame"""
+    """Check the active mesh (skinned, or a rigid prop): weights, modifiers, the surface
+    checked, refit method, and how closely skin_collide's skinning reproduces Blender's at
+    the current frame"""
 
     bl_idname = "skin_collide.doctor"
     bl_label = "Check Skinned Mesh"
@@ -34,8 +35,10 @@ class SKINCOLLIDE_OT_doctor(bpy.types.Operator):
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         facts = dict(rep.facts)
+        what = f"rigid, moves with {rep.rig.rigid}" if rep.rig.is_rigid else facts["surface"]
         summary = (f"{rep.name}: {facts['vertices']} vertices, {facts['triangles']}, "
-                   f"refit {facts['refit']}, deviation {rep.max_deviation:.2e} at frame {frame}")
+                   f"{what}, refit {facts['refit']}, "
+                   f"deviation {rep.max_deviation:.2e} at frame {frame}")
         scene.skin_collide.last_report = summary
         self.report({"INFO"}, summary)
         return {"FINISHED"}

@@ -37,6 +37,13 @@ def _query_now(op, context):
     return res
 
 
+def _own_faces(ob, polys) -> set[int]:
+    """The colliding faces of the surface checked, as faces of `ob`'s own mesh (those of
+    an evaluated surface mapped back through the modifiers, `extract.own_faces`)."""
+    obj = storage.load(ob)
+    return extract.own_faces(obj.rig, polys) if obj is not None else set(polys)
+
+
 def _any_built_poll(cls, context) -> bool:
     scene = context.scene
     if scene is None:
@@ -133,7 +140,7 @@ class SKINCOLLIDE_OT_select_colliding(bpy.types.Operator):
             res = _query_now(self, context)
             if res is None:
                 return {"CANCELLED"}
-            polys = own_faces(res, ob)
+            polys = _own_faces(ob, own_faces(res, ob))
             if mode == "EDIT":
                 select_faces_edit_mode(context, ob, polys)
             else:
@@ -234,7 +241,7 @@ class SKINCOLLIDE_OT_bake_highlight(bpy.types.Operator):
         res = _query_now(self, context)
         if res is None:
             return {"CANCELLED"}
-        total = sum(bake.write_attribute(ob, own_faces(res, ob)) for ob in writable)
+        total = sum(bake.write_attribute(ob, _own_faces(ob, own_faces(res, ob))) for ob in writable)
         text = f"Baked {total} colliding face(s) at frame {res.frame} into '{bake.ATTRIBUTE}'"
         skipped = [ob for ob in targets if ob not in writable]
         if skipped:             # one line: what was baked, and what could not be

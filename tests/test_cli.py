@@ -65,7 +65,7 @@ def test_doctor_on_a_shared_asset(assets_dir):
     (("doctor", "/nonexistent/file.blend"), "no such file"),
     (("doctor", __file__), "unsupported file type"),
     (("doctor", "{demo}", "--object", "Nobody"), "no object named 'Nobody'"),
-    (("doctor", "{demo}", "--object", "Left_rig"), "not a mesh with an Armature modifier"),
+    (("doctor", "{demo}", "--object", "Left_rig"), "object 'Left_rig' is not a mesh"),
     (("doctor", "{demo}", "--frames", "9:3"), "empty frame range"),
     (("doctor", "{demo}", "--frames", "x"), "expects START:END"),
 ])
@@ -168,8 +168,11 @@ def test_scan_bad_input(demo_blend, tmp_path, args, message):
 
 
 def test_scan_of_a_mesh_with_a_subdivision_after_the_armature(tmp_path):
-    """Unsupported stacks fall back to bottom-up, or fail with a clear message when the
-    modifier changes the topology."""
+    """A stack that changes the topology is scanned on the surface Blender draws (issue 26
+    item 8; tests/test_modifier_stacks.py compares it with Blender), refitted bottom-up,
+    and the scan says so."""
+    import json
+
     import bpy
 
     from skin_collide.addon import demo_rig
@@ -177,13 +180,16 @@ def test_scan_of_a_mesh_with_a_subdivision_after_the_armature(tmp_path):
     bpy.ops.wm.read_homefile(use_empty=True)
     ob, _ = demo_rig.build_character("Solo", rings=8, segments=6, frames=6)
     ob.modifiers.new("Subdivision", "SUBSURF")
+    n = len(ob.evaluated_get(bpy.context.evaluated_depsgraph_get()).data.vertices)
     path = tmp_path / "subsurf.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(path))
     bpy.ops.wm.read_homefile(use_empty=True)
     res = run("scan", str(path), "--self", "--json", str(tmp_path / "o.json"))
-    assert res.returncode == 2
-    assert "modifiers after the Armature modifier" in res.stderr
-    assert "disable them" in res.stderr
+    assert res.returncode == 0, res.stderr
+    surface = f"evaluated surface: {n:,} vertices after Subdivision Surface"
+    assert f"surface: {surface}" in res.stdout
+    doc = json.loads((tmp_path / "o.json").read_text())
+    assert doc["surface"] == {"Solo": surface} and doc["refit"] == {"Solo": "bottom-up"}
 
 
 def test_preserve_volume_scan_says_its_refit_and_equals_blender(tmp_path):

@@ -1,0 +1,121 @@
+"""Blender's own answer on the surfaces it draws, read here apart from the product, for the
+studio-file tests (modifier stacks around the Armature, rigid props): positions and loop
+triangles straight from each object's evaluated mesh, ``BVHTree.overlap`` (epsilon 0, world
+space) between and within them, pairs of one mesh sharing a vertex index dropped (the
+generated meshes of these tests have no coincident vertices, which the tests check, so
+index adjacency is the whole of adjacency there). Every disagreement with our pairs is
+judged exactly, as tests/test_strong_poses_blender.py does."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from test_strong_poses_blender import TOUCH, meets
+
+
+def evaluated(ob, dg) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """World positions (V, 3) float64, loop triangles (T, 3) and their polygons (T,) of
+    `ob`'s evaluated mesh: what the viewport draws."""
+    ob_eval = ob.evaluated_get(dg)
+    me = ob_eval.data
+    V = len(me.vertices)
+    co = np.empty(V * 3, np.float32)
+    me.vertices.foreach_get("co", co)
+    M = np.array([list(r) for r in ob_eval.matrix_world], dtype=np.float64)
+    pos = co.reshape(V, 3).astype(np.float64) @ M[:3, :3].T + M[:3, 3]
+    me.calc_loop_triangles()
+    T = len(me.loop_triangles)
+    tris = np.empty(T * 3, np.int32)
+    poly = np.empty(T, np.int32)
+    me.loop_triangles.foreach_get("vertices", tris)
+    me.loop_triangles.foreach_get("polygon_index", poly)
+    return pos, tris.reshape(T, 3), poly
+
+
+def truth(meshes, dg, self_collision: bool, keys: list | None = None) -> tuple[set, list]:
+    """Blender's pairs {(i, j, a, b)} (triangle indices; i ≤ j, a < b when i == j) and
+    the evaluated (positions, triangles, polygons) per mesh. Pairs of one mesh sharing a
+    vertex are dropped: by index, or by `keys` (per mesh, (V,) vertex keys over the whole
+    set, `test_strong_poses_blender.weld_keys`, for meshes with seams; then pairs of two
+    meshes sharing a key, parts of one character, are dropped too)."""
+    from mathutils.bvhtree import BVHTree
+
+    ev = [evaluated(m, dg) for m in meshes]
+    trees = [BVHTree.FromPolygons(p.tolist(), t.tolist(), all_triangles=True, epsilon=0.0)
+             for p, t, _ in ev]
+    n = len(meshes)
+    jobs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+    if self_collision:
+        jobs += [(i, i) for i in range(n)]
+    out = set()
+    for i, j in jobs:
+        raw = trees[i].overlap(trees[j])
+        if not raw:
+            continue
+        p = np.asarray(raw, dtype=np.int64)
+        if i == j:
+            p = np.unique(np.sort(p, axis=1), axis=0)
+            p = p[p[:, 0] != p[:, 1]]
+        if i == j or keys is not None:
+            ki = np.arange(ev[i][0].shape[0]) if keys is None else keys[i]
+            kj = np.arange(ev[j][0].shape[0]) if keys is None else keys[j]
+            ta, tb = ki[ev[i][1][p[:, 0]]], kj[ev[j][1][p[:, 1]]]
+            p = p[~np.any(ta[:, :, None] == tb[:, None, :], axis=(1, 2))]
+        out |= {(i, j, a, b) for a, b in p.tolist()}
+    return out, ev
+
+
+def no_coincident_vertices(sc) -> None:
+    """The product welds no two vertices of these meshes (so index adjacency, the
+    reference's, is its adjacency too)."""
+    for o in sc.objects:
+        assert np.unique(o.vertex_keys).size == o.rig.n_vertices, o.name
+
+
+def compare(sc, meshes, dg, self_collision: bool, tag: str, keys: list | None = None
+            ) -> tuple[int, int, int]:
+    """The Scanner's pairs at the current frame against `truth` (with `keys`): the same
+    triangles, no pair missed (a pair only Blender reports must be exactly disjoint), and
+    a pair only we report must meet exactly or touch within `TOUCH`. Returns (Blender
+    pairs, ours-only, Blender-only)."""
+    pos, poses = sc.evaluate(dg)
+    theirs, ev = truth(meshes, dg, self_collision, keys)
+    for m, t, (p, tr, _) in zip(meshes, sc.triangles, ev):
+        assert np.array_equal(t, tr), (tag, m.name, "not the drawn triangles")
+    res, _, _ = sc.query(pos, poses)
+    ours = set()
+    for i, j, p in res:
+        for a, b in p.tolist():
+            ours.add((i, j, min(a, b), max(a, b)) if i == j else (i, j, a, b))
+
+    def tri(i, a):
+        return ev[i][0][ev[i][1][a]]
+
+    only_b = sorted(theirs - ours)
+    only_o = sorted(ours - theirs)
+    missed = [q for q in only_b if meets(tri(q[0], q[2]), tri(q[1], q[3]))]
+    extra = [q for q in only_o if not meets(tri(q[0], q[2]), tri(q[1], q[3]))
+             and not meets(tri(q[0], q[2]), tri(q[1], q[3]), grow=TOUCH)]
+    assert missed == [], (tag, len(missed), missed[:5])
+    assert extra == [], (tag, len(extra), extra[:5])
+    return len(theirs), len(only_o), len(only_b)
+
+
+def strong_poses(bpy, armatures, rng, far: np.ndarray | None = None) -> None:
+    """A strong random pose on every armature (170° twists about random axes, per-axis
+    bone scale 0.6–1.5, small bone translations), the armatures moved by `far`."""
+    from blender_helpers import random_blender_pose
+    from mathutils import Matrix, Vector
+
+    for a in armatures:
+        random_blender_pose(a, rng, max_angle=math.radians(170), scale=(0.6, 1.5),
+                            translate=0.05)
+        if far is not None:
+            a.matrix_world = Matrix.Translation(Vector(far.tolist())) @ a.matrix_world
+    bpy.context.view_layer.update()
+
+
+def report_pairs(doc: dict) -> dict[int, set]:
+    """Per frame, the report's polygon pairs as a set of tuples."""
+    return {f["frame"]: {tuple(p) for p in f["pairs"]} for f in doc["frames"]}
