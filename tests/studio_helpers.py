@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from test_strong_poses_blender import TOUCH, meets
+from test_strong_poses_blender import TOUCH, meets, reference_pairs
 
 
 def evaluated(ob, dg) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -39,31 +39,13 @@ def truth(meshes, dg, self_collision: bool, keys: list | None = None) -> tuple[s
     vertex are dropped: by index, or by `keys` (per mesh, (V,) vertex keys over the whole
     set, `test_strong_poses_blender.weld_keys`, for meshes with seams; then pairs of two
     meshes sharing a key, parts of one character, are dropped too)."""
-    from mathutils.bvhtree import BVHTree
+    from test_strong_poses_blender import reference_pairs
 
     ev = [evaluated(m, dg) for m in meshes]
-    trees = [BVHTree.FromPolygons(p.tolist(), t.tolist(), all_triangles=True, epsilon=0.0)
-             for p, t, _ in ev]
-    n = len(meshes)
-    jobs = [(i, j) for i in range(n) for j in range(i + 1, n)]
-    if self_collision:
-        jobs += [(i, i) for i in range(n)]
-    out = set()
-    for i, j in jobs:
-        raw = trees[i].overlap(trees[j])
-        if not raw:
-            continue
-        p = np.asarray(raw, dtype=np.int64)
-        if i == j:
-            p = np.unique(np.sort(p, axis=1), axis=0)
-            p = p[p[:, 0] != p[:, 1]]
-        if i == j or keys is not None:
-            ki = np.arange(ev[i][0].shape[0]) if keys is None else keys[i]
-            kj = np.arange(ev[j][0].shape[0]) if keys is None else keys[j]
-            ta, tb = ki[ev[i][1][p[:, 0]]], kj[ev[j][1][p[:, 1]]]
-            p = p[~np.any(ta[:, :, None] == tb[:, None, :], axis=(1, 2))]
-        out |= {(i, j, a, b) for a, b in p.tolist()}
-    return out, ev
+    if keys is None:        # vertex indices, made distinct across meshes
+        offsets = np.cumsum([0] + [e[0].shape[0] for e in ev])
+        keys = [np.arange(e[0].shape[0]) + o for e, o in zip(ev, offsets)]
+    return reference_pairs([e[0] for e in ev], [e[1] for e in ev], keys, self_collision), ev
 
 
 def no_coincident_vertices(sc) -> None:
