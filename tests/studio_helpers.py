@@ -39,8 +39,6 @@ def truth(meshes, dg, self_collision: bool, keys: list | None = None) -> tuple[s
     vertex are dropped: by index, or by `keys` (per mesh, (V,) vertex keys over the whole
     set, `test_strong_poses_blender.weld_keys`, for meshes with seams; then pairs of two
     meshes sharing a key, parts of one character, are dropped too)."""
-    from test_strong_poses_blender import reference_pairs
-
     ev = [evaluated(m, dg) for m in meshes]
     if keys is None:        # vertex indices, made distinct across meshes
         offsets = np.cumsum([0] + [e[0].shape[0] for e in ev])
