@@ -226,8 +226,11 @@ def test_topology_changing_between_frames_is_refused(bpy_module, tmp_path):
     mod.keyframe_insert("levels", frame=1)
     mod.levels = 2
     mod.keyframe_insert("levels", frame=9)
-    for fc in a.animation_data.action.layers[0].strips[0].channelbag(
-            a.animation_data.action_slot).fcurves:
+    ad = a.animation_data
+    # Blender 4.4+ keeps F-curves in the action's layers; 4.2 on the action itself.
+    fcurves = (ad.action.layers[0].strips[0].channelbag(ad.action_slot).fcurves
+               if hasattr(ad.action, "layers") else ad.action.fcurves)
+    for fc in fcurves:
         for kp in fc.keyframe_points:
             kp.interpolation = "CONSTANT"
     scene = bpy.context.scene
