@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from test_strong_poses_blender import TOUCH, meets, reference_pairs
+from test_strong_poses_blender import judge, reference_pairs
 
 
 def evaluated(ob, dg) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -68,18 +68,7 @@ def compare(sc, meshes, dg, self_collision: bool, tag: str, keys: list | None = 
     for i, j, p in res:
         for a, b in p.tolist():
             ours.add((i, j, min(a, b), max(a, b)) if i == j else (i, j, a, b))
-
-    def tri(i, a):
-        return ev[i][0][ev[i][1][a]]
-
-    only_b = sorted(theirs - ours)
-    only_o = sorted(ours - theirs)
-    missed = [q for q in only_b if meets(tri(q[0], q[2]), tri(q[1], q[3]))]
-    extra = [q for q in only_o if not meets(tri(q[0], q[2]), tri(q[1], q[3]))
-             and not meets(tri(q[0], q[2]), tri(q[1], q[3]), grow=TOUCH)]
-    assert missed == [], (tag, len(missed), missed[:5])
-    assert extra == [], (tag, len(extra), extra[:5])
-    return len(theirs), len(only_o), len(only_b)
+    return judge(theirs, ours, [e[0] for e in ev], [e[1] for e in ev], tag)
 
 
 def strong_poses(bpy, armatures, rng, far: np.ndarray | None = None) -> None:

@@ -133,7 +133,14 @@ def check(sc, meshes, dg, self_collision: bool, tag: str) -> tuple[int, int, int
             ours.add((i, j, min(a, b), max(a, b)) if i == j else (i, j, a, b))
     keys = weld_keys([o.rig for o in sc.objects])
     theirs = reference_pairs(pos, tris, keys, self_collision)
+    return judge(theirs, ours, pos, tris, tag)
 
+
+def judge(theirs: set, ours: set, pos, tris, tag: str) -> tuple[int, int, int]:
+    """Our pairs {(i, j, a, b)} against Blender's, judged exactly on the triangles
+    (`pos[i][tris[i][a]]`): no pair Blender reports that meets is missed, and a pair only
+    we report meets exactly or touches within `TOUCH`. Returns (Blender's pairs, ours only,
+    Blender's only)."""
     def tri(i, a):
         return pos[i][tris[i][a]]
 
