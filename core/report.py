@@ -82,16 +82,20 @@ def check_output_path(path: str, flag: str) -> str:
     full = os.path.abspath(path)
     if path.endswith(os.sep) or os.path.isdir(full):
         raise ValueError(f"{flag} is a directory, not a file: {full}")
-    folder = os.path.dirname(full)
+    _check_folder(os.path.dirname(full), flag)
+    why = replace_refusal(full)
+    if why:
+        raise ValueError(f"{flag} {full} is {why}: it is not replaced")
+    return full
+
+
+def _check_folder(folder: str, flag: str) -> None:
+    """ValueError with one line unless `folder` exists and files can be written in it."""
     if not os.path.isdir(folder):
         raise ValueError(f"the folder for {flag} does not exist: {folder}")
     why = _folder_refusal(folder)
     if why:
         raise ValueError(f"the folder for {flag} is {why}: {folder}")
-    why = replace_refusal(full)
-    if why:
-        raise ValueError(f"{flag} {full} is {why}: it is not replaced")
-    return full
 
 
 def check_output_folder(folder: str, flag: str, pattern: str) -> str:
@@ -100,11 +104,7 @@ def check_output_folder(folder: str, flag: str, pattern: str) -> str:
     (the worst frames), so every existing file matching `pattern` that the command might
     replace must be replaceable too (`replace_refusal`)."""
     full = os.path.abspath(folder)
-    if not os.path.isdir(full):
-        raise ValueError(f"the folder for {flag} does not exist: {full}")
-    why = _folder_refusal(full)
-    if why:
-        raise ValueError(f"the folder for {flag} is {why}: {full}")
+    _check_folder(full, flag)
     for name in sorted(os.listdir(full)):
         if fnmatch.fnmatch(name, pattern):
             why = replace_refusal(os.path.join(full, name))
