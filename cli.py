@@ -346,12 +346,8 @@ def _surface_text(rig) -> str:
 
 
 def _volume_count(obj) -> str:
-    """How many volumes the object's method built, for the scan's object line (a sphere
-    set says its own count: `obj.tree` would build a sphere tree just to count it)."""
-    radii = getattr(obj.data, "set_radii", None)
-    if radii is not None:
-        return f"{radii.size} spheres in the set"
-    return f"{obj.tree.n_nodes} spheres"
+    """What the object's method built, for the scan's object line (`Method.summary`)."""
+    return obj.summary or "no volumes of its own"
 
 
 def _built_objects(meshes, method: str):
@@ -983,12 +979,12 @@ def build_parser() -> argparse.ArgumentParser:
     from .core.methods import registry
 
     sc.add_argument("--method", choices=registry.ids(), metavar="ID",
-                    help="the collision method (default sphere-tree, which passes rigs it cannot "
-                         "bound to its fallbacks): " + "; ".join(
+                    help=f"the collision method (default {registry.DEFAULT}, which passes rigs "
+                         "it cannot bound to its fallbacks): " + "; ".join(
                              f"{m.id}: {m.label}" for m in registry.methods()))
-    sc.add_argument("--mode", choices=tuple(MODE_METHODS),
-                    help="older spelling of --method: on-demand = sphere-tree, "
-                         "bottom-up, rebuild")
+    sc.add_argument("--mode", choices=tuple(_registry.MODES),
+                    help="older spelling of --method: " + ", ".join(
+                        f"{k} = {v}" for k, v in _registry.MODES.items()))
     sc.add_argument("--first-hit", action="store_true",
                     help="report at most one colliding pair per frame (a yes/no per frame); "
                          "the query stops at the first batch of pairs it finds")
@@ -1015,7 +1011,10 @@ def build_parser() -> argparse.ArgumentParser:
     mg.add_argument("reports", nargs="+", metavar="REPORT", help="scan --json reports")
     mg.add_argument("--json", required=True, metavar="OUT", help="write the merged report here")
     mg.set_defaults(func=cmd_merge)
-    ss = sub.add_parser("sphere-set", help="fit a variational sphere set (Wang et al. 2006) "
+    from .core.methods.sphere_set import SphereSetMethod
+
+    # The command that fits the sphere-set method's data is named after the method.
+    ss = sub.add_parser(SphereSetMethod.id, help="fit a variational sphere set (Wang et al. 2006) "
                         "to one mesh's rest pose; JSON in mesh data coordinates")
     ss.add_argument("file", help=".blend, .glb or .gltf")
     ss.add_argument("--object", required=True, help="the mesh object's name")
@@ -1045,16 +1044,16 @@ def _join_negative_frames(argv: list[str]) -> list[str]:
 
 
 # `--mode` values and the method each one names (core.scan, no bpy to parse arguments).
-from .core.scan import DEFAULT_METHOD, MODE_METHODS  # noqa: E402
+from .core.methods import registry as _registry  # noqa: E402
 
 
 def _scan_method(args) -> str:
     """The method id of `--method`, or of the older `--mode`; both must agree."""
-    by_mode = MODE_METHODS[args.mode] if getattr(args, "mode", None) else None
+    by_mode = _registry.MODES[args.mode] if getattr(args, "mode", None) else None
     method = getattr(args, "method", None)
     if method and by_mode and method != by_mode:
         raise UsageError(f"--method {method} and --mode {args.mode} disagree: give one")
-    return method or by_mode or DEFAULT_METHOD
+    return method or by_mode or _registry.DEFAULT
 
 
 def main(argv: list[str] | None = None) -> int:

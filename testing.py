@@ -42,7 +42,8 @@ def collisions(path_or_objects, frames=None, self_collision: bool = True,
         ignore_rest_contacts: drop the contacts present in the rest pose.
         objects: names of the meshes to check (default: every character: skinned meshes
             and rigid props, `addon.extract.character_meshes`).
-        mode: "on-demand", "bottom-up" or "rebuild" (Blender's BVHTree).
+        mode: the older spelling of the method (`core.methods.registry.MODES`:
+            "on-demand", "bottom-up" or "rebuild", Blender's BVHTree).
         allow: path of a reviewed allow-list (scan JSON, exported JSON/CSV).
     Raises ValueError on bad input (the message says why).
     """

@@ -36,7 +36,7 @@ def describe(ob) -> MeshReport:
     used[np.unique(rig.weight_bone)] = True
     keys = ob.data.shape_keys
     n_keys = len(keys.key_blocks) - 1 if keys is not None and len(keys.key_blocks) else 0
-    chosen, passed_over = registry.resolve("sphere-tree", rig)
+    chosen, passed_over = registry.resolve(registry.DEFAULT, rig)
     off = np.abs(sums[weighted] - 1.0) > 1e-3
     arm = rep.armature
     r = MeshReport(ob.name_full, arm.name_full if arm is not None else "", rig)

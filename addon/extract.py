@@ -168,7 +168,7 @@ def rest_position(armatures) -> Iterator[None]:
     not pose edits (`handlers.quiet`)."""
     import bpy
 
-    from .handlers import quiet
+    from .state import quiet
 
     arms = list(dict.fromkeys(a for a in armatures if a is not None))
     saved = {a: a.data.pose_position for a in arms}

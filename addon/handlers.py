@@ -10,33 +10,16 @@ where `catch_up()` is called directly or by the next update).
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
 
 import bpy
 from bpy.app.handlers import persistent
 
 from . import overlay, session, storage
+from .state import STATE, quiet  # noqa: F401  (quiet: the older import path)
 
-_busy = False            # a live query is running
-_quiet = 0               # > 0 while the project itself writes to the scene
-_pending: str = ""       # name of a scene whose pose changed while we could not follow
-_last_end = 0.0          # perf_counter() at the end of the last live query
-_last_seconds = 0.0      # its duration
 # Minimum pause after a live query, as a multiple of its duration (1.0: a drag spends at
 # most half of its time in queries). The tests set it to 0 or to a large value.
 THROTTLE = 1.0
-
-
-@contextmanager
-def quiet():
-    """Around the project's own writes (rest-pose switches, bakes): depsgraph updates they
-    cause are not pose edits and must not start a live query."""
-    global _quiet
-    _quiet += 1
-    try:
-        yield
-    finally:
-        _quiet -= 1
 
 
 def _live_meshes(scene) -> list:
@@ -45,8 +28,7 @@ def _live_meshes(scene) -> list:
 
 def _update(scene, depsgraph) -> None:
     """Collide the built characters as evaluated now; keep the result and its pair count."""
-    global _busy, _last_end, _last_seconds
-    _busy = True
+    STATE.busy = True
     t0 = time.perf_counter()
     try:
         meshes = session.built(scene, _live_meshes(scene))
@@ -59,9 +41,9 @@ def _update(scene, depsgraph) -> None:
         session.record_error(scene, f"collision check failed: {type(exc).__name__}: {exc}")
         pairs = 0
     finally:
-        _busy = False
-        _last_end = time.perf_counter()
-        _last_seconds = _last_end - t0
+        STATE.busy = False
+        STATE.last_end = time.perf_counter()
+        STATE.last_seconds = STATE.last_end - t0
     if scene.skin_collide.live_pairs != pairs:    # a write tags the scene: only on change
         with quiet():
             scene.skin_collide.live_pairs = pairs
@@ -89,11 +71,10 @@ def _note_mesh_changes(depsgraph) -> None:
 @persistent
 def on_frame_change(scene, depsgraph) -> None:
     """Refit and collide the built characters at the new frame (viewport only)."""
-    global _pending
     _note_mesh_changes(depsgraph)
-    if _busy or depsgraph is None or depsgraph.mode == "RENDER" or not _live(scene):
+    if STATE.busy or depsgraph is None or depsgraph.mode == "RENDER" or not _live(scene):
         return
-    _pending = ""                # the frame's query sees the latest pose too
+    STATE.pending = ""                # the frame's query sees the latest pose too
     _update(scene, depsgraph)
 
 
@@ -122,47 +103,45 @@ def on_depsgraph_update(scene, depsgraph) -> None:
     """Follow pose edits (no frame change): collide again, throttled. Also notes meshes
     whose data changed (weight painting, Edit Mode, scripts): their next use re-reads
     the weights (`session.per_vertex_stale_reason`)."""
-    global _pending
     _note_mesh_changes(depsgraph)
-    if _quiet or depsgraph is None or depsgraph.mode == "RENDER" or not _live(scene):
+    if STATE.quiet or depsgraph is None or depsgraph.mode == "RENDER" or not _live(scene):
         return
-    if not _relevant(scene, depsgraph) and _pending != scene.name_full:
+    if not _relevant(scene, depsgraph) and STATE.pending != scene.name_full:
         return
     now = time.perf_counter()
-    if _busy or now - _last_end < THROTTLE * _last_seconds:
-        if not _pending:
-            _pending = scene.name_full
+    if STATE.busy or now - STATE.last_end < THROTTLE * STATE.last_seconds:
+        if not STATE.pending:
+            STATE.pending = scene.name_full
             _schedule_catch_up()
         return
-    _pending = ""
+    STATE.pending = ""
     _update(scene, depsgraph)
 
 
 def catch_up() -> None:
     """Run the pending live update, if any (what the timer calls)."""
-    global _pending
-    if not _pending or _busy:
+    if not STATE.pending or STATE.busy:
         return
-    scene = bpy.data.scenes.get(_pending)
-    _pending = ""
+    scene = bpy.data.scenes.get(STATE.pending)
+    STATE.pending = ""
     if scene is None or not _live(scene):
         return
     _update(scene, bpy.context.evaluated_depsgraph_get())
 
 
 def pending() -> bool:
-    return bool(_pending)
+    return bool(STATE.pending)
 
 
 def _timer():
-    if _busy:
+    if STATE.busy:
         return 0.05
     catch_up()
     return None
 
 
 def _schedule_catch_up() -> None:
-    delay = max(0.02, THROTTLE * _last_seconds)
+    delay = max(0.02, THROTTLE * STATE.last_seconds)
     if not bpy.app.timers.is_registered(_timer):
         bpy.app.timers.register(_timer, first_interval=delay)
 
@@ -172,8 +151,7 @@ def on_load_post(*_args) -> None:
     """Data and settings come back with the file; drawing and results are re-attached.
     Data of meshes deleted or joined away (in files saved before `on_save_pre` existed)
     is removed."""
-    global _pending
-    _pending = ""
+    STATE.pending = ""
     for scene in bpy.data.scenes:
         session.forget(scene)
     session.forget_checks()

@@ -9,6 +9,8 @@ import sys
 
 import numpy as np
 
+from .state import STATE
+
 # The highlight floats this fraction of the triangle's size off the surface, so it does
 # not z-fight with the mesh.
 OFFSET = 0.02
@@ -99,33 +101,28 @@ def drawable_wires(d) -> np.ndarray:
 def _level_wires(res, name: str, obj, pos: np.ndarray, level: int, k: int = -1) -> np.ndarray:
     """Wireframes of one level of the object's volumes at this frame, computed once per
     frame and level (draws repeat often): the method's own (`Method.drawable`: sphere
-    sets, boxes ...) when it has them, else the exact balls of the sphere tree's nodes."""
-    from ..core.balls import minimal_balls
+    sets, boxes ...) when it has them and the pose is known, else those of the method
+    every object can use (`registry.any_object()`: the sphere tree's exact balls)."""
     from ..core.methods import registry
-    from ..core.methods.base import Frame
+    from ..core.types import Frame
 
     key = (name, level)
     if key in res.spheres:
         return res.spheres[key]
     poses = getattr(res, "poses", None) or []
-    if 0 <= k < len(poses):
-        m = registry.get(obj.method)
-        d = m.drawable(obj.rig, obj.data, Frame(pos, _object_triangles(res, k, obj), poses[k]),
-                       level)
-        if d is not None:
-            res.spheres[key] = drawable_wires(d)
-            return res.spheres[key]
-    lp = obj.tree.level_ptr
-    level = min(level, lp.size - 2)
-    if key not in res.spheres:
-        ptr = obj.tree.node_vert_ptr[lp[level]:lp[level + 1] + 1]
-        verts = obj.tree.node_verts[ptr[0]:ptr[-1]]
-        c, r = minimal_balls(pos[verts], ptr - ptr[0])
-        res.spheres[key] = sphere_wires(c, r)
+    pose = poses[k] if 0 <= k < len(poses) else None
+    frame = Frame(pos, object_triangles(res, k, obj), pose)
+    d = None
+    if pose is not None:
+        d = registry.get(obj.method).drawable(obj.rig, obj.data, frame, level)
+    if d is None:
+        anyone = registry.any_object()
+        d = anyone.drawable(obj.rig, obj.data_for(anyone), frame, level)
+    res.spheres[key] = drawable_wires(d)
     return res.spheres[key]
 
 
-def _object_triangles(res, k: int, obj) -> np.ndarray:
+def object_triangles(res, k: int, obj) -> np.ndarray:
     """The triangles the result's hit indices refer to: the frame's own triangulation when
     the result carries it, else the rest mesh's."""
     own = getattr(res, "triangles", None)
@@ -152,7 +149,7 @@ def result_arrays(res, objects: dict, show_spheres: bool, level: int):
         if obj is None:
             continue
         if hit.size:
-            tris.append(triangle_overlay(pos, _object_triangles(res, k, obj), hit))
+            tris.append(triangle_overlay(pos, object_triangles(res, k, obj), hit))
         if show_spheres:
             lines.append(_level_wires(res, name, obj, pos, level, k))
     cat = lambda xs: np.concatenate(xs) if xs else np.zeros((0, 3), np.float32)  # noqa: E731
@@ -170,19 +167,15 @@ class _Drawn:
         self.batches = None          # (tris batch | None, lines batch | None, shader)
 
 
-_drawn: dict[str, _Drawn] = {}
-# How many times the arrays were (re)built; the tests read it to check that redraws reuse.
-build_count = 0
 
 
 def _drawn_for(scene) -> _Drawn:
     from . import session, storage
 
-    global build_count
     res = session.live_result(scene)
     s = scene.skin_collide
     key = (bool(s.show_spheres), int(s.sphere_level))
-    d = _drawn.get(scene.name_full)
+    d = STATE.drawn.get(scene.name_full)
     if d is not None and d.res is res and d.key == key:
         return d
     objects = {}
@@ -193,8 +186,8 @@ def _drawn_for(scene) -> _Drawn:
             if ob is not None and storage.has_data(ob):
                 objects[name] = storage.load(ob)
     tris, lines = result_arrays(res, objects, *key)
-    build_count += 1
-    d = _drawn[scene.name_full] = _Drawn(res, key, tris, lines)
+    STATE.build_count += 1
+    d = STATE.drawn[scene.name_full] = _Drawn(res, key, tris, lines)
     return d
 
 
@@ -206,16 +199,13 @@ def live_batches(scene):
 
 
 def forget_drawn() -> None:
-    _drawn.clear()
+    STATE.drawn.clear()
 
 
 # -- draw callbacks (thin: gpu is unavailable in background mode until a GPU context
 #    exists; see addon/snapshot.py) -----------------------------------------------------------
 
 _handles: dict[str, object] = {}
-# Callback name -> the last error message it reported (each distinct failure is printed
-# once, not on every redraw).
-draw_errors: dict[str, str] = {}
 
 
 def _guarded(name: str):
@@ -229,8 +219,8 @@ def _guarded(name: str):
                 return fn(*args)
             except Exception as exc:  # noqa: BLE001 - a draw callback must never raise
                 msg = f"{type(exc).__name__}: {exc}".splitlines()[0]
-                if draw_errors.get(name) != msg:
-                    draw_errors[name] = msg
+                if STATE.draw_errors.get(name) != msg:
+                    STATE.draw_errors[name] = msg
                     print(f"skin_collide: the {name} overlay failed and draws nothing: {msg}",
                           file=sys.stderr)
                 return None
@@ -337,5 +327,5 @@ def disable_drawing() -> None:
         bpy.types.SpaceView3D.draw_handler_remove(_handles.pop("view3d"), "WINDOW")
     if "timeline" in _handles:
         bpy.types.SpaceDopeSheetEditor.draw_handler_remove(_handles.pop("timeline"), "WINDOW")
-    _drawn.clear()
-    draw_errors.clear()
+    STATE.drawn.clear()
+    STATE.draw_errors.clear()

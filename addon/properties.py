@@ -4,11 +4,29 @@ from __future__ import annotations
 import bpy
 
 from ..core.methods import registry
-from ..core.scan import DEFAULT_METHOD
 
-# The panel's method choice comes from the registry, like the CLI's --method choices.
-# Kept at module level: Blender needs the enum items to stay referenced.
-_METHOD_ITEMS = [(m.id, m.label, m.description) for m in registry.methods()]
+# The panel's method choice comes from the registry, like the CLI's --method choices: read
+# each time, so that a method registered later (a studio's own) is offered too. Blender
+# needs the items to stay referenced: they live in this list. Values are registry order,
+# which keeps the built-in methods' stored values.
+_METHOD_ITEMS: list[tuple[str, str, str, int]] = []
+
+
+def _method_items(self, context):
+    _METHOD_ITEMS[:] = [(m.id, m.label, m.description, k)
+                        for k, m in enumerate(registry.methods())]
+    return _METHOD_ITEMS
+
+
+#: The panel property holding each build option a method may declare (`Method.options`).
+OPTION_PROPS = {"count": "sphere_count", "seed": "sphere_seed"}
+
+
+def panel_options(scene, method) -> dict:
+    """The panel's values of the build options `method` declares (`Method.options`) that
+    the panel has a setting for (`OPTION_PROPS`); the others keep their defaults."""
+    props = scene.skin_collide
+    return {k: getattr(props, OPTION_PROPS[k]) for k in method.options if k in OPTION_PROPS}
 
 
 class SKINCOLLIDE_PG_frame_count(bpy.types.PropertyGroup):
@@ -49,7 +67,7 @@ class SKINCOLLIDE_PG_settings(bpy.types.PropertyGroup):
     method: bpy.props.EnumProperty(
         name="Method", description="The collision method (a rig it cannot bound exactly "
         "gets its fallback: the scan says which was used)",
-        items=_METHOD_ITEMS, default=DEFAULT_METHOD)
+        items=_method_items, default=registry.ids().index(registry.DEFAULT))
     ignore_rest_contacts: bpy.props.BoolProperty(
         name="Ignore Rest Contacts",
         description="Ignore contacts already present in the rest pose (designed-in overlaps "

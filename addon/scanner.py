@@ -1,14 +1,13 @@
 """Scan frames of a Blender scene for collisions: the glue between bpy and core.scan.
 
-Modes:
-* ``on-demand``: sphere trees refitted from the pose matrices (Kavan & Žára 2005), with
-  the bottom-up fallback for rigs whose deformation the LBS bound does not cover;
-* ``bottom-up``: sphere trees refitted from the evaluated positions every frame;
-* ``rebuild``: Blender's own ``mathutils.bvhtree.BVHTree`` rebuilt every frame on the
-  evaluated world-space loop triangles of that frame and queried with ``overlap`` (the
-  reference).
+A scan runs one registered method (`core.methods.registry`): each object answers with the
+method it was built for (the asked one, or its fallback), a `Method.for_any_object` method
+(the bottom-up refit) answers for every object, and a method outside the numpy core
+(`Method.in_core` False: Blender's own ``mathutils.bvhtree.BVHTree`` rebuilt every frame on
+the evaluated world-space loop triangles and queried with ``overlap``, the reference) is
+answered here by `bvhtree_pairs`.
 
-Every mode uses the triangles Blender draws at the frame (deformed quads are re-split,
+Every method uses the triangles Blender draws at the frame (deformed quads are re-split,
 `core.geometry.triangulation`); `evaluate` reads them with the positions.
 """
 from __future__ import annotations
@@ -26,8 +25,8 @@ from ..core import welds
 from ..core.methods import registry
 from . import extract
 
-MODES = ("on-demand", "bottom-up", "rebuild")
-MODE_METHODS = core_scan.MODE_METHODS
+#: The older spelling of a scan's method (`registry.MODES`: mode name -> method id).
+MODES = tuple(registry.MODES)
 
 
 class DegeneratePose(extract.RigError):
@@ -80,8 +79,7 @@ class FrameOutcome:
 @dataclass
 class ScanReport:
     """A scan's frames so far. `refit` maps each object to the method actually used
-    (registry ids: "sphere-tree", "sphere-tree-pv", "bottom-up", "rebuild", ...; several
-    joined by "+" if it changed between frames); `complete` is False until every frame was scanned; `interrupted` is True when
+    (registry ids; several joined by "+" if it changed between frames); `complete` is False until every frame was scanned; `interrupted` is True when
     the scan was stopped (Ctrl-C)."""
 
     objects: list[str]
@@ -172,24 +170,26 @@ class Scanner:
                  first_hit: bool = False, method: str | None = None,
                  objects: list | None = None, ids: list | None = None):
         """`method`: a registered method id (`core.methods.registry`; default
-        "sphere-tree", which hands rigs it cannot bound to its fallbacks). `mode` is the
-        older spelling ("on-demand", "bottom-up", "rebuild"; see MODE_METHODS). `objects`:
+        `registry.DEFAULT`, which hands rigs it cannot bound to its fallbacks). `mode` is
+        the older spelling (`registry.MODES`). `objects`:
         already built `CollisionObject`s of `meshes` (loaded from the .blend) instead of
         building them here."""
         if mode is not None and mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
         if method is None:
-            method = MODE_METHODS[mode or "on-demand"]
+            method = registry.MODES[mode] if mode is not None else registry.DEFAULT
         try:
-            registry.get(method)
+            m = registry.get(method)
         except KeyError as exc:
             raise ValueError(exc.args[0]) from None
         if not meshes:
             raise extract.RigError("no character (skinned mesh or rigid prop) to scan")
         self.meshes = meshes
         self.method = method
-        # How query_frame runs: each object's own method, or all refitted bottom-up.
-        self.mode = {"rebuild": "rebuild", "bottom-up": "bottom-up"}.get(method, "on-demand")
+        #: The method is answered by Blender, not the numpy core (the reference).
+        self.by_blender = not m.in_core
+        # How query_frame runs: each object's own method, or this one for every object.
+        self.query_mode = method if m.for_any_object else core_scan.OWN
         self.self_collision = self_collision
         self.first_hit = first_hit
         #: Capped frames (the panel's MAX_PAIRS): with no filters, the exact self tree
@@ -238,7 +238,7 @@ class Scanner:
         Rest Contacts* (`addon.session.store_rest_contacts`) and of
         `--ignore-rest-contacts`. Assign the result to `ignore`."""
         tri_pairs = rest_pose_pairs(self.meshes, self.objects, self.self_collision,
-                                    rebuild=self.mode == "rebuild")
+                                    rebuild=self.by_blender)
         return contacts.ContactIndex(
             (self.ids[i], a, self.ids[j], b) for i, j, p in tri_pairs for a, b in p.tolist())
 
@@ -279,17 +279,17 @@ class Scanner:
         method used per object."""
         if triangles is None:
             triangles = self.triangles
-        if self.mode == "rebuild":
+        if self.by_blender:
             t0 = time.perf_counter()
             pairs = bvhtree_pairs(self.objects, positions, self.self_collision, triangles,
                                   poses)
-            return pairs, (time.perf_counter() - t0) * 1000.0, ["rebuild"] * len(self.objects)
+            return pairs, (time.perf_counter() - t0) * 1000.0, [self.method] * len(self.objects)
         # With filters, the first pair found may be one they drop: then the whole frame is
         # queried and the first pair kept after the filters (never a false "clean").
         first = self.first_hit and not self.ignore and not self.allow_polygons
         capped = (self.max_pairs is not None and not self.first_hit and not self.ignore
                   and not self.allow_polygons)
-        res = core_scan.query_frame(self.objects, positions, poses, mode=self.mode,
+        res = core_scan.query_frame(self.objects, positions, poses, mode=self.query_mode,
                                     self_collision=self.self_collision,
                                     first_hit=first, triangles=triangles,
                                     enough_self=self._enough_self if capped else None,
@@ -401,7 +401,7 @@ class Scanner:
     def uncovered(self) -> dict:
         """With self-collision, per object whose method says what its own self test leaves
         out (`Method.coverage`): that entry (computed once per object)."""
-        if not self.self_collision or self.mode == "rebuild":
+        if not self.self_collision or self.by_blender:
             return {}
         out = {}
         for o in self.objects:
@@ -508,7 +508,8 @@ def rest_pose_pairs(meshes: list, objects: list, self_collision: bool,
         if rebuild:
             return bvhtree_pairs(objects, positions, self_collision, tris)
         return core_scan.query_frame(objects, positions, [None] * len(objects),
-                                     mode="bottom-up", self_collision=self_collision,
+                                     mode=registry.any_object().id,
+                                     self_collision=self_collision,
                                      triangles=tris).pairs
 
 

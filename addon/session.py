@@ -10,6 +10,7 @@ from ..core.query import multi
 from ..core.self_collision import query as _query
 from . import extract, scanner, storage
 from . import rest_contacts as rest_contacts_store
+from .state import STATE
 
 
 class SessionError(ValueError):
@@ -69,11 +70,10 @@ class LiveResult:
         return str(self.n_pairs)
 
 
-_live: dict[str, LiveResult] = {}
 
 
 def live_result(scene) -> LiveResult | None:
-    return _live.get(scene.name_full)
+    return STATE.live.get(scene.name_full)
 
 
 def chosen_meshes(scene, context=None) -> list:
@@ -117,19 +117,17 @@ def participants(scene, context=None) -> list:
 # Mode, scripts). A use compares the rest positions (0.01 ms on MakeHuman's 13k vertices)
 # and re-reads the weights (the full check, 65-85 ms there) only after such a change,
 # after a build, or after a file load.
-_verified: dict[tuple[str, str, int], np.ndarray] = {}
-_changed_meshes: set[int] = set()
 
 
 def mark_mesh_changed(mesh) -> None:
     """The data of `mesh` (an original Mesh) changed: its objects need a full check."""
-    _changed_meshes.add(mesh.as_pointer())
+    STATE.changed_meshes.add(mesh.as_pointer())
 
 
 def forget_checks() -> None:
     """After a file load: nothing is verified any more."""
-    _verified.clear()
-    _changed_meshes.clear()
+    STATE.verified.clear()
+    STATE.changed_meshes.clear()
 
 
 def _rest_positions(me) -> np.ndarray:
@@ -144,16 +142,16 @@ def _rest_positions(me) -> np.ndarray:
 
 def per_vertex_stale_reason(ob, full_check: bool = False) -> str:
     """Why `ob`'s weights or rest positions no longer fit its built data ('' when they
-    fit). Cheap unless something changed since the last check (see `_verified`)."""
+    fit). Cheap unless something changed since the last check (see `STATE.verified`)."""
     text = storage.text_of(ob)
     signature = storage.built_signature(ob)
     key = (text.name_full, str(text.get(storage.BUILD_KEY) or signature), ob.as_pointer())
     pos = _rest_positions(ob.data)
-    seen = _verified.get(key)
+    seen = STATE.verified.get(key)
     reason = (f"the weights, rest shape or bones (rest pose) of '{ob.name_full}' changed "
               "since its collision data was built: rebuild")
     mesh_key = ob.data.as_pointer()
-    if seen is not None and not full_check and mesh_key not in _changed_meshes:
+    if seen is not None and not full_check and mesh_key not in STATE.changed_meshes:
         return "" if np.array_equal(seen, pos) else reason
     try:
         # The mesh's own data, read without evaluating anything (a rig on an evaluated
@@ -165,10 +163,10 @@ def per_vertex_stale_reason(ob, full_check: bool = False) -> str:
         return str(exc)
     if current != storage.source_signature(ob):
         return reason
-    for k in [k for k in _verified if k[0] == key[0] and k[2] == key[2]]:   # older builds
-        del _verified[k]
-    _verified[key] = pos
-    _changed_meshes.discard(mesh_key)
+    for k in [k for k in STATE.verified if k[0] == key[0] and k[2] == key[2]]:   # older builds
+        del STATE.verified[k]
+    STATE.verified[key] = pos
+    STATE.changed_meshes.discard(mesh_key)
     return ""
 
 
@@ -297,7 +295,7 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
                         total_pairs=n_polys, warning=warning, triangles=out.triangles,
                         modes=rec.modes, poses=out.poses, more_than=sc.stopped,
                         dense=sc.dense)
-    _live[scene.name_full] = result
+    STATE.live[scene.name_full] = result
     return result
 
 
@@ -305,15 +303,15 @@ def not_checked(scene, message: str) -> LiveResult:
     """The result of a frame that was not checked (see `DegeneratePose`): no pairs, the
     reason in `error`, `not_checked` set."""
     res = LiveResult(scene.frame_current, 0.0, [], [], [], [], error=message, not_checked=True)
-    _live[scene.name_full] = res
+    STATE.live[scene.name_full] = res
     return res
 
 
 def record_error(scene, message: str) -> None:
     """Keep a failed live query's message for the panel (the overlay then draws nothing)."""
-    _live[scene.name_full] = LiveResult(scene.frame_current, 0.0, [], [], [], [], error=message)
+    STATE.live[scene.name_full] = LiveResult(scene.frame_current, 0.0, [], [], [], [], error=message)
 
 
 def forget(scene) -> None:
-    _live.pop(scene.name_full, None)
+    STATE.live.pop(scene.name_full, None)
     rest_contacts_store.forget_index(scene)

@@ -249,7 +249,7 @@ def snapshot_result(scene, res, objects: dict, path: str | None, size=(640, 400)
     tris, _ = overlay.result_arrays(res, objects, False, 0)
     hits = []
     for k, (name, pos, hit) in enumerate(zip(res.names, res.positions, res.hit_triangles)):
-        tri = overlay._object_triangles(res, k, objects[name])
+        tri = overlay.object_triangles(res, k, objects[name])
         hits.append(pos[np.unique(tri[hit])] if hit.size else np.zeros((0, 3)))
     center, radius, direction = framing(list(res.positions), hits)
     w, h = size

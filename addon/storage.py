@@ -55,6 +55,7 @@ from __future__ import annotations
 import base64
 import copy
 import hashlib
+import json
 import os
 import uuid
 
@@ -62,6 +63,7 @@ import numpy as np
 
 from ..core import blob as container   # (`blob` names the stored bytes below)
 from ..core import persist
+from ..core.methods import registry
 from ..core.scan import CollisionObject
 from . import identity
 
@@ -73,7 +75,8 @@ BUILD_KEY = "skin_collide_build"
 BLOB_KEY = "skin_collide_blob"          # the persist bytes, when kept in the file
 CACHE_KEY = "skin_collide_cache"        # the rig signature, when kept on disk
 METHOD_KEY = "skin_collide_method"      # the method asked at build (for a rebuild)
-SET_KEY = "skin_collide_sphere_set"     # a sphere set's (count, seed), for a rebuild
+SET_KEY = "skin_collide_sphere_set"     # earlier versions: a sphere set's (count, seed)
+OPTIONS_KEY = "skin_collide_options"    # the method's build options (JSON), for a rebuild
 SIGNATURE_KEY = "skin_collide_signature"  # the rig signature at build (also on local objects)
 SHAPE_KEY = "skin_collide_shape"        # the state signature at build (also on local objects)
 REST_KEY = "skin_collide_rest"          # the character's rest contacts (addon/rest_contacts.py)
@@ -496,9 +499,12 @@ def save(ob, obj: CollisionObject) -> None:
         text[SOURCE_KEY] = obj.rig.source_signature
     elif SOURCE_KEY in text:
         del text[SOURCE_KEY]
-    if obj.method == "sphere-set":
-        text[SET_KEY] = [int(obj.data.set_radii.size), int(obj.data.set_info[3])]
-    elif SET_KEY in text:
+    options = registry.get(obj.method).built_options(obj.data)
+    if options:
+        text[OPTIONS_KEY] = json.dumps(options, sort_keys=True)
+    elif OPTIONS_KEY in text:
+        del text[OPTIONS_KEY]
+    if SET_KEY in text:                  # what earlier versions stored for sphere sets
         del text[SET_KEY]
     text[OWNER_KEY] = ob.name
     text[OWNER_ID_KEY] = ob
@@ -557,15 +563,10 @@ def rebuild(ob) -> CollisionObject:
         rig = extract.rig_from_object(ob)
         wm.progress_update(1)
         text = text_of(ob)
-        asked = str(text.get(METHOD_KEY) or core_scan.DEFAULT_METHOD)
-        sphere_set = text.get(SET_KEY)
+        asked = str(text.get(METHOD_KEY) or registry.DEFAULT)
         try:
-            if asked == "sphere-set" and sphere_set is not None:
-                from ..core.methods import sphere_set as core_set   # the same count and seed
-                obj = core_set.prepare_object(rig, int(sphere_set[0]), int(sphere_set[1]))
-            else:
-                obj = core_scan.prepare(rig, asked)
-        except KeyError:                  # a method this version does not have
+            obj = core_scan.prepare(rig, asked, **stored_options(text))   # the same options
+        except (KeyError, TypeError):     # a method (or option) this version does not have
             obj = core_scan.prepare(rig)
         wm.progress_update(2)
     finally:
@@ -574,6 +575,20 @@ def rebuild(ob) -> CollisionObject:
           f"({obj.build_seconds:.1f} s; its cache was missing or stale)")
     save(ob, obj)
     return obj
+
+
+def stored_options(text) -> dict:
+    """The build options stored with the data (`Method.built_options`), {} without."""
+    raw = text.get(OPTIONS_KEY)
+    if raw:
+        try:
+            return dict(json.loads(str(raw)))
+        except (ValueError, TypeError):
+            return {}
+    legacy = text.get(SET_KEY)          # earlier versions: a sphere set's (count, seed)
+    if legacy is not None and len(legacy) == 2:
+        return {"count": int(legacy[0]), "seed": int(legacy[1])}
+    return {}
 
 
 def source_signature(ob) -> str:
@@ -653,7 +668,7 @@ def load(ob) -> CollisionObject | None:
             obj = persist.from_bytes(data)
         except Exception as exc:      # noqa: BLE001 - damaged or foreign text
             raise ValueError(f"the collision data of '{ob.name_full}' cannot be read ({exc}); "
-                             "rebuild") from None
+                             "rebuild it") from None
     _cache[cache_key] = (key, _bind(obj, ob))
     missing.discard(ob.name_full)
     return obj

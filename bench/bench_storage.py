@@ -71,27 +71,27 @@ def array_table(asset: str, level: int) -> None:
     """Every array of the first mesh's prepared object: sizes and recompute costs."""
     from skin_collide.addon import extract
     from skin_collide.core import persist, refit, refit_dqs, scan, sphere_tree, welds
+    from skin_collide.core.methods import sphere_tree as stm
 
     ob = load(asset, level)[0]
     rig = extract.rig_from_object(ob)
     obj = scan.prepare(rig)
     arrays = persist.all_arrays(obj)
     stored = persist.compact(arrays)
-    t = obj.tree
+    t = obj.data.tree
     _, t_keys = timed(welds.vertex_weld_ids, rig)
-    _, t_nv = timed(persist.node_vertices, t.parent, t.leaf_tri, t.level_ptr, rig)
+    _, t_nv = timed(sphere_tree.node_vertices, t.parent, t.leaf_tri, t.level_ptr, rig)
     fn = refit_dqs.dqs_bounds if obj.method == "sphere-tree-pv" else refit.lbs_bounds
     full_bounds, t_bounds_all = timed(fn, t, rig)
-    corners = tuple(getattr(full_bounds, k) for k in persist.KEPT_BOUNDS)
+    corners = tuple(getattr(full_bounds, k) for k in stm.KEPT_BOUNDS)
     _, t_bounds = timed(lambda: fn(t, rig, corners=corners))
     _, t_tree = timed(lambda: sphere_tree.build(
         rig.rest_positions, rig.triangles, tri_polygon=rig.tri_polygon,
         poly_ptr=rig.poly_ptr, poly_verts=rig.poly_verts))
     _, t_rig = timed(extract.rig_from_object, ob)
     arrays["vertex_keys"] = obj.vertex_keys        # never stored (recomputed since format 3)
-    cost = {"vertex_keys": t_keys, persist.TREE + "node_vert_ptr": t_nv,
-            persist.TREE + "node_verts": t_nv}
-    B, T = persist.BOUNDS, persist.TREE
+    T, B = persist.DATA + stm.TREE, persist.DATA + stm.BOUNDS
+    cost = {"vertex_keys": t_keys, T + "node_vert_ptr": t_nv, T + "node_verts": t_nv}
     print(f"\n### Arrays of {asset} level {level} ({rig.n_triangles} triangles, "
           f"{t.n_nodes} spheres; build {obj.build_seconds:.2f} s)\n")
     print("| Array | dtype, shape | Raw KB | Alone, lzma KB | Kept | Recompute s |")

@@ -108,7 +108,7 @@ def run_level(args, level: int) -> dict:
                   f"{od.ms:.1f} ms first-hit {fh.ms:.1f} bottom-up {bu.ms:.1f} blender "
                   f"{rows['bl'][-1]:.1f} / world {rows['blw'][-1]:.1f}", flush=True)
     out = {"level": level, "triangles": sc.objects[0].rig.n_triangles,
-           "spheres": sc.objects[0].tree.n_nodes, "build_s": build_s, "frames": len(frames)}
+           "spheres": sc.objects[0].data.tree.n_nodes, "build_s": build_s, "frames": len(frames)}
     for k, v in rows.items():
         out[k] = float(np.median(v))
     out["colliding_frames"] = int(sum(1 for p in rows["pairs"] if p))
@@ -118,15 +118,15 @@ def run_level(args, level: int) -> dict:
         dg = bpy.context.evaluated_depsgraph_get()
         pos, poses = sc.evaluate(dg)
         o = sc.objects[0]
-        fr = refit.frame_transforms(poses[0], o.tree)
-        alln = np.arange(o.tree.n_nodes)
+        fr = refit.frame_transforms(poses[0], o.data.tree)
+        alln = np.arange(o.data.tree.n_nodes)
         radii = {
-            "reference": o.tree.radii,
-            "on-demand": refit.refit_on_demand(o.tree, o.bounds, fr, alln)[1],
-            "bottom-up": refit.refit_bottom_up(o.tree, sc.triangles[0], pos[0])[1],
-            "best": refit.refit_exact(o.tree, pos[0])[1],
+            "reference": o.data.tree.radii,
+            "on-demand": refit.refit_on_demand(o.data.tree, o.data.bounds, fr, alln)[1],
+            "bottom-up": refit.refit_bottom_up(o.data.tree, sc.triangles[0], pos[0])[1],
+            "best": refit.refit_exact(o.data.tree, pos[0])[1],
         }
-        lp = o.tree.level_ptr
+        lp = o.data.tree.level_ptr
         out["table2"] = {"frame": f, "levels": [
             [d + 1, int(lp[d + 1] - lp[d])] + [float(r[lp[d]:lp[d + 1]].mean()) for r in radii.values()]
             for d in range(lp.size - 1)]}

@@ -61,12 +61,12 @@ def main() -> None:
                 mod.use_deform_preserve_volume = True
     sc = scanner.Scanner([ob, ob2])
     pv_objs = sc.objects
-    assert all(isinstance(o.bounds, refit_dqs.DqsBounds) for o in pv_objs)
+    assert all(isinstance(o.data.bounds, refit_dqs.DqsBounds) for o in pv_objs)
     lbs_objs = []
     for o in pv_objs:
         rig = o.rig.__class__(**{**o.rig.__dict__})
         rig.preserve_volume = False
-        lbs_objs.append(core_scan.CollisionObject(o.name, rig, o.tree, refit.lbs_bounds(o.tree, rig),
+        lbs_objs.append(core_scan.CollisionObject(o.name, rig, o.data.tree, refit.lbs_bounds(o.data.tree, rig),
                                                   "lbs", "", o.keys))
     scene = bpy.context.scene
     act = arm.animation_data.action if arm.animation_data else None
@@ -94,17 +94,17 @@ def main() -> None:
     scene.frame_set(f)
     pos, poses = sc.evaluate(bpy.context.evaluated_depsgraph_get())
     o, lo, pose = pv_objs[0], lbs_objs[0], poses[0]
-    alln = np.arange(o.tree.n_nodes)
+    alln = np.arange(o.data.tree.n_nodes)
     radii = {
-        "Reference": o.tree.radii,
-        "LBS refit": refit.refit_on_demand(lo.tree, lo.bounds, refit.frame_transforms(pose, lo.tree), alln)[1],
-        "PV refit": refit_dqs.refit_on_demand_dqs(o.tree, o.bounds,
-                                                  refit_dqs.dqs_frame(pose, o.tree, o.rig.bone_rest), alln)[1],
-        "Exact (PV)": refit.refit_exact(o.tree, pos[0])[1],
+        "Reference": o.data.tree.radii,
+        "LBS refit": refit.refit_on_demand(lo.data.tree, lo.data.bounds, refit.frame_transforms(pose, lo.data.tree), alln)[1],
+        "PV refit": refit_dqs.refit_on_demand_dqs(o.data.tree, o.data.bounds,
+                                                  refit_dqs.dqs_frame(pose, o.data.tree, o.rig.bone_rest), alln)[1],
+        "Exact (PV)": refit.refit_exact(o.data.tree, pos[0])[1],
     }
-    lp = o.tree.level_ptr
+    lp = o.data.tree.level_ptr
     print(f"\nTable 1 ({args.asset}, frame {f}, {o.rig.n_triangles} triangles, "
-          f"{o.tree.n_nodes} spheres): sphere radius per tree level, min / avg / max")
+          f"{o.data.tree.n_nodes} spheres): sphere radius per tree level, min / avg / max")
     print("| Level | Nodes | " + " | ".join(radii) + " |")
     print("|---|---|" + "---|" * len(radii))
     for d in range(lp.size - 1):

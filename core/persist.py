@@ -16,8 +16,7 @@ import io
 
 import numpy as np
 
-from . import blob, refit, refit_dqs, welds
-from . import sphere_tree as st
+from . import blob, welds
 from .methods import registry
 from .rig import Rig
 from .scan import CollisionObject
@@ -33,12 +32,9 @@ _READABLE = (3, 4)
 _RIG_ARRAYS = ("rest_positions", "triangles", "tri_polygon", "weight_ptr", "weight_bone",
                "weight_value", "bone_parents", "bone_rest", "bone_deform", "poly_ptr",
                "poly_verts", "mesh_to_armature")
-# Sphere-tree arrays recomputed by `from_bytes` instead of stored (docs/storage.md §3):
-# the node vertex sets, and the bounds but their corner rows (most of the build's cost).
-TREE = "data.tree."
-BOUNDS = "data.bounds."
-DERIVED = (TREE + "node_vert_ptr", TREE + "node_verts")
-KEPT_BOUNDS = ("corner_ptr", "entry_ptr", "entry_slot", "entry_weight")
+#: The prefix of the method's own arrays (`Prepared.arrays()`, as `Method.compact` keeps
+#: them); everything else is the rig and what the scan needs to name the object.
+DATA = "data."
 
 
 def rig_signature(rig: Rig) -> str:
@@ -92,7 +88,7 @@ def all_arrays(obj: CollisionObject) -> dict[str, np.ndarray]:
     if rig.face_origin is not None:
         arrays["rig.face_origin"] = rig.face_origin
     for k, v in obj.data.arrays().items():
-        arrays[f"data.{k}"] = v
+        arrays[DATA + k] = v
     arrays["method"] = np.array(obj.method)
     arrays["asked"] = np.array(obj.asked)
     arrays["reason"] = np.array(obj.reason)
@@ -101,87 +97,14 @@ def all_arrays(obj: CollisionObject) -> dict[str, np.ndarray]:
 
 
 def compact(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """What is stored of `all_arrays`: without the derived sphere-tree arrays, with float32
-    rest spheres (kept in float64 when they do not fit float32's range)."""
-    kept = {BOUNDS + k for k in KEPT_BOUNDS}
-    out = {k: v for k, v in arrays.items()
-           if k not in DERIVED and (k in kept or not k.startswith(BOUNDS))}
+    """What is stored of `all_arrays`: the rig and the method's choice of its data
+    (`Method.compact`: e.g. sphere trees leave out what is cheap to derive again)."""
+    method = registry.get(str(arrays["method"]))
+    own = method.compact({k[len(DATA):]: v for k, v in arrays.items() if k.startswith(DATA)})
+    out = {k: v for k, v in arrays.items() if not k.startswith(DATA)}
+    out.update({DATA + k: v for k, v in own.items()})
     out["format"] = np.array(FORMAT)
-    has_tree = TREE + "parent" in arrays
-    if has_tree and any(k.startswith(BOUNDS) for k in arrays):
-        out["derived.bounds"] = np.array("dqs" if BOUNDS + "q_low" in arrays else "lbs")
-    if has_tree:
-        try:
-            out[TREE + "centers"], out[TREE + "radii"] = blob.spheres_float32(
-                arrays[TREE + "centers"], arrays[TREE + "radii"])
-        except ValueError:
-            pass                           # beyond float32: stored exactly
     return out
-
-
-def node_vertices(parent: np.ndarray, leaf_tri: np.ndarray, level_ptr: np.ndarray,
-                  rig: Rig) -> tuple[np.ndarray, np.ndarray]:
-    """`SphereTree.node_vert_ptr, node_verts` again from the tree's structure and the rig:
-    a leaf's set is its triangle's polygon corners (`sphere_tree.polygon_vertex_sets`), an
-    inner node's the union of its children's (its triangles are its leaves'), sorted.
-
-    Args:
-        parent, leaf_tri: (N,) int of the tree (breadth-first, levels contiguous);
-        level_ptr: (D + 1,) int.
-    Returns:
-        (N + 1,) int64 CSR pointers and (M,) int64 vertex indices, as `sphere_tree.build`.
-    """
-    V = np.int64(rig.n_vertices)
-    tv_ptr, tv = st.polygon_vertex_sets(rig.triangles, rig.tri_polygon, rig.poly_ptr,
-                                        rig.poly_verts)
-    level_ptr = np.asarray(level_ptr, dtype=np.int64)
-    leaf_tri = np.asarray(leaf_tri, dtype=np.int64)
-    parent = np.asarray(parent, dtype=np.int64)
-    levels: list[tuple[np.ndarray, np.ndarray]] = [None] * (level_ptr.size - 1)
-    below_ptr, below = np.zeros(1, np.int64), np.zeros(0, np.int64)   # level d + 1
-    for d in range(level_ptr.size - 2, -1, -1):
-        a, b = int(level_ptr[d]), int(level_ptr[d + 1])
-        n = b - a
-        nodes = np.arange(a, b)
-        keys = []
-        leaf = leaf_tri[nodes] >= 0
-        if leaf.any():
-            t = leaf_tri[nodes[leaf]]
-            cnt = tv_ptr[t + 1] - tv_ptr[t]
-            own = np.repeat(np.nonzero(leaf)[0], cnt)
-            start = np.repeat(tv_ptr[t] - np.concatenate([[0], np.cumsum(cnt)[:-1]]), cnt)
-            keys.append(own * V + tv[start + np.arange(cnt.sum())])
-        if below.size:
-            # Every node of level d + 1 is a child of a node of this level.
-            cnt_c = np.diff(below_ptr)
-            owner = parent[b + np.repeat(np.arange(cnt_c.size), cnt_c)] - a
-            keys.append(owner * V + below)
-        key = np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
-        ptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(key // V, minlength=n), out=ptr[1:])
-        levels[d] = (ptr, key % V)
-        below_ptr, below = levels[d]
-    sizes = np.concatenate([np.diff(p) for p, _ in levels])
-    ptr = np.zeros(sizes.size + 1, dtype=np.int64)
-    np.cumsum(sizes, out=ptr[1:])
-    return ptr, np.concatenate([v for _, v in levels])
-
-
-def _expand(d: dict[str, np.ndarray], rig: Rig) -> None:
-    """Recompute in place what `compact` left out (format 4)."""
-    if TREE + "parent" not in d:
-        return
-    for k in ("centers", "radii"):
-        d[TREE + k] = d[TREE + k].astype(np.float64)
-    if TREE + "node_verts" not in d:
-        d[TREE + "node_vert_ptr"], d[TREE + "node_verts"] = node_vertices(
-            d[TREE + "parent"], d[TREE + "leaf_tri"], d[TREE + "level_ptr"], rig)
-    kind = str(d.pop("derived.bounds", ""))
-    if kind:
-        tree = st.SphereTree(**{k[len(TREE):]: v for k, v in d.items() if k.startswith(TREE)})
-        fn = refit_dqs.dqs_bounds if kind == "dqs" else refit.lbs_bounds
-        corners = tuple(d.pop(BOUNDS + k) for k in KEPT_BOUNDS)
-        d.update({BOUNDS + k: v for k, v in fn(tree, rig, corners=corners).arrays().items()})
 
 
 def from_bytes(data: bytes) -> CollisionObject:
@@ -214,9 +137,8 @@ def from_bytes(data: bytes) -> CollisionObject:
         method = registry.get(str(d["method"]))
     except KeyError as exc:
         raise ValueError(f"collision data built by {exc.args[0]}; rebuild it") from None
-    if int(d["format"]) >= 4:
-        _expand(d, rig)
-    prepared = method.load({k[5:]: v for k, v in d.items() if k.startswith("data.")})
+    own = {k[len(DATA):]: v for k, v in d.items() if k.startswith(DATA)}
+    prepared = method.load(method.expand(own, rig))
     return CollisionObject(rig.name, rig, method.id, prepared, str(d["reason"]),
                            welds.vertex_weld_ids(rig), float(d["build_seconds"]),
                            asked=str(d["asked"]))

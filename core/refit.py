@@ -408,7 +408,7 @@ def float32_margin(pose: Pose, bounds: LbsBounds,
     return float(slope), float(offset)
 
 
-def _expand(ptr: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def expand_csr(ptr: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows of `nodes` in a CSR: (rows, segment of each row, segment offsets)."""
     counts = ptr[nodes + 1] - ptr[nodes]
     seg_ptr = np.zeros(nodes.size + 1, dtype=np.int64)
@@ -422,7 +422,7 @@ def _joint_moves(tree: SphereTree, bounds: LbsBounds, frame: FrameTransforms,
                  nodes: np.ndarray):
     """The node centres moved by each of their joints: per (node, joint) pair, C_j c (P, 3)
     and σ_j (P,), with the pairs' node segment (P,) and CSR offsets (n + 1,)."""
-    pj, pj_seg, pj_ptr = _expand(bounds.joint_ptr, nodes)
+    pj, pj_seg, pj_ptr = expand_csr(bounds.joint_ptr, nodes)
     j = bounds.node_joint[pj]
     M = frame.matrices[j]
     moved = np.einsum("eij,ej->ei", M[:, :, :3], tree.centers[nodes][pj_seg]) + M[:, :, 3]
@@ -451,8 +451,8 @@ def corner_spheres(tree: SphereTree, bounds: LbsBounds, frame: FrameTransforms,
     convex combination of its joints' transformed spheres, and the approximate ball of
     those encloses the node. Centres (n, 3), radii (n,) float64, without the margin."""
     pj, pj_seg, pj_ptr, moved, sig = moves or _joint_moves(tree, bounds, frame, nodes)
-    rows, row_seg, row_ptr = _expand(bounds.corner_ptr, nodes)
-    ents, ent_seg, ent_ptr = _expand(bounds.entry_ptr, rows)
+    rows, row_seg, row_ptr = expand_csr(bounds.corner_ptr, nodes)
+    ents, ent_seg, ent_ptr = expand_csr(bounds.entry_ptr, rows)
     w = bounds.entry_weight[ents]
     k = pj_ptr[:-1][row_seg[ent_seg]] + bounds.entry_slot[ents]
     rc = np.add.reduceat(w[:, None] * moved[k], ent_ptr[:-1], axis=0)
@@ -479,7 +479,7 @@ def refit_on_demand(tree: SphereTree, bounds: LbsBounds, frame: FrameTransforms,
     if sub.size:
         pj, pj_seg, pj_ptr, moved, sig = moves
         # Re-slice the (node, joint) pairs of the nodes that carry corners.
-        take, take_seg, take_ptr = _expand(pj_ptr, sub)
+        take, take_seg, take_ptr = expand_csr(pj_ptr, sub)
         sub_moves = (pj[take], take_seg, take_ptr, moved[take], sig[take])
         cc, cr = corner_spheres(tree, bounds, frame, nodes[sub], sub_moves)
         better = cr < radii[sub]

@@ -27,7 +27,7 @@ import numpy as np
 
 from . import skinning, weight_bounds
 from .balls import approx_balls_of_spheres
-from .refit import LbsBounds, _expand, float32_margin, lbs_bounds
+from .refit import LbsBounds, expand_csr, float32_margin, lbs_bounds
 from .rig import Pose, Rig
 from .sphere_tree import SphereTree
 
@@ -190,7 +190,7 @@ def dqs_frame(pose: Pose, tree: SphereTree, bone_rest: np.ndarray) -> DqsFrame:
     rigid = np.zeros((J, 4, 4))
     rigid[:, :3, :3] = skinning.quat_to_matrix(quat)
     qc = quat * np.array([1.0, -1.0, -1.0, -1.0])
-    rigid[:, :3, 3] = 2.0 * skinning._quat_mul(trans, qc)[:, 1:]
+    rigid[:, :3, 3] = 2.0 * skinning.quat_mul(trans, qc)[:, 1:]
     rigid[:, 3, 3] = 1.0
     G = np.concatenate([rigid @ scale, np.eye(4)[None]], axis=0) @ pose.mesh_to_armature()
     G = G[:, :3, :]
@@ -225,7 +225,7 @@ def refit_on_demand_dqs(tree: SphereTree, bounds: DqsBounds, frame: DqsFrame,
     if nodes.size == 0:
         return np.zeros((0, 3)), np.zeros(0)
     J = frame.quats.shape[0] - 1
-    pj, pj_seg, pj_ptr = _expand(bounds.joint_ptr, nodes)
+    pj, pj_seg, pj_ptr = expand_csr(bounds.joint_ptr, nodes)
     starts = pj_ptr[:-1]
     j = bounds.node_joint[pj]
     G = frame.matrices[j]
@@ -246,8 +246,8 @@ def refit_on_demand_dqs(tree: SphereTree, bounds: DqsBounds, frame: DqsFrame,
     num = np.minimum(num, e_mean + np.add.reduceat(delta * np.abs(e - e_mean[pj_seg]), starts))
     sub = np.nonzero(bounds.corner_ptr[nodes + 1] > bounds.corner_ptr[nodes])[0]
     if sub.size:
-        rows, row_seg, row_ptr = _expand(bounds.corner_ptr, nodes[sub])
-        ents, ent_seg, ent_ptr = _expand(bounds.entry_ptr, rows)
+        rows, row_seg, row_ptr = expand_csr(bounds.corner_ptr, nodes[sub])
+        ents, ent_seg, ent_ptr = expand_csr(bounds.entry_ptr, rows)
         k = starts[sub][row_seg[ent_seg]] + bounds.entry_slot[ents]
         row_val = np.add.reduceat(bounds.entry_weight[ents] * e[k], ent_ptr[:-1])
         num[sub] = np.minimum(num[sub], np.maximum.reduceat(row_val, row_ptr[:-1]))
@@ -287,7 +287,7 @@ def refit_on_demand_dqs(tree: SphereTree, bounds: DqsBounds, frame: DqsFrame,
     npair = bounds.pair_ptr[nodes + 1] - bounds.pair_ptr[nodes]
     test = np.nonzero((npair > 0) & ~consistent)[0]
     if test.size:
-        pr, pr_seg, pr_ptr = _expand(bounds.pair_ptr, nodes[test])
+        pr, pr_seg, pr_ptr = expand_csr(bounds.pair_ptr, nodes[test])
         base = starts[test][pr_seg]
         ka, kb = base + bounds.pair_a[pr], base + bounds.pair_b[pr]
         pd = np.where(bone[ka] & bone[kb], np.einsum("ei,ei->e", sq[ka], sq[kb]), 1.0)
@@ -324,7 +324,7 @@ def refit_on_demand_dqs(tree: SphereTree, bounds: DqsBounds, frame: DqsFrame,
              + frame.slope * bounds.local_extent[nodes] + frame.offset)
     top = np.nonzero(bounds.proxy_ptr[nodes + 1] > bounds.proxy_ptr[nodes])[0]
     if top.size:
-        px, _, px_ptr = _expand(bounds.proxy_ptr, nodes[top])
+        px, _, px_ptr = expand_csr(bounds.proxy_ptr, nodes[top])
         # Proxies are at the proxy depth or leaves, so they have no proxies themselves.
         pc, pr = refit_on_demand_dqs(tree, bounds, frame, bounds.proxy_node[px])
         bc, br = approx_balls_of_spheres(pc, pr, px_ptr)
@@ -383,8 +383,8 @@ def refit_sbs(tree: SphereTree, bounds: SbsBounds, matrices: np.ndarray,
     rc_all = skinning.rotation_centres(bounds.sets, matrices)
     u, _, vt = np.linalg.svd(matrices[:, :3, :3])
     quats = skinning.matrix_to_quat(u @ vt)
-    groups, g_seg, g_ptr = _expand(bounds.node_group_ptr, nodes)
-    rows, r_grp, _ = _expand(bounds.group_ptr, groups)
+    groups, g_seg, g_ptr = expand_csr(bounds.node_group_ptr, nodes)
+    rows, r_grp, _ = expand_csr(bounds.group_ptr, groups)
     jr = bounds.joints[rows]
     wr = bounds.weights[rows]
     safe = np.maximum(jr, 0)

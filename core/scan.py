@@ -15,23 +15,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import broad_phase, contacts, sphere_tree, welds
+from . import broad_phase, contacts, welds
 from . import triangles as tri_test
 from .geometry import triangulation
 from .methods import registry
-from .methods.base import Frame, Volumes
-from .methods.sphere_tree import TreeData, bottom_up_volumes, build_tree
+from .methods.base import Method
 from .query import multi, traversal
 from .rig import Pose, Rig
 from .self_collision import object_self_pairs
+from .types import Frame, Volumes
 
-# What a query may be asked for: each object's own method (with its fallbacks), or every
-# object's sphere tree refitted bottom-up from the evaluated mesh (exact for anything).
-MODES = ("on-demand", "bottom-up")
-DEFAULT_METHOD = "sphere-tree"
-#: The older `--mode` spelling of `--method` (the panel, the CLI and the scanner read it
-#: from here): each mode names a registered method.
-MODE_METHODS = {"on-demand": DEFAULT_METHOD, "bottom-up": "bottom-up", "rebuild": "rebuild"}
+#: A query's default: each object answers with its own method (with its fallbacks). The
+#: other value of `query_frame`'s `mode` is the id of a `Method.for_any_object` method,
+#: which every object then uses (`registry.any_object()`: the bottom-up sphere tree).
+OWN = "on-demand"
 
 
 @dataclass
@@ -58,27 +55,31 @@ class CollisionObject:
     reason: str
     vertex_keys: np.ndarray
     build_seconds: float = 0.0
-    asked: str = DEFAULT_METHOD
-    # Built on first use, never persisted: the self-collision tree
-    # (`self_collision.for_object`) and, for methods without a sphere tree, the tree that
-    # `mode="bottom-up"` refits.
+    asked: str = registry.DEFAULT
+    # Made on first use, never persisted: the self-collision tree
+    # (`self_collision.for_object`) and, per other method a query asks every object to use
+    # (`Method.for_any_object`), that method's data.
     self_tree: object = field(default=None, repr=False)
-    _bottom_up_tree: object = field(default=None, repr=False)
+    _other_data: dict = field(default_factory=dict, repr=False)
+
+    def data_for(self, method: Method):
+        """The prepared data of `method` for this object: its own when it was built for
+        it, else adopted from its own (`Method.adopt`) or built once and kept."""
+        if method.id == self.method:
+            return self.data
+        if method.id not in self._other_data:
+            d = method.adopt(self.data)
+            self._other_data[method.id] = method.prepare(self.rig) if d is None else d
+        return self._other_data[method.id]
+
+    def own_aabb_tree(self):
+        """The exact AABB tree the method's data already is (`Method.aabb_tree`), or None."""
+        return registry.get(self.method).aabb_tree(self.data)
 
     @property
-    def tree(self) -> sphere_tree.SphereTree:
-        """The sphere tree of the method's data, or one built for bottom-up queries."""
-        t = getattr(self.data, "tree", None)
-        if not isinstance(t, sphere_tree.SphereTree):
-            if self._bottom_up_tree is None:
-                self._bottom_up_tree = build_tree(self.rig)
-            t = self._bottom_up_tree
-        return t
-
-    @property
-    def bounds(self):
-        """The on-demand bounds of a sphere-tree method (None for others)."""
-        return getattr(self.data, "bounds", None)
+    def summary(self) -> str:
+        """What the build made, for people (`Method.summary`)."""
+        return registry.get(self.method).summary(self.data)
 
     @property
     def refit_method(self) -> str:
@@ -90,13 +91,19 @@ class CollisionObject:
         return self.reason or registry.get(self.method).description
 
 
-def prepare(rig: Rig, method: str = DEFAULT_METHOD, **options) -> CollisionObject:
+def prepare(rig: Rig, method: str = registry.DEFAULT, **options) -> CollisionObject:
     """Build the data of `method` for `rig`, or of the first method of its fallback chain
     that is exact for the rig (`registry.resolve`). Raises KeyError for an unknown id.
     `options` (e.g. a sphere set's count, seed, progress) go to the asked method's
     `prepare`; a fallback method is built with its defaults."""
     t0 = time.perf_counter()
     m, reasons = registry.resolve(method, rig)
+    asked = registry.get(method)
+    extra = set(options) - set(asked.options) - (
+        {"progress", "should_stop"} if asked.reports_progress else set())
+    if extra:
+        raise TypeError(f"method '{method}' takes no option {', '.join(sorted(extra))} "
+                        f"(its options: {', '.join(asked.options) or 'none'})")
     data = m.prepare(rig, **options) if m.id == method else m.prepare(rig)
     keys = welds.vertex_weld_ids(rig)
     return CollisionObject(rig.name, rig, m.id, data, "; ".join(reasons), keys,
@@ -176,15 +183,33 @@ class FrameResult:
         return int(sum(p.shape[0] for _, _, p in self.pairs))
 
 
+def query_method(obj: CollisionObject, mode: str) -> Method:
+    """The method answering for `obj` in a query of `mode`: its own (`OWN`), or the
+    `Method.for_any_object` method that `mode` names."""
+    if mode == OWN:
+        return registry.get(obj.method)
+    return registry.get(mode)
+
+
+def check_mode(mode: str) -> None:
+    """ValueError unless `mode` is `OWN` or the id of a `Method.for_any_object` method."""
+    if mode == OWN:
+        return
+    try:
+        ok = registry.get(mode).for_any_object
+    except KeyError:
+        ok = False
+    if not ok:
+        anyone = [m.id for m in registry.methods() if m.for_any_object]
+        raise ValueError(f"mode must be one of {(OWN, *anyone)}")
+
+
 def volumes(obj: CollisionObject, positions: np.ndarray, pose: Pose | None, mode: str,
             tris: np.ndarray) -> Volumes:
-    """The frame's volumes of `obj`: its method's, or (``mode="bottom-up"``) its sphere tree
-    refitted bottom-up. `Volumes.method_id` says which method answered."""
-    frame = Frame(positions, tris, pose)
-    if mode == "bottom-up":
-        return bottom_up_volumes(obj.tree, frame)
-    m = registry.get(obj.method)
-    v = m.volumes(obj.rig, obj.data, frame)
+    """The frame's volumes of `obj`: its method's, or those of the method `mode` names
+    (`query_method`). `Volumes.method_id` says which method answered."""
+    m = query_method(obj, mode)
+    v = m.volumes(obj.rig, obj.data_for(m), Frame(positions, tris, pose))
     if v.method_id is None:
         v.method_id = m.id
     return v
@@ -199,7 +224,7 @@ def frame_triangles(obj: CollisionObject, positions: np.ndarray) -> np.ndarray:
 
 
 def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
-                poses: list[Pose | None], mode: str = "on-demand",
+                poses: list[Pose | None], mode: str = OWN,
                 self_collision: bool = False, first_hit: bool = False,
                 triangles: list[np.ndarray | None] | None = None,
                 enough_self=None, enough_between=None) -> FrameResult:
@@ -228,8 +253,7 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
         enough_between: the same for the pairs between objects that go through the
             stacked traversal: f(list of (i, j, (K, 2) triangle pairs)) -> bool.
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}")
+    check_mode(mode)
     t0 = time.perf_counter()
     n = len(objects)
     if triangles is None:
@@ -279,13 +303,12 @@ def _self_pairs(obj: CollisionObject, positions: np.ndarray, pose: Pose | None,
                 enough=None) -> np.ndarray:
     """Self pairs of one object: its method's own self query (`Method.self_pairs`, e.g.
     sphere chains) when it has one, else the exact AABB self tree."""
-    if mode != "bottom-up":
-        m = registry.get(obj.method)
-        if m.supports_self:
-            pairs = m.self_pairs(obj.rig, obj.data, Frame(positions, tris, pose),
-                                 obj.vertex_keys, stats=st)
-            if pairs is not None:
-                return pairs
+    m = query_method(obj, mode)
+    if m.supports_self:
+        pairs = m.self_pairs(obj.rig, obj.data_for(m), Frame(positions, tris, pose),
+                             obj.vertex_keys, stats=st)
+        if pairs is not None:
+            return pairs
     return object_self_pairs(obj, positions, tris, stats=st, enough=enough)
 
 
@@ -293,9 +316,8 @@ def frame_method(obj: CollisionObject, pose: Pose | None, mode: str) -> str:
     """The method whose volumes `volumes` would hand out for `obj` this frame (the JSON
     `refit` id), without making them (`Method.frame_method`: e.g. sphere-tree methods pass
     a frame without a pose to the bottom-up refit)."""
-    if mode == "bottom-up":
-        return "bottom-up"
-    return registry.get(obj.method).frame_method(obj.data, pose)
+    m = query_method(obj, mode)
+    return m.frame_method(obj.data_for(m), pose)
 
 
 def _seams_hold(objects, poses, seams, i: int, j: int) -> bool:
@@ -311,7 +333,7 @@ BOX_PAIRS_MAX = 20000
 
 
 def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candidates, boxes,
-                        first_hit: bool = False, mode: str = "on-demand", enough=None
+                        first_hit: bool = False, mode: str = OWN, enough=None
                         ) -> tuple[list[tuple[int, int, np.ndarray]], traversal.QueryStats]:
     """Every intersecting triangle pair of the candidate object pairs (the broad phase's),
     on whole arrays over all of them: positions and triangles of all objects stacked; per
@@ -373,8 +395,8 @@ def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candid
             vols[k] = volumes(objects[k], positions[k], poses[k], mode, tris_all[k])
         # Pairs of a kind with a whole-tree pass of its own (box trees) keep it, pair by
         # pair; every other pair goes through one stacked traversal.
-        own = np.array([getattr(vols[i], "collide_fast", None) is not None
-                        and type(vols[i]) is type(vols[j]) for i, j in trav.tolist()],
+        own = np.array([vols[i].whole_tree_pass and type(vols[i]) is type(vols[j])
+                        for i, j in trav.tolist()],
                        dtype=bool)
         for i, j in trav[own].tolist():
             def test_ij(ta, tb, i=i, j=j):

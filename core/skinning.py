@@ -99,7 +99,7 @@ def quat_to_matrix(q: np.ndarray) -> np.ndarray:
     ], -2)
 
 
-def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Hamilton product of (..., 4) quaternions."""
     aw, av = a[..., :1], a[..., 1:]
     bw, bv = b[..., :1], b[..., 1:]
@@ -179,7 +179,7 @@ def bone_dual_quats(bone_rest: np.ndarray, deform: np.ndarray):
         S = np.linalg.solve(base_r, brs)
         scale[has_scale] = base @ S @ base_inv
     quat = matrix_to_quat(R[:, :3, :3])
-    trans = 0.5 * _quat_mul(_pure(R[:, :3, 3]), quat)
+    trans = 0.5 * quat_mul(_pure(R[:, :3, 3]), quat)
     return quat, trans, scale, has_scale
 
 
@@ -219,7 +219,7 @@ def dqs(rest: np.ndarray, weight_ptr: np.ndarray, weight_bone: np.ndarray,
             p = co[verts[scaled]]
             S = scale[bone[scaled]]
             d = np.einsum("nij,nj->ni", S[:, :3, :3], p) + S[:, :3, 3] - p
-            t[scaled] += 0.5 * _quat_mul(q[scaled], _pure(d))
+            t[scaled] += 0.5 * quat_mul(q[scaled], _pure(d))
         # Sign flip against the running sum, in Blender's group order.
         w_signed = np.where(np.sum(q * sum_q[verts], axis=1) < 0, -w, w)
         sum_q[verts] += w_signed[:, None] * q

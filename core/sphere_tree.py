@@ -67,7 +67,7 @@ def _segment_ids(ptr: np.ndarray) -> np.ndarray:
     return np.repeat(np.arange(ptr.size - 1), np.diff(ptr))
 
 
-def _split_binary(centroids: np.ndarray, leaf_size: int):
+def split_binary(centroids: np.ndarray, leaf_size: int):
     """Top-down binary splitting of triangles, level by level.
 
     Returns the triangle order (T,) and, per binary node in creation order: start, end
@@ -120,7 +120,7 @@ def _split_binary(centroids: np.ndarray, leaf_size: int):
             np.concatenate(parents), np.concatenate(depths))
 
 
-def _node_vertices(tri_vert_ptr: np.ndarray, tri_verts: np.ndarray, order: np.ndarray,
+def node_vertex_sets_of(tri_vert_ptr: np.ndarray, tri_verts: np.ndarray, order: np.ndarray,
                    start: np.ndarray, end: np.ndarray, n_vertices: int):
     """CSR of the distinct vertices of each node's triangle range, where triangle t stands
     for the vertices tri_verts[tri_vert_ptr[t]:tri_vert_ptr[t + 1]] (its polygon's)."""
@@ -208,9 +208,9 @@ def build(positions: np.ndarray, triangles: np.ndarray, collapse_c: float = COLL
     if leaf_size != 1:
         raise NotImplementedError("only one triangle per leaf is supported")
     centroids = positions[triangles].mean(axis=1)
-    order, start, end, parent, depth = _split_binary(centroids, leaf_size)
+    order, start, end, parent, depth = split_binary(centroids, leaf_size)
     tv_ptr, tv = polygon_vertex_sets(triangles, tri_polygon, poly_ptr, poly_verts)
-    vptr, verts = _node_vertices(tv_ptr, tv, order, start, end, positions.shape[0])
+    vptr, verts = node_vertex_sets_of(tv_ptr, tv, order, start, end, positions.shape[0])
     centers, radii = minimal_balls(positions[verts], vptr)
     is_leaf = (end - start) <= leaf_size
     keep, new_parent = _collapse(radii, parent, depth, is_leaf, collapse_c)
@@ -257,3 +257,51 @@ def build(positions: np.ndarray, triangles: np.ndarray, collapse_c: float = COLL
         depth=new_depth[old].astype(np.int32), leaf_tri=leaf_tri,
         level_ptr=np.asarray(level_ptr, dtype=np.int64), node_vert_ptr=nptr, node_verts=nverts,
     )
+
+
+def node_vertices(parent: np.ndarray, leaf_tri: np.ndarray, level_ptr: np.ndarray,
+                  rig) -> tuple[np.ndarray, np.ndarray]:
+    """`SphereTree.node_vert_ptr, node_verts` again (what storage leaves out, docs/storage.md §3) from the tree's structure and the rig:
+    a leaf's set is its triangle's polygon corners (`polygon_vertex_sets`), an
+    inner node's the union of its children's (its triangles are its leaves'), sorted.
+
+    Args:
+        parent, leaf_tri: (N,) int of the tree (breadth-first, levels contiguous);
+        level_ptr: (D + 1,) int.
+    Returns:
+        (N + 1,) int64 CSR pointers and (M,) int64 vertex indices, as `build`.
+    """
+    V = np.int64(rig.n_vertices)
+    tv_ptr, tv = polygon_vertex_sets(rig.triangles, rig.tri_polygon, rig.poly_ptr,
+                                        rig.poly_verts)
+    level_ptr = np.asarray(level_ptr, dtype=np.int64)
+    leaf_tri = np.asarray(leaf_tri, dtype=np.int64)
+    parent = np.asarray(parent, dtype=np.int64)
+    levels: list[tuple[np.ndarray, np.ndarray]] = [None] * (level_ptr.size - 1)
+    below_ptr, below = np.zeros(1, np.int64), np.zeros(0, np.int64)   # level d + 1
+    for d in range(level_ptr.size - 2, -1, -1):
+        a, b = int(level_ptr[d]), int(level_ptr[d + 1])
+        n = b - a
+        nodes = np.arange(a, b)
+        keys = []
+        leaf = leaf_tri[nodes] >= 0
+        if leaf.any():
+            t = leaf_tri[nodes[leaf]]
+            cnt = tv_ptr[t + 1] - tv_ptr[t]
+            own = np.repeat(np.nonzero(leaf)[0], cnt)
+            start = np.repeat(tv_ptr[t] - np.concatenate([[0], np.cumsum(cnt)[:-1]]), cnt)
+            keys.append(own * V + tv[start + np.arange(cnt.sum())])
+        if below.size:
+            # Every node of level d + 1 is a child of a node of this level.
+            cnt_c = np.diff(below_ptr)
+            owner = parent[b + np.repeat(np.arange(cnt_c.size), cnt_c)] - a
+            keys.append(owner * V + below)
+        key = np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
+        ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(key // V, minlength=n), out=ptr[1:])
+        levels[d] = (ptr, key % V)
+        below_ptr, below = levels[d]
+    sizes = np.concatenate([np.diff(p) for p, _ in levels])
+    ptr = np.zeros(sizes.size + 1, dtype=np.int64)
+    np.cumsum(sizes, out=ptr[1:])
+    return ptr, np.concatenate([v for _, v in levels])

@@ -14,19 +14,19 @@ def build_method(scene) -> str:
     from ..core.methods import registry
 
     m = registry.get(scene.skin_collide.method)
-    return m.id if m.in_core else core_scan.DEFAULT_METHOD
+    return m.id if m.in_core else registry.DEFAULT
 
 
 def prepare(rig, scene):
-    """Build `rig`'s data for the scene's method (`build_method`); a sphere set takes the
-    panel's sphere count and seed."""
-    method = build_method(scene)
-    if method == "sphere-set":
-        from ..core.methods import sphere_set
+    """Build `rig`'s data for the scene's method (`build_method`), with the panel's values
+    of the options the method declares (`properties.panel_options`: e.g. a sphere set's
+    count and seed)."""
+    from ..addon import properties
+    from ..core.methods import registry
 
-        s = scene.skin_collide
-        return sphere_set.prepare_object(rig, s.sphere_count, s.sphere_seed)
-    return core_scan.prepare(rig, method)
+    method = build_method(scene)
+    return core_scan.prepare(rig, method,
+                             **properties.panel_options(scene, registry.get(method)))
 
 
 def build_each(context, rigs, build_one) -> list:

@@ -6,9 +6,16 @@ import threading
 import bpy
 
 from ..addon import extract, session
-from ..core.methods import sphere_set as core_set
+from ..core import scan as core_scan
+from ..core.methods.sphere_set import SphereSetMethod
 from .build import SKINCOLLIDE_OT_build, build_each
 from .stepping import guard_operators
+
+
+def prepare_set(rig, count: int, seed: int, **progress):
+    """`rig`'s sphere set of `count` spheres fitted with `seed` (down the method's fallback
+    chain for a rig it cannot bound, as every build), as a `core.scan.CollisionObject`."""
+    return core_scan.prepare(rig, SphereSetMethod.id, count=count, seed=seed, **progress)
 
 
 def fraction(*args) -> float | None:
@@ -45,7 +52,7 @@ class _Job:
                 if self.stop:
                     return
                 self.fraction = 0.0
-                self.objects.append(core_set.prepare_object(
+                self.objects.append(prepare_set(
                     rig, self.count, self.seed, progress=self.progress,
                     should_stop=lambda: self.stop))
         except BaseException as exc:     # noqa: BLE001 - reported by the operator
@@ -86,7 +93,7 @@ class SKINCOLLIDE_OT_build_sphere_set(bpy.types.Operator):
                 f = fraction(*args)
                 if f is not None:
                     wm.progress_update(k + f)
-            return core_set.prepare_object(rig, s.sphere_count, s.sphere_seed,
+            return prepare_set(rig, s.sphere_count, s.sphere_seed,
                                            progress=progress)
 
         self._store(context, meshes, build_each(context, rigs, build_one))

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from skin_collide.core import blob, persist, procedural, refit, refit_dqs, scan, skinning
+from skin_collide.core.methods import sphere_tree as stm
 
 
 def test_round_trip_every_dtype_and_codec():
@@ -105,10 +106,10 @@ def test_preserve_volume_bounds_come_back_and_refits_enclose():
     obj = scan.prepare(rigs()[2])
     assert obj.method == "sphere-tree-pv"
     back = persist.from_bytes(persist.to_bytes(obj))
-    assert type(back.bounds) is type(obj.bounds)
-    for k, v in obj.bounds.arrays().items():
-        assert np.array_equal(v, getattr(back.bounds, k)), k
-    rig, tree = back.rig, back.tree
+    assert type(back.data.bounds) is type(obj.data.bounds)
+    for k, v in obj.data.bounds.arrays().items():
+        assert np.array_equal(v, getattr(back.data.bounds, k)), k
+    rig, tree = back.rig, back.data.tree
     nodes = np.arange(tree.n_nodes)
     seg = np.repeat(nodes, np.diff(tree.node_vert_ptr))
     rng = np.random.default_rng(3)
@@ -117,7 +118,7 @@ def test_preserve_volume_bounds_come_back_and_refits_enclose():
                                       scale_range=(0.5, 2.0), uniform_scale=bool(k % 2))
         P = skinning.dqs_rig(rig, pose)
         fr = refit_dqs.dqs_frame(pose, tree, rig.bone_rest)
-        c, r = refit_dqs.refit_on_demand_dqs(tree, back.bounds, fr, nodes)
+        c, r = refit_dqs.refit_on_demand_dqs(tree, back.data.bounds, fr, nodes)
         d = np.linalg.norm(P[tree.node_verts] - c[seg], axis=1)
         assert (d - r[seg]).max() <= -0.5 * fr.margin
 
@@ -131,15 +132,15 @@ def built(request):
 
 def test_loaded_spheres_enclose_the_exact_rest_geometry(built):
     obj, back = built
-    t = back.tree
+    t = back.data.tree
     assert t.centers.dtype == np.float64 and t.radii.dtype == np.float64
     ex = sphere_excess(t.centers, t.radii, obj.rig.rest_positions, t.node_vert_ptr,
                        t.node_verts)
     assert ex.max() <= 0.0
     # Rounding the centres without growing the radii breaks enclosure somewhere (leaf
     # minimal balls touch their vertices): the growth is needed.
-    c32 = obj.tree.centers.astype(np.float32).astype(np.float64)
-    r32 = obj.tree.radii.astype(np.float32).astype(np.float64)
+    c32 = obj.data.tree.centers.astype(np.float32).astype(np.float64)
+    r32 = obj.data.tree.radii.astype(np.float32).astype(np.float64)
     assert sphere_excess(c32, r32, obj.rig.rest_positions, t.node_vert_ptr,
                          t.node_verts).max() > 0
 
@@ -148,24 +149,25 @@ def test_recomputed_parts_equal_the_built_ones(built):
     obj, back = built
     for k in ("node_vert_ptr", "node_verts", "first_child", "child_count", "parent",
               "depth", "leaf_tri", "level_ptr"):
-        assert np.array_equal(getattr(obj.tree, k), getattr(back.tree, k)), k
+        assert np.array_equal(getattr(obj.data.tree, k), getattr(back.data.tree, k)), k
     assert np.array_equal(obj.vertex_keys, back.vertex_keys)
-    assert type(back.bounds) is type(obj.bounds)
-    for k, v in obj.bounds.arrays().items():
-        assert np.array_equal(v, getattr(back.bounds, k)), k
+    assert type(back.data.bounds) is type(obj.data.bounds)
+    for k, v in obj.data.bounds.arrays().items():
+        assert np.array_equal(v, getattr(back.data.bounds, k)), k
     for name in persist._RIG_ARRAYS:
         assert np.array_equal(getattr(obj.rig, name), getattr(back.rig, name)), name
     assert persist.rig_signature(back.rig) == persist.rig_signature(obj.rig)
     stored = persist.compact(persist.all_arrays(obj))
-    assert not set(persist.DERIVED) & set(stored)
-    assert {k for k in stored if k.startswith(persist.BOUNDS)} == {
-        persist.BOUNDS + k for k in persist.KEPT_BOUNDS}
-    assert stored[persist.TREE + "centers"].dtype == np.float32
+    D = persist.DATA
+    assert not {D + k for k in stm.DERIVED} & set(stored)
+    assert {k for k in stored if k.startswith(D + stm.BOUNDS)} == {
+        D + stm.BOUNDS + k for k in stm.KEPT_BOUNDS}
+    assert stored[D + stm.TREE + "centers"].dtype == np.float32
 
 
 def test_refits_from_loaded_data_enclose_deformed_vertices(built):
     obj, back = built
-    rig, tree, bounds = back.rig, back.tree, back.bounds
+    rig, tree, bounds = back.rig, back.data.tree, back.data.bounds
     rng = np.random.default_rng(7)
     nodes = np.arange(tree.n_nodes)
     seg = np.repeat(nodes, np.diff(tree.node_vert_ptr))
@@ -190,6 +192,6 @@ def test_earlier_npz_format_still_reads():
     buf = io.BytesIO()
     np.savez_compressed(buf, **arrays)
     back = persist.from_bytes(buf.getvalue())
-    assert np.array_equal(back.tree.radii, obj.tree.radii)
+    assert np.array_equal(back.data.tree.radii, obj.data.tree.radii)
     with pytest.raises(ValueError):
         persist.from_bytes(b"not collision data")

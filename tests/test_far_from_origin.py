@@ -96,13 +96,13 @@ def check(meshes, expect_parts=(), method="sphere-tree"):
             # Every sphere the method gives (inner nodes: the on-demand bound, float32
             # margin included; leaves: their frame triangle's ball) holds Blender's vertices.
             v = core_scan.volumes(o, p, pose, "on-demand", tris)
-            nodes = np.arange(o.tree.n_nodes)
+            nodes = np.arange(o.data.tree.n_nodes)
             v.ensure(nodes)
             c, r = v.spheres(nodes)
-            inner = o.tree.leaf_tri < 0
-            seg = np.repeat(nodes, np.diff(o.tree.node_vert_ptr))
+            inner = o.data.tree.leaf_tri < 0
+            seg = np.repeat(nodes, np.diff(o.data.tree.node_vert_ptr))
             keep = inner[seg]
-            d = np.linalg.norm(p[o.tree.node_verts[keep]] - c[seg[keep]], axis=1)
+            d = np.linalg.norm(p[o.data.tree.node_verts[keep]] - c[seg[keep]], axis=1)
             assert (d <= r[seg[keep]]).all(), (o.name, f, int((d > r[seg[keep]]).sum()))
     assert found > 0, "the characters never crossed: the test would prove nothing"
 

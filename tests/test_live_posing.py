@@ -2,6 +2,7 @@
 throttled; `live_pairs` holds the last live update's pair count; draw callbacks that raise
 report once."""
 import pytest
+from skin_collide.addon.state import STATE
 
 pytestmark = pytest.mark.blender
 bpy = pytest.importorskip("bpy")
@@ -24,7 +25,7 @@ def live_demo():
     handlers.THROTTLE = 0.0
     yield a, b, bpy.data.objects["Left_rig"]
     handlers.THROTTLE = saved
-    handlers._pending = ""
+    STATE.pending = ""
     bpy.ops.wm.read_homefile(use_empty=True)
 
 
@@ -96,12 +97,12 @@ def test_throttled_updates_are_caught_up(live_demo):
     assert not handlers.pending() and scene.skin_collide.live_pairs > 0
     # While a query runs, an update is only marked; the next handler call catches up.
     handlers.THROTTLE = 0.0
-    handlers._busy = True
+    STATE.busy = True
     try:
         bend(arm, 0.0)
         bpy.context.view_layer.update()
     finally:
-        handlers._busy = False
+        STATE.busy = False
     assert handlers.pending() and scene.skin_collide.live_pairs > 0
     scene.skin_collide.overlay_color = (0, 1, 0, 1)  # an unrelated update
     bpy.context.view_layer.update()
@@ -154,9 +155,9 @@ def test_a_failing_draw_callback_reports_once(live_demo, capsys, monkeypatch):
         raise KeyError("broken data")
 
     monkeypatch.setattr(overlay, "_drawn_for", boom)
-    overlay.draw_errors.clear()
+    STATE.draw_errors.clear()
     for _ in range(5):
         assert overlay._draw_view3d() is None          # never raises into Blender
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "3D View" in err[0] and "broken data" in err[0]
-    assert "broken data" in overlay.draw_errors["3D View"]
+    assert "broken data" in STATE.draw_errors["3D View"]

@@ -61,7 +61,7 @@ def test_preserve_volume_rig_round_trips_its_method(rig):
     assert obj.method == "sphere-tree-pv" and "Preserve Volume" in obj.reason
     back = persist.from_bytes(persist.to_bytes(obj))
     assert back.method == "sphere-tree-pv"
-    assert type(back.bounds) is type(obj.bounds)
+    assert type(back.data.bounds) is type(obj.data.bounds)
 
 
 def test_signature_changes_with_weights_and_topology(rig):

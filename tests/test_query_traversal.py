@@ -60,8 +60,8 @@ def test_small_chunks_give_the_same_pairs(world):
     from skin_collide.core.methods.sphere_tree import SphereVolumes
 
     def spheres(pose):
-        fr = refit.frame_transforms(pose, obj.tree)
-        return SphereVolumes(obj.tree, lambda n: refit.refit_on_demand(obj.tree, obj.bounds, fr, n))
+        fr = refit.frame_transforms(pose, obj.data.tree)
+        return SphereVolumes(obj.data.tree, lambda n: refit.refit_on_demand(obj.data.tree, obj.data.bounds, fr, n))
 
     def test(ta, tb):
         return triangles.triangle_pairs_intersect(A, rig.triangles, ta, B, rig.triangles, tb)

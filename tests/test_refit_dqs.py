@@ -111,11 +111,11 @@ def test_preserve_volume_rigs_get_the_on_demand_refit_and_persist(setup):
 
     assert registry.resolve("sphere-tree", rig)[0].id == "sphere-tree-pv"
     obj = scan.prepare(rig)
-    assert isinstance(obj.bounds, refit_dqs.DqsBounds)
+    assert isinstance(obj.data.bounds, refit_dqs.DqsBounds)
     back = persist.from_bytes(persist.to_bytes(obj))
-    assert isinstance(back.bounds, refit_dqs.DqsBounds)
-    for k, v in obj.bounds.arrays().items():
-        np.testing.assert_array_equal(getattr(back.bounds, k), v)
+    assert isinstance(back.data.bounds, refit_dqs.DqsBounds)
+    for k, v in obj.data.bounds.arrays().items():
+        np.testing.assert_array_equal(getattr(back.data.bounds, k), v)
 
 
 def test_preserve_volume_scan_equals_brute_force():
@@ -158,21 +158,21 @@ def _enclosure_and_scan(bpy, sc, judge_pairs=True, sbs=False):
 
     pos, poses_ = sc.evaluate(bpy.context.evaluated_depsgraph_get())
     for o, p, pose in zip(sc.objects, pos, poses_):
-        assert isinstance(o.bounds, refit_dqs.DqsBounds), o.refit_method
-        fr = refit_dqs.with_float32(refit_dqs.dqs_frame(pose, o.tree, o.rig.bone_rest), pose,
-                                    o.bounds)
-        nodes = np.arange(o.tree.n_nodes)
-        c, r = refit_dqs.refit_on_demand_dqs(o.tree, o.bounds, fr, nodes)
-        assert excess(o.tree, p, c, r) <= 0, o.name
+        assert isinstance(o.data.bounds, refit_dqs.DqsBounds), o.refit_method
+        fr = refit_dqs.with_float32(refit_dqs.dqs_frame(pose, o.data.tree, o.rig.bone_rest), pose,
+                                    o.data.bounds)
+        nodes = np.arange(o.data.tree.n_nodes)
+        c, r = refit_dqs.refit_on_demand_dqs(o.data.tree, o.data.bounds, fr, nodes)
+        assert excess(o.data.tree, p, c, r) <= 0, o.name
         if sbs:
             # The paper's spherical blending of the same rig in Blender's pose: its refit
             # encloses it too (object space: the skinning matrices of the frame).
             joints, weights = o.rig.padded_influences()
             C = pose.skinning_matrices()
             P = skinning.sbs(o.rig.rest_positions, joints, weights, C)
-            cs, rs = refit_dqs.refit_sbs(o.tree, refit_dqs.sbs_bounds(o.tree, joints, weights),
+            cs, rs = refit_dqs.refit_sbs(o.data.tree, refit_dqs.sbs_bounds(o.data.tree, joints, weights),
                                          C, nodes)
-            assert excess(o.tree, P, cs, rs) <= 1e-9 * (1 + float(np.abs(P).max())), o.name
+            assert excess(o.data.tree, P, cs, rs) <= 1e-9 * (1 + float(np.abs(P).max())), o.name
     if judge_pairs:
         from test_scan_assets import judge
 

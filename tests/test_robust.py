@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import ASSET_FILES, ASSETS, inside_blender_binary
+from skin_collide.addon.state import STATE
 
 pytestmark = pytest.mark.blender
 bpy = pytest.importorskip("bpy")
@@ -327,7 +328,7 @@ def test_our_own_writes_do_not_make_the_data_stale(demo):
     bpy.context.view_layer.update()
     assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
     assert session.live_result(scene).n_pairs > 0
-    assert a.data.as_pointer() not in session._changed_meshes
+    assert a.data.as_pointer() not in STATE.changed_meshes
 
 
 def test_duplicate_does_not_share_the_originals_data(demo):

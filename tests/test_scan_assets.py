@@ -83,7 +83,7 @@ def test_self_collision_equals_blender_every_frame(bpy_module, assets_dir, asset
     meshes, arm = load(bpy, assets_dir, asset)
     on_demand = scanner.Scanner(meshes, mode="on-demand", self_collision=True)
     bottom_up = scanner.Scanner(meshes, mode="bottom-up", self_collision=True)
-    assert all(o.bounds is not None for o in on_demand.objects)
+    assert all(o.data.bounds is not None for o in on_demand.objects)
     scene = bpy.context.scene
     # The segmented mannequin has thousands of designed-in contacts per frame.
     stride = 4 if asset == "mannequiny.glb" else 1
@@ -155,10 +155,10 @@ def test_refitted_spheres_enclose_blenders_vertices(bpy_module, assets_dir, asse
     def check():
         pos, poses = sc.evaluate(bpy.context.evaluated_depsgraph_get())
         for o, p, pose in zip(sc.objects, pos, poses):
-            fr = refit.frame_transforms(pose, o.tree)
-            c, r = refit.refit_on_demand(o.tree, o.bounds, fr, np.arange(o.tree.n_nodes))
-            seg = np.repeat(np.arange(o.tree.n_nodes), np.diff(o.tree.node_vert_ptr))
-            d = np.linalg.norm(p[o.tree.node_verts] - c[seg], axis=1)
+            fr = refit.frame_transforms(pose, o.data.tree)
+            c, r = refit.refit_on_demand(o.data.tree, o.data.bounds, fr, np.arange(o.data.tree.n_nodes))
+            seg = np.repeat(np.arange(o.data.tree.n_nodes), np.diff(o.data.tree.node_vert_ptr))
+            d = np.linalg.norm(p[o.data.tree.node_verts] - c[seg], axis=1)
             assert (d <= r[seg]).all(), (o.name, float((d - r[seg]).max()))
 
     for _, f in frames_of(arm, 4):

@@ -33,7 +33,7 @@ def as_set(pairs):
 
 def old_self_pairs(obj, pos, tris):
     """The sphere-tree self query `scan.query_frame` ran before (bottom-up refit)."""
-    spheres = SphereVolumes(obj.tree, eager=refit.refit_bottom_up(obj.tree, tris, pos))
+    spheres = SphereVolumes(obj.data.tree, eager=refit.refit_bottom_up(obj.data.tree, tris, pos))
     keys = obj.vertex_keys[tris]
 
     def test(a, b):
@@ -216,12 +216,12 @@ def test_float32_boxes_never_drop_float64_overlaps():
         ov64 = np.all((lo64(ta) <= hi64(tb)) & (lo64(tb) <= hi64(ta)), axis=1)
         assert ov64.mean() > 0.5
         box = q.triangle_boxes(pos, np.concatenate([ta, tb]))
-        ov32 = q.boxes_overlap(box[:n], box[n:][:, q._SWAP])
+        ov32 = q.boxes_overlap(box[:n], box[n:][:, q.SWAP])
         assert np.all(ov32[ov64])
         # Sanity: clearly apart boxes are rejected, so the test can fail.
         far = q.triangle_boxes(pos + np.array([3 * scale, 0, 0]) * (np.arange(pos.shape[0]) >= 3 * n)[:, None],
                                np.concatenate([ta, tb]))
-        assert not q.boxes_overlap(far[:n], far[n:][:, q._SWAP]).any()
+        assert not q.boxes_overlap(far[:n], far[n:][:, q.SWAP]).any()
 
 
 # -- shared assets -----------------------------------------------------------------------

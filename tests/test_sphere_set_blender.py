@@ -250,17 +250,17 @@ def test_threaded_build_runs_in_the_worker_and_stores_when_done(demo, monkeypatc
     import threading
 
     from skin_collide.addon import storage
-    from skin_collide.core.methods import sphere_set as ss
+    from skin_collide.operators import sphere_set as ops_set
 
     quick_fit(monkeypatch)
     release = threading.Event()
-    real = ss.prepare_object
+    real = ops_set.prepare_set
 
     def held(rig, count, seed, progress=None, should_stop=None):
         release.wait()                      # the worker stays busy until the test says
         return real(rig, count, seed, progress=progress, should_stop=should_stop)
 
-    monkeypatch.setattr(ss, "prepare_object", held)
+    monkeypatch.setattr(ops_set, "prepare_set", held)
     op, context, job = _threaded(demo, 9)
     job.thread.start()
     assert op.modal(context, _event("MOUSEMOVE")) == {"PASS_THROUGH"}
@@ -284,10 +284,10 @@ def test_threaded_build_escape_stops_the_fit_and_changes_nothing(demo, monkeypat
     import threading
 
     from skin_collide.addon import storage
-    from skin_collide.core.methods import sphere_set as ss
+    from skin_collide.operators import sphere_set as ops_set
 
     started, stopped_seen = threading.Event(), []
-    real = ss.prepare_object
+    real = ops_set.prepare_set
 
     def watched(rig, count, seed, progress=None, should_stop=None):
         def progress2(*args):
@@ -303,7 +303,7 @@ def test_threaded_build_escape_stops_the_fit_and_changes_nothing(demo, monkeypat
 
         return real(rig, count, seed, progress=progress2, should_stop=should_stop2)
 
-    monkeypatch.setattr(ss, "prepare_object", watched)
+    monkeypatch.setattr(ops_set, "prepare_set", watched)
     op, context, job = _threaded(demo, 12)
     job.thread.start()
     started.wait()                          # the first fit is running
@@ -317,12 +317,12 @@ def test_threaded_build_escape_stops_the_fit_and_changes_nothing(demo, monkeypat
 
 def test_threaded_build_error_is_one_line_and_changes_nothing(demo, monkeypatch):
     from skin_collide.addon import storage
-    from skin_collide.core.methods import sphere_set as ss
+    from skin_collide.operators import sphere_set as ops_set
 
     def broken(rig, count, seed, progress=None, should_stop=None):
         raise ValueError("the mesh is broken\nsecond line")
 
-    monkeypatch.setattr(ss, "prepare_object", broken)
+    monkeypatch.setattr(ops_set, "prepare_set", broken)
     op, context, job = _threaded(demo, 9)
     job.thread.start()
     job.thread.join()

@@ -124,7 +124,7 @@ def test_scan_with_sphere_set_equals_sphere_tree(monkeypatch, cheap_union_search
     monkeypatch.setattr(scan, "BOX_PAIRS_MAX", 0)
     rig = procedural.tube_rig(rings=16, segments=10, n_bones=5)
     rig2 = procedural.tube_rig(rings=12, segments=8, n_bones=4, name="other")
-    objs = [ss.prepare_object(r, 16) for r in (rig, rig2)]     # the real fit, 16 spheres
+    objs = [scan.prepare(r, ss.SphereSetMethod.id, count=16) for r in (rig, rig2)]     # the real fit, 16 spheres
     refs = [scan.prepare(r, "sphere-tree") for r in (rig, rig2)]
     assert [o.method for o in objs] == ["sphere-set"] * 2
     rng = np.random.default_rng(4)

@@ -199,5 +199,5 @@ def test_files_of_earlier_versions_still_load(demo):
     text.from_string(base64.encodebytes(buf.getvalue()).decode("ascii"))
     text[storage.BUILD_KEY] = "old"
     storage._cache.clear()
-    assert np.array_equal(storage.load(a).tree.radii, obj.tree.radii)
+    assert np.array_equal(storage.load(a).data.tree.radii, obj.data.tree.radii)
     assert scan() == before

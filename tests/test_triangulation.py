@@ -186,7 +186,7 @@ def twisted():
 
 def test_node_vertex_sets_hold_whole_polygons(twisted):
     rig, obj, _ = twisted
-    tree = obj.tree
+    tree = obj.data.tree
     for n in range(tree.n_nodes):
         if tree.leaf_tri[n] < 0:
             continue
@@ -205,7 +205,7 @@ def test_node_vertex_sets_hold_whole_polygons(twisted):
 
 def test_refitted_spheres_enclose_every_polygon_vertex(twisted):
     rig, obj, poses = twisted
-    tree = obj.tree
+    tree = obj.data.tree
     seg = np.repeat(np.arange(tree.n_nodes), np.diff(tree.node_vert_ptr))
     flipped = 0
     for pose in poses:
@@ -213,7 +213,7 @@ def test_refitted_spheres_enclose_every_polygon_vertex(twisted):
         tris = scan.frame_triangles(obj, pos)
         flipped += int(np.any(tris != rig.triangles, axis=1).sum())
         fr = refit.frame_transforms(pose, tree)
-        c, r = refit.refit_on_demand(tree, obj.bounds, fr, np.arange(tree.n_nodes))
+        c, r = refit.refit_on_demand(tree, obj.data.bounds, fr, np.arange(tree.n_nodes))
         d = np.linalg.norm(pos[tree.node_verts] - c[seg], axis=1)
         assert (d <= r[seg]).all()
         # Leaves from the frame's triangle, inner nodes bottom-up from them: each encloses

@@ -5,6 +5,7 @@ import ctypes
 
 import numpy as np
 import pytest
+from skin_collide.addon.state import STATE
 
 pytestmark = pytest.mark.blender
 bpy = pytest.importorskip("bpy")
@@ -107,13 +108,13 @@ def test_redraws_reuse_the_batches(gpu_demo):
     from skin_collide.addon import overlay
 
     draw_live(5)
-    built = overlay.build_count
+    built = STATE.build_count
     draw_live(None)                                    # redraws only
     bpy.context.scene.skin_collide.overlay_color = COLOUR
     draw_live(None)
-    assert overlay.build_count == built
+    assert STATE.build_count == built
     draw_live(6)                                       # a new result: built once more
-    assert overlay.build_count == built + 1
+    assert STATE.build_count == built + 1
 
 
 def test_show_spheres_draws(gpu_demo):

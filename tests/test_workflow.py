@@ -154,7 +154,7 @@ def test_live_overlay_follows_the_frame(demo):
     from skin_collide.addon import storage
     expect = 0
     for name, pos in zip(res.names, res.positions):
-        tree = storage.load(scene.objects[name]).tree
+        tree = storage.load(scene.objects[name]).data.tree
         lp = tree.level_ptr
         expect += (lp[3] - lp[2]) * 3 * 24 * 2
         wires = res.spheres[(name, 2)].reshape(-1, 144, 3).astype(np.float64)

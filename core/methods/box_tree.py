@@ -22,7 +22,6 @@ from ..rig import Rig
 from ..self_collision import query as box_query
 from ..self_collision.tree import SelfTree, build
 from .base import Drawable, Frame, Hierarchy, Method, Volumes
-from .registry import register
 
 
 @dataclass
@@ -86,6 +85,7 @@ class BoxVolumes(Volumes):
     bottom-up refit is one pass over the triangles)."""
 
     kind = "box"
+    whole_tree_pass = True
 
     def __init__(self, tree: SelfTree, frame: Frame, method_id: str | None = None):
         super().__init__(box_hierarchy(tree), method_id)
@@ -131,7 +131,7 @@ class BoxVolumes(Volumes):
         self.ensure(na)
         other.ensure(nb)
         return box_query.boxes_overlap(self.rows[na],
-                                       other.rows[nb][:, box_query._SWAP])
+                                       other.rows[nb][:, box_query.SWAP])
 
     def collide_fast(self, other: "BoxVolumes",
                      triangle_test: Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -160,6 +160,13 @@ class BoxTree(Method):
     def load(self, arrays: dict[str, np.ndarray]) -> BoxTreeData:
         return BoxTreeData.from_arrays(arrays)
 
+    def aabb_tree(self, prepared: BoxTreeData) -> SelfTree:
+        """Its tree is the one self-collision uses: no second build."""
+        return prepared.tree
+
+    def summary(self, prepared: BoxTreeData) -> str:
+        return f"{int(prepared.tree.n_slots)} leaf boxes"
+
     def volumes(self, rig: Rig, prepared: BoxTreeData, frame: Frame) -> BoxVolumes:
         return BoxVolumes(prepared.tree, frame, self.id)
 
@@ -173,6 +180,3 @@ class BoxTree(Method):
         bits = np.array([[k & 1, k >> 1 & 1, k >> 2 & 1] for k in range(8)], dtype=bool)
         corners = np.where(bits[None], hi[:, None, :], lo[:, None, :])
         return Drawable(corners=corners)
-
-
-register(BoxTree())

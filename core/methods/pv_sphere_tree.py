@@ -11,9 +11,8 @@ import numpy as np
 
 from .. import refit_dqs, sphere_tree
 from ..rig import Pose, Rig
-from .base import Frame, Method
-from .registry import register
-from .sphere_tree import (SphereVolumes, TreeData, bottom_up_volumes, build_tree,
+from .base import Frame
+from .sphere_tree import (SphereTreeMethod, SphereVolumes, TreeData, bottom_up_volumes, build_tree,
                           on_demand_or_bottom_up, on_demand_volumes, rig_limits)
 
 
@@ -28,12 +27,13 @@ class PvTreeData(TreeData):
         return cls(tree, refit_dqs.DqsBounds(**b) if b else None)
 
 
-class PvSphereTree(Method):
+class PvSphereTree(SphereTreeMethod):
     id = "sphere-tree-pv"
     label = "Sphere tree, on-demand Preserve Volume refit"
     description = ("Refit only the spheres a query reaches, from the bone dual quaternions "
                    "(a bound of Blender's Preserve Volume, after Kavan, O'Sullivan & Žára 2006)")
     fallback = "bottom-up"
+    bounds_fn = staticmethod(refit_dqs.dqs_bounds)
 
     def supports(self, rig: Rig) -> str | None:
         if rig.unsupported:
@@ -61,6 +61,3 @@ class PvSphereTree(Method):
         return on_demand_volumes(
             tree, frame,
             lambda nodes: refit_dqs.refit_on_demand_dqs(tree, bounds, dq_frame, nodes), self.id)
-
-
-register(PvSphereTree())

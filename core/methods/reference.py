@@ -11,7 +11,6 @@ import numpy as np
 
 from ..rig import Rig
 from .base import Frame, Method, Volumes
-from .registry import register
 
 
 class NoData:
@@ -37,6 +36,3 @@ class BlenderRebuild(Method):
     def volumes(self, rig: Rig, prepared: NoData, frame: Frame) -> Volumes:
         raise NotImplementedError("the reference method is answered by Blender "
                                   "(addon.scanner.bvhtree_pairs), not by the numpy core")
-
-
-register(BlenderRebuild())

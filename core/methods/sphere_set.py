@@ -6,7 +6,7 @@ contain the triangle: each group is bounded by its own minimal ball below), from
 variational fit (`core.sphere_set.variational.fit`) when it is there, else the top-down
 baseline (`core.sphere_set.baselines.top_down`). Each sphere holding triangles becomes a
 leaf of a small binary hierarchy: the leaves are split top-down by their centres
-(`sphere_tree._split_binary`, Quinlan's rule), so that inner nodes are refitted on demand
+(`sphere_tree.split_binary`, Quinlan's rule), so that inner nodes are refitted on demand
 too and a query visits few of them.
 
 Every node takes the vertices of WHOLE polygons of its triangles (Blender re-splits quads
@@ -47,7 +47,6 @@ from ..rig import Rig
 from ..sphere_set import SphereSet, baselines
 from .base import Drawable, Frame, Hierarchy, LazySphereVolumes, Method
 from .obb import TRI_PAD
-from .registry import register
 
 #: Spheres per set when `prepare` builds one (the panel's *Spheres* overrides it).
 COUNT = 64
@@ -98,8 +97,7 @@ class SetData:
         tri_sphere: (T,) int64 the set's sphere containing each rest triangle.
         hier: the hierarchy as a `SphereTree` (rest minimal balls, node vertex sets over
             whole polygons, BFS; `leaf_tri` is -1 everywhere: leaves hold many triangles).
-            Not named `tree`: `scan.CollisionObject.tree` would take it for a sphere tree
-            of one triangle per leaf (the bottom-up mode's).
+            (Stored under "hier.", the name it has had since the first stored sets.)
         leaf_ptr, leaf_tris: the `Hierarchy` CSR of each leaf node's triangles.
         node_sphere: (N,) int64 the set's sphere of a leaf node, -1 for inner nodes.
         bounds: `refit.LbsBounds`, or `refit_dqs.DqsBounds` for Preserve Volume rigs.
@@ -137,7 +135,6 @@ class SetData:
         return isinstance(self.bounds, refit_dqs.DqsBounds)
 
     def arrays(self) -> dict[str, np.ndarray]:
-        # Not "tree."/"bounds.": `core.persist` compacts those prefixes as sphere trees'.
         out = {"set.centers": self.set_centers, "set.radii": self.set_radii,
                "set.info": self.set_info, "set.builder": np.array(self.builder),
                "tri_sphere": self.tri_sphere, "leaf_ptr": self.leaf_ptr,
@@ -188,8 +185,8 @@ def build_hierarchy(rig: Rig, s: SphereSet) -> SetData:
     # Leaf centres for the split: the minimal balls of the leaves' vertices.
     rest = np.asarray(rig.rest_positions, np.float64)
     leaf_c, _ = minimal_balls(rest[lv], lv_ptr)
-    order, start, end, parent, depth = sphere_tree._split_binary(leaf_c, 1)
-    vptr, verts = sphere_tree._node_vertices(lv_ptr, lv, order, start, end, V)
+    order, start, end, parent, depth = sphere_tree.split_binary(leaf_c, 1)
+    vptr, verts = sphere_tree.node_vertex_sets_of(lv_ptr, lv, order, start, end, V)
     centers, radii = minimal_balls(rest[verts], vptr)
     N = start.size
     # Creation order is breadth-first with contiguous siblings (children of one split are
@@ -238,20 +235,11 @@ def build(rig: Rig, count: int = COUNT, seed: int = SEED, progress: Callable | N
     return build_hierarchy(rig, s)
 
 
-def prepare_object(rig: Rig, count: int = COUNT, seed: int = SEED,
-                   progress: Callable | None = None, should_stop: Callable | None = None):
-    """`scan.prepare(rig, "sphere-set")` with a chosen sphere count and seed (the panel's
-    *Build Sphere Set*): a `scan.CollisionObject`. A rig this method cannot bound goes
-    down its fallback chain, as `scan.prepare` does."""
-    from .. import scan
-
-    return scan.prepare(rig, SphereSetMethod.id, count=count, seed=seed, progress=progress,
-                        should_stop=should_stop)
-
-
 class SetVolumes(LazySphereVolumes):
     """The spheres of one set hierarchy at one frame, computed when first needed by
     `refit_fn(nodes) -> (centers, radii)` (or all up front, `eager`)."""
+
+    whole_tree_pass = True
 
     def __init__(self, data: SetData, frame: Frame, refit_fn=None, eager=None,
                  method_id: str | None = None):
@@ -307,6 +295,8 @@ class SphereSetMethod(Method):
     description = ("A variational sphere set (Wang et al. 2006) refitted from the bone "
                    "matrices (LBS or Preserve Volume), with a small hierarchy over it")
     fallback = "bottom-up"
+    options = {"count": COUNT, "seed": SEED, "builder": None}
+    reports_progress = True
 
     def supports(self, rig: Rig) -> str | None:
         if rig.unsupported:
@@ -320,6 +310,12 @@ class SphereSetMethod(Method):
                 builder: str | None = None) -> SetData:
         return build(rig, COUNT if count is None else count, SEED if seed is None else seed,
                      progress, should_stop, builder)
+
+    def built_options(self, prepared: SetData) -> dict[str, object]:
+        return {"count": int(prepared.set_radii.size), "seed": int(prepared.set_info[3])}
+
+    def summary(self, prepared: SetData) -> str:
+        return f"{prepared.set_radii.size} spheres in the set"
 
     def load(self, arrays: dict[str, np.ndarray]) -> SetData:
         return SetData.from_arrays(arrays)
@@ -359,6 +355,3 @@ class SphereSetMethod(Method):
         """Every leaf sphere at this frame (the set, posed): (L, 3), (L,)."""
         d = self.drawable(rig, prepared, frame, 1 << 30)
         return d.centers, d.radii
-
-
-register(SphereSetMethod())

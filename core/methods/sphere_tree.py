@@ -12,10 +12,19 @@ from typing import Callable
 
 import numpy as np
 
-from .. import refit, sphere_tree
+from .. import blob, refit, sphere_tree
+from ..balls import minimal_balls
 from ..rig import Pose, Rig
-from .base import Frame, Hierarchy, LazySphereVolumes, Method
-from .registry import register
+from .base import Drawable, Frame, Hierarchy, LazySphereVolumes, Method
+
+# What storage keeps of a `TreeData` (docs/storage.md §3): not the node vertex sets, and of
+# the bounds only their corner rows (the rest of the bounds is recomputed at load in a
+# fraction of the build); rest spheres in float32, grown to contain the float64 ones
+# (`blob.spheres_float32`, docs/storage.md §2).
+TREE = "tree."
+BOUNDS = "bounds."
+DERIVED = (TREE + "node_vert_ptr", TREE + "node_verts")
+KEPT_BOUNDS = ("corner_ptr", "entry_ptr", "entry_slot", "entry_weight")
 
 
 def build_tree(rig: Rig) -> sphere_tree.SphereTree:
@@ -94,6 +103,57 @@ class TreeData:
         return cls(tree, refit.LbsBounds(**b) if b else None)
 
 
+class SphereTreeMethod(Method):
+    """What the sphere-tree methods share: their data (`TreeData`), its storage, its
+    count and its drawing. `bounds_fn(tree, rig, corners=...)` rebuilds the method's
+    bounds at load from their stored corner rows (None: a method without bounds)."""
+
+    bounds_fn: Callable | None = None
+
+    def load(self, arrays: dict[str, np.ndarray]) -> TreeData:
+        return TreeData.from_arrays(arrays)
+
+    def compact(self, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        kept = {BOUNDS + k for k in KEPT_BOUNDS}
+        out = {k: v for k, v in arrays.items()
+               if k not in DERIVED and (k in kept or not k.startswith(BOUNDS))}
+        try:
+            out[TREE + "centers"], out[TREE + "radii"] = blob.spheres_float32(
+                arrays[TREE + "centers"], arrays[TREE + "radii"])
+        except ValueError:
+            pass                           # beyond float32: stored exactly
+        return out
+
+    def expand(self, arrays: dict[str, np.ndarray], rig: Rig) -> dict[str, np.ndarray]:
+        d = dict(arrays)
+        for k in ("centers", "radii"):
+            d[TREE + k] = d[TREE + k].astype(np.float64)
+        if TREE + "node_verts" not in d:
+            d[TREE + "node_vert_ptr"], d[TREE + "node_verts"] = sphere_tree.node_vertices(
+                d[TREE + "parent"], d[TREE + "leaf_tri"], d[TREE + "level_ptr"], rig)
+        full = any(k.startswith(BOUNDS) and k[len(BOUNDS):] not in KEPT_BOUNDS for k in d)
+        if BOUNDS + "corner_ptr" in d and not full and self.bounds_fn is not None:
+            tree = sphere_tree.SphereTree(**{k[len(TREE):]: v for k, v in d.items()
+                                             if k.startswith(TREE)})
+            corners = tuple(d.pop(BOUNDS + k) for k in KEPT_BOUNDS)
+            d.update({BOUNDS + k: v for k, v in
+                      self.bounds_fn(tree, rig, corners=corners).arrays().items()})
+        return d
+
+    def summary(self, prepared: TreeData) -> str:
+        return f"{prepared.tree.n_nodes} spheres"
+
+    def drawable(self, rig: Rig, prepared: TreeData, frame: Frame, level: int) -> Drawable:
+        """The exact balls of one level's nodes at this frame (their evaluated vertices)."""
+        t = prepared.tree
+        lp = t.level_ptr
+        level = min(max(int(level), 0), lp.size - 2)
+        ptr = t.node_vert_ptr[lp[level]:lp[level + 1] + 1]
+        verts = t.node_verts[ptr[0]:ptr[-1]]
+        c, r = minimal_balls(np.asarray(frame.positions, np.float64)[verts], ptr - ptr[0])
+        return Drawable(centers=c, radii=r)
+
+
 def on_demand_or_bottom_up(method: Method, prepared: "TreeData", pose: Pose | None) -> str:
     """On-demand sphere-tree methods refit bottom-up when the frame has no pose (or no
     bounds were built): the id their `volumes` hands out."""
@@ -107,12 +167,13 @@ def rig_limits(rig: Rig) -> str | None:
     return "; ".join(rig.unsupported) if rig.unsupported else None
 
 
-class LbsSphereTree(Method):
+class LbsSphereTree(SphereTreeMethod):
     id = "sphere-tree"
     label = "Sphere tree, on-demand LBS refit"
     description = ("Refit only the spheres a query reaches, from the bone matrices "
                    "(Kavan & Žára 2005)")
     fallback = "sphere-tree-pv"     # Preserve Volume rigs; it passes the rest to bottom-up
+    bounds_fn = staticmethod(refit.lbs_bounds)
 
     def supports(self, rig: Rig) -> str | None:
         if rig.unsupported:
@@ -124,9 +185,6 @@ class LbsSphereTree(Method):
     def prepare(self, rig: Rig) -> TreeData:
         tree = build_tree(rig)
         return TreeData(tree, refit.lbs_bounds(tree, rig))
-
-    def load(self, arrays: dict[str, np.ndarray]) -> TreeData:
-        return TreeData.from_arrays(arrays)
 
     def frame_method(self, prepared: TreeData, pose: Pose | None) -> str:
         return on_demand_or_bottom_up(self, prepared, pose)
@@ -141,21 +199,19 @@ class LbsSphereTree(Method):
             self.id)
 
 
-class BottomUpSphereTree(Method):
+class BottomUpSphereTree(SphereTreeMethod):
     id = "bottom-up"
     label = "Sphere tree, bottom-up refit"
     description = "Refit every sphere from the evaluated mesh, leaves first (exact for any deformation)"
     fallback = None
+    for_any_object = True
+
+    def adopt(self, prepared) -> TreeData | None:
+        """Any sphere-tree method's tree serves (its bounds are not needed)."""
+        return TreeData(prepared.tree) if isinstance(prepared, TreeData) else None
 
     def prepare(self, rig: Rig) -> TreeData:
         return TreeData(build_tree(rig))
 
-    def load(self, arrays: dict[str, np.ndarray]) -> TreeData:
-        return TreeData.from_arrays(arrays)
-
     def volumes(self, rig: Rig, prepared: TreeData, frame: Frame) -> SphereVolumes:
         return bottom_up_volumes(prepared.tree, frame)
-
-
-register(LbsSphereTree())
-register(BottomUpSphereTree())

@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..methods.base import Hierarchy, Volumes
+from ..types import Hierarchy, Volumes
 from .traversal import FIRST_HIT_CHUNK, QueryStats, children, leaf_triangle_pairs
 
 

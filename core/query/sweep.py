@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..methods.base import Hierarchy
+from ..types import Hierarchy
 
 
 def _rows(ptr: np.ndarray, leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

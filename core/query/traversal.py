@@ -19,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..methods.base import Hierarchy, Volumes
+from ..types import Hierarchy, Volumes
 
 # Node pairs per vectorized step. All-pairs queries want big steps (fewer numpy calls);
 # first-hit queries want small ones, so that the search reaches leaves early.
@@ -107,10 +107,9 @@ def collide(a: Volumes, b: Volumes | None,
         (K, 2) int64 triangle pairs (for self-collision each unordered pair once, smaller
         index first) and statistics.
     """
-    fast = getattr(a, "collide_fast", None)
-    if fast is not None and b is not None and type(b) is type(a) and roots is None:
+    if a.whole_tree_pass and b is not None and type(b) is type(a) and roots is None:
         # Kinds with a whole-tree pass of their own (box trees): same contract.
-        ta, tb, tests = fast(b, triangle_test)
+        ta, tb, tests = a.collide_fast(b, triangle_test)
         pairs = np.stack([ta, tb], axis=1).astype(np.int64)
         if first_hit:
             pairs = pairs[:1]
@@ -157,11 +156,10 @@ def collide(a: Volumes, b: Volumes | None,
         both = leaf_a & leaf_b
         tri_a_parts, tri_b_parts = [], []
         if (both & ~same).any():
-            pairs_of = getattr(a, "leaf_pairs", None)
-            if pairs_of is not None and type(B) is type(a):
-                # Kinds whose leaves hold many triangles filter the cartesian product.
-                t = pairs_of(na[both & ~same], B, nb[both & ~same])
-            else:
+            # Kinds whose leaves hold many triangles filter the cartesian product.
+            t = a.leaf_pairs(na[both & ~same], B, nb[both & ~same]) \
+                if type(B) is type(a) else None
+            if t is None:
                 t = leaf_triangle_pairs(ha, na[both & ~same], hb, nb[both & ~same])
             tri_a_parts.append(t[0])
             tri_b_parts.append(t[1])

@@ -17,8 +17,8 @@ __all__ = ["SelfTree", "build", "self_pairs", "cross_pairs", "for_object", "obje
 
 def for_object(obj) -> SelfTree:
     """The `SelfTree` of a `scan.CollisionObject`, built on first use and kept on it."""
-    if obj.self_tree is None and isinstance(getattr(obj.data, "tree", None), SelfTree):
-        obj.self_tree = obj.data.tree           # a box-tree object: its tree is this one
+    if obj.self_tree is None:
+        obj.self_tree = obj.own_aabb_tree()     # a box-tree object: its tree is this one
     if obj.self_tree is None:
         rig = obj.rig
         # The object's weld ids (`core.welds`): the same adjacency as every other query.

@@ -22,56 +22,15 @@ from __future__ import annotations
 import numpy as np
 
 from .. import triangles as tri_test
+from .boxes import INF32, SWAP, level_boxes, outward_f32, triangle_boxes  # noqa: F401
 from .tree import SelfTree
 
 # Box rows are 8 float32: [lo (3), -hi (3), pad, pad]; the swapped copy is
 # [-hi, lo, pad, pad]. The pads are -inf in both, so their sums are -inf <= 0, and a row of
 # 8 comparison bytes reads as one uint64 that equals _ALL iff all 8 hold.
-_SWAP = np.array([3, 4, 5, 0, 1, 2, 6, 7])
-_INF32 = np.float32(np.inf)
 _ALL = np.uint64(0x0101010101010101)
 _ROW = np.dtype((np.void, 32))
 _ROW2 = np.dtype((np.void, 64))
-
-
-def outward_f32(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(lo, hi) float32 arrays with lo <= x <= hi elementwise (x float64, finite).
-
-    Casting rounds to nearest (error at most half a float32 spacing); one step of
-    `np.nextafter` away from the cast value is at least that half spacing (proof in
-    docs/self_collision.md), so the bounds hold for every finite x that fits float32.
-    """
-    x32 = x.astype(np.float32)
-    return np.nextafter(x32, -_INF32), np.nextafter(x32, _INF32)
-
-
-def triangle_boxes(positions: np.ndarray, tris: np.ndarray) -> np.ndarray:
-    """(T, 8) float32 rows [lo, -hi, -inf, -inf] enclosing each triangle's float64
-    vertices (positions (V, 3) float64, tris (T, 3) int)."""
-    lo_v, hi_v = outward_f32(positions)
-    neg_hi = -hi_v
-    out = np.empty((tris.shape[0], 8), np.float32)
-    a, b, c = tris[:, 0], tris[:, 1], tris[:, 2]
-    np.minimum(np.minimum(np.take(lo_v, a, 0), np.take(lo_v, b, 0)), np.take(lo_v, c, 0),
-               out=out[:, :3])
-    np.minimum(np.minimum(np.take(neg_hi, a, 0), np.take(neg_hi, b, 0)), np.take(neg_hi, c, 0),
-               out=out[:, 3:6])
-    out[:, 6:] = -_INF32
-    return out
-
-
-def level_boxes(tree: SelfTree, tri_box: np.ndarray) -> list[np.ndarray]:
-    """Per level 0..H, (2**l, 8) float32 rows [lo, -hi, -inf, -inf] (empty = +inf in the
-    first six columns). The min of two rows is exact, so parents enclose children."""
-    leaf = np.full((tree.n_slots, 8), _INF32, np.float32)
-    leaf[:, 6:] = -_INF32
-    leaf[tree.tri_slot] = tri_box
-    out = [leaf]
-    for _ in range(tree.height):
-        x = out[-1]
-        out.append(np.minimum(x[0::2], x[1::2]))
-    out.reverse()
-    return out
 
 
 def boxes_overlap(xa: np.ndarray, xb_swapped: np.ndarray) -> np.ndarray:
@@ -88,7 +47,7 @@ LEVEL_BLOCK = 1 << 16
 def _level_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A level's rows (n, 8), their swapped copy, and both as sibling-pair records (one
     64-byte record per pair of siblings) for the children gathers."""
-    Xs = np.ascontiguousarray(X[:, _SWAP])
+    Xs = np.ascontiguousarray(X[:, SWAP])
     return X, Xs, X.reshape(-1, 16).view(_ROW2).ravel(), Xs.reshape(-1, 16).view(_ROW2).ravel()
 
 
@@ -283,7 +242,7 @@ def _resplit_pairs(tree: SelfTree, keys: np.ndarray, tri_box: np.ndarray) -> tup
     ta, tb = (code // keys.shape[0]).astype(np.intp), (code % keys.shape[0]).astype(np.intp)
     keep = ~_keys_adjacent(keys, ta, tb)
     ta, tb = ta[keep], tb[keep]
-    ok = boxes_overlap(tri_box[ta], tri_box[tb][:, _SWAP])
+    ok = boxes_overlap(tri_box[ta], tri_box[tb][:, SWAP])
     return ta[ok], tb[ok]
 
 
@@ -398,14 +357,14 @@ def cross_candidates(tree_a: SelfTree, boxes_a: list[np.ndarray], tree_b: SelfTr
     pa = np.zeros(1, np.intp)
     pb = np.zeros(1, np.intp)
     la = lb = 0
-    X, Y = boxes_a[0], boxes_b[0][:, _SWAP]
+    X, Y = boxes_a[0], boxes_b[0][:, SWAP]
     ok = boxes_overlap(X[pa], Y[pb])
     pa, pb = pa[ok], pb[ok]
     while pa.size and (la < tree_a.height or lb < tree_b.height):
         da, db = la < tree_a.height, lb < tree_b.height
         la, lb = la + da, lb + db
         X = boxes_a[la]
-        Y = np.ascontiguousarray(boxes_b[lb][:, _SWAP])
+        Y = np.ascontiguousarray(boxes_b[lb][:, SWAP])
         if da and db:
             ga = np.take(X.reshape(-1, 16).view(_ROW2).ravel(), pa).view(np.float32).reshape(-1, 2, 1, 8)
             gb = np.take(Y.reshape(-1, 16).view(_ROW2).ravel(), pb).view(np.float32).reshape(-1, 1, 2, 8)

@@ -20,6 +20,8 @@ import time
 
 import numpy as np
 
+from .boxes import SWAP, level_boxes, triangle_boxes
+
 
 @dataclass
 class SelfTree:
@@ -179,14 +181,13 @@ def build(rest_positions: np.ndarray, triangles: np.ndarray, weld_ids: np.ndarra
         seeds.append((ca[keep].astype(np.intp), cb[keep].astype(np.intp)))
     # Per seed, the box column (of [lo, -hi]) and its partner that separated the pair
     # most at rest, as flat indices into a level's (n, 8) rows: a cheap first test.
-    from .query import _SWAP, level_boxes, triangle_boxes
     rest_boxes = level_boxes(SelfTree(H, S, tri_slot, slot_tri, seeds, keys, adj_ptr, adj_idx,
                                       np.asarray(weld_ids, np.int64)),
                              triangle_boxes(np.asarray(rest_positions, np.float64), tris))
     seed_cols = []
     for level, (a, b) in enumerate(seeds):
         X = rest_boxes[level]
-        col = np.argmax(X[a, :6] + X[b][:, _SWAP[:6]], axis=1) if a.size else a
-        seed_cols.append((a * 8 + col, b * 8 + _SWAP[col]))
+        col = np.argmax(X[a, :6] + X[b][:, SWAP[:6]], axis=1) if a.size else a
+        seed_cols.append((a * 8 + col, b * 8 + SWAP[col]))
     return SelfTree(H, S, tri_slot, slot_tri, seeds, keys, adj_ptr, adj_idx,
                     np.asarray(weld_ids, np.int64), seed_cols, time.perf_counter() - t0)

@@ -262,7 +262,7 @@ class _Solver:
         return labels
 
     # ---------------------------------------------------------------------- fitting
-    def _cluster_radius(self, cand: np.ndarray, owner: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    def cluster_radius(self, cand: np.ndarray, owner: np.ndarray, labels: np.ndarray) -> np.ndarray:
         """Radius (C,) each candidate centre (C, 3) of cluster owner (C,) needs to bound
         the cluster's points: max distance, by segments of points sorted by cluster."""
         order = np.argsort(labels, kind="stable")
@@ -293,7 +293,7 @@ class _Solver:
         N = len(centres)
         owner = np.arange(N)
         c = centres.copy()
-        r = self._cluster_radius(c, owner, labels)
+        r = self.cluster_radius(c, owner, labels)
         active = np.bincount(labels, minlength=N) > 0
         val = np.empty(N)
         fresh = np.ones(N, dtype=bool)
@@ -328,7 +328,7 @@ class _Solver:
             frame = dirs if it % 2 == 0 else dirs @ _ROT.T
             cand = (c[act, None, :] + step[act, None, None] * frame[None]).reshape(-1, 3)
             own = np.repeat(act, len(frame))
-            rc = self._cluster_radius(cand, own, labels)
+            rc = self.cluster_radius(cand, own, labels)
             vc = self.sov(cand, rc).reshape(len(act), len(frame))
             k = vc.argmin(1)
             bv = vc[np.arange(len(act)), k]
@@ -648,7 +648,7 @@ def fit(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int = 0,
 
     centres = _kmeans_init(pts, count, rng)
     labels = _nearest(pts, centres)
-    reach = solver._cluster_radius(centres, np.arange(count), labels)
+    reach = solver.cluster_radius(centres, np.arange(count), labels)
     best = None  # (error, centres, radii, sov, labels)
 
     def round_(c: np.ndarray, rch: np.ndarray):
@@ -714,7 +714,7 @@ def fit(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int = 0,
     except _Stopped:
         stopped = True
         if best is None:  # stopped before the first round: the L2 clusters as they are
-            radii = solver._cluster_radius(centres, np.arange(count), labels)
+            radii = solver.cluster_radius(centres, np.arange(count), labels)
             best = (float("nan"), centres, radii, np.full(count, np.nan), labels)
 
     err, centres, radii, sov, labels = best

@@ -34,9 +34,8 @@ from ... import triangles as tri_test
 from ... import self_collision, welds
 from ...rig import Rig
 from ..base import Drawable, Frame, Hierarchy, Method, Volumes
-from ..registry import register
 from . import chains
-from .chains import ChainData, build
+from .chains import ChainData, build, from_arrays
 from .regions import Regions
 
 #: Said in the JSON's `uncovered` entry of every chains object.
@@ -45,29 +44,6 @@ NOT_TESTED_BY_PAPER = (
     "adjacent on every chain holding both, nor the triangles listed here (on no chain); "
     "skin_collide decides those pairs with the exact self tree, so every intersecting "
     "pair is reported")
-
-
-def to_arrays(data: ChainData) -> dict[str, np.ndarray]:
-    out = {f.name: getattr(data, f.name) for f in fields(ChainData) if f.name != "regions"}
-    for f in fields(Regions):
-        out[f"regions.{f.name}"] = getattr(data.regions, f.name)
-    return out
-
-
-def from_arrays(d: dict[str, np.ndarray]) -> ChainData:
-    reg = Regions(**{f.name: np.asarray(d[f"regions.{f.name}"]) for f in fields(Regions)})
-    kw = {f.name: np.asarray(d[f.name]) for f in fields(ChainData)
-          if f.name != "regions" and f.name in d}
-    if "pivot_ptr" not in kw:
-        # Data stored before pivots: every vertex of a sphere is a pivot (centre = mean).
-        ptr = kw["sphere_vert_ptr"]
-        n = np.diff(ptr)
-        S = n.size
-        kw.update(pivot_ptr=ptr, pivot_verts=kw["sphere_verts"],
-                  pivot_weight=np.repeat(1.0 / np.maximum(n, 1), n),
-                  rest_center=np.zeros((S, 3)), rest_radius=np.full(S, np.nan),
-                  region_built=np.zeros(reg.n_limbs + 1, np.int8))
-    return ChainData(regions=reg, **kw)
 
 
 class ChainVolumes(Volumes):
@@ -156,6 +132,9 @@ class ChainsMethod(Method):
                 pass
         return cache
 
+    def summary(self, prepared: ChainData) -> str:
+        return f"{prepared.n_spheres} spheres in chains"
+
     def load(self, arrays: dict[str, np.ndarray]) -> ChainData:
         return from_arrays(arrays)
 
@@ -213,6 +192,3 @@ class ChainsMethod(Method):
         nodes = np.zeros(1, np.int64) if level <= 0 else np.arange(1, v.r.size)
         c, r = v.spheres(nodes)
         return Drawable(centers=c.copy(), radii=r.copy())
-
-
-register(ChainsMethod())

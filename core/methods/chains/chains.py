@@ -25,17 +25,18 @@ triangles of regions on no chain (a rig with one limb has no chain).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Callable
 
 import numpy as np
 
 from ...query import sweep
 from ...rig import Rig
+from ...types import Hierarchy
 from ...sphere_tree import polygon_vertex_sets
 from ..obb.build import dominant_bones
 from . import march
-from .march import _basis
+from .march import basis
 from .regions import Regions, bone_order, regions
 
 MAX_SLICES = 6
@@ -83,9 +84,7 @@ class ChainData:
         return int(self.sphere_vert_ptr.size - 1)
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """What is stored (`Prepared`); `core.methods.chains.from_arrays` reads it back."""
-        from . import to_arrays
-
+        """What is stored (`Prepared`); `from_arrays` reads it back."""
         return to_arrays(self)
 
     @property
@@ -94,8 +93,6 @@ class ChainData:
         `sweep.leaf_entries`); made once."""
         h = getattr(self, "_sphere_h", None)
         if h is None:
-            from ..base import Hierarchy
-
             order = np.argsort(self.tri_sphere, kind="stable")
             tptr = np.searchsorted(self.tri_sphere[order], np.arange(self.n_spheres + 1))
             S = self.n_spheres
@@ -190,7 +187,7 @@ def _pivots(rig: Rig, tri_sphere: np.ndarray, centre: np.ndarray, normal: np.nda
         tris = np.nonzero(tri_sphere == s)[0]
         rel = pc[tris] - centre[s]
         n = normal[s]
-        u, w = _basis(n)
+        u, w = basis(n)
         chosen: list[int] = []
         for k in range(n_pivots):
             a = 2 * np.pi * k / n_pivots
@@ -424,3 +421,26 @@ def complement_pairs(data: ChainData, positions: np.ndarray, triangles: np.ndarr
     hit = triangle_test(pa, pb) if pa.size else np.zeros(0, bool)
     pairs = np.sort(np.stack([pa[hit], pb[hit]], axis=1), axis=1)
     return np.unique(pairs, axis=0) if pairs.size else pairs, stats
+
+
+def to_arrays(data: ChainData) -> dict[str, np.ndarray]:
+    out = {f.name: getattr(data, f.name) for f in fields(ChainData) if f.name != "regions"}
+    for f in fields(Regions):
+        out[f"regions.{f.name}"] = getattr(data.regions, f.name)
+    return out
+
+
+def from_arrays(d: dict[str, np.ndarray]) -> ChainData:
+    reg = Regions(**{f.name: np.asarray(d[f"regions.{f.name}"]) for f in fields(Regions)})
+    kw = {f.name: np.asarray(d[f.name]) for f in fields(ChainData)
+          if f.name != "regions" and f.name in d}
+    if "pivot_ptr" not in kw:
+        # Data stored before pivots: every vertex of a sphere is a pivot (centre = mean).
+        ptr = kw["sphere_vert_ptr"]
+        n = np.diff(ptr)
+        S = n.size
+        kw.update(pivot_ptr=ptr, pivot_verts=kw["sphere_verts"],
+                  pivot_weight=np.repeat(1.0 / np.maximum(n, 1), n),
+                  rest_center=np.zeros((S, 3)), rest_radius=np.full(S, np.nan),
+                  region_built=np.zeros(reg.n_limbs + 1, np.int8))
+    return ChainData(regions=reg, **kw)

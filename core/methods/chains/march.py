@@ -128,7 +128,7 @@ def winding_numbers(q: np.ndarray, A: np.ndarray, B: np.ndarray, C: np.ndarray) 
     return out
 
 
-def _basis(n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def basis(n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     a = np.array([1.0, 0, 0]) if abs(n[0]) < 0.9 else np.array([0, 1.0, 0])
     u = np.cross(n, a)
     u /= np.linalg.norm(u)
@@ -147,7 +147,7 @@ class Station:
 
 def _disk(o, n, A, B, C, crossing) -> np.ndarray | None:
     """The disk's hits from o in the plane normal to n (None when too few rays hit)."""
-    u, w = _basis(n)
+    u, w = basis(n)
     th = 2 * np.pi * np.arange(N_RAYS) / N_RAYS
     d = np.cos(th)[:, None] * u + np.sin(th)[:, None] * w
     sel = crossing(o, n)

@@ -21,7 +21,6 @@ import numpy as np
 from ...query import sweep
 from ...rig import Rig
 from ..base import Drawable, Frame, Method, Volumes
-from ..registry import register
 from . import update
 from .build import ObbData, build
 
@@ -36,6 +35,7 @@ class ObbVolumes(Volumes):
     `extent` (N, 3), world space: also what the viewport draws."""
 
     kind = "box"
+    whole_tree_pass = True
 
     def __init__(self, data: ObbData, frame: Frame, how: str = "cab",
                  method_id: str | None = None):
@@ -167,6 +167,9 @@ class ObbCab(Method):
     def prepare(self, rig: Rig) -> ObbData:
         return build(rig)
 
+    def summary(self, prepared: ObbData) -> str:
+        return f"{int(prepared.box_center.shape[0])} oriented boxes"
+
     def load(self, arrays: dict[str, np.ndarray]) -> ObbData:
         return ObbData.from_arrays(arrays)
 
@@ -191,6 +194,3 @@ def _depth_from_root(data: ObbData) -> np.ndarray:
         if f >= 0:
             depth[f:f + data.child_count[n]] = depth[n] + 1
     return depth
-
-
-register(ObbCab())

@@ -1,0 +1,50 @@
+"""Every piece of runtime state of the add-on, in one place (nothing here is saved with the
+.blend: that lives in PropertyGroups and Texts). Handlers, the live session and the
+overlay read and write these attributes; `reset` puts them back as after registration
+(the tests call it between cases; unregistering calls it too).
+
+Imports nothing from the add-on, so that every module below the handlers (extraction,
+rest contacts) can mark its own scene writes `quiet` without an import cycle.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+
+class State:
+    """The add-on's runtime state (one instance, `STATE`)."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self) -> None:
+        # -- live updates (addon/handlers.py) --
+        self.busy = False           # a live query is running
+        self.quiet = 0              # > 0 while the project itself writes to the scene
+        self.pending = ""           # a scene whose pose changed while we could not follow
+        self.last_end = 0.0         # perf_counter() at the end of the last live query
+        self.last_seconds = 0.0     # its duration
+        # -- the live session (addon/session.py) --
+        self.live: dict = {}        # scene name -> its last `session.LiveResult`
+        # (scene, Text, object pointer) -> the rest positions verified for a build, and the
+        # meshes whose data changed since (`session.mark_mesh_changed`).
+        self.verified: dict = {}
+        self.changed_meshes: set[int] = set()
+        # -- the overlay (addon/overlay.py) --
+        self.drawn: dict = {}       # scene name -> the arrays drawn for its last result
+        self.build_count = 0        # how many times they were (re)built (tests read it)
+        self.draw_errors: dict[str, str] = {}   # callback -> the last error it printed
+
+
+STATE = State()
+
+
+@contextmanager
+def quiet():
+    """Around the project's own writes (rest-pose switches, bakes): depsgraph updates they
+    cause are not pose edits and must not start a live query."""
+    STATE.quiet += 1
+    try:
+        yield
+    finally:
+        STATE.quiet -= 1

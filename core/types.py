@@ -1,0 +1,198 @@
+"""The types every layer shares: what a method reads per frame (`Frame`), the fixed shape of
+a bounding-volume hierarchy (`Hierarchy`) and its volumes at one frame (`Volumes`, with
+every optional hook declared here with its default), and what the viewport draws
+(`Drawable`). `Rig` and `Pose` (the character and one frame of its bones) are in
+`core.rig`.
+
+The bottom of the import order: types <- geometry and bounds <- methods <- query <- report
+<- addon <- operators, panels, cli (docs/architecture.md).
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Callable, ClassVar, Protocol
+
+import numpy as np
+
+from .rig import Pose, Rig
+
+__all__ = ["Hierarchy", "Frame", "Volumes", "LazySphereVolumes", "Drawable", "Prepared",
+           "Pose", "Rig"]
+
+
+@dataclass
+class Hierarchy:
+    """The fixed shape of a bounding-volume hierarchy, in breadth-first order.
+
+    Attributes:
+        first_child: (N,) int32 first child of each node (children are contiguous), -1 for
+            leaves. Node 0 is the root.
+        child_count: (N,) int32.
+        leaf_ptr: (N + 1,) int64 CSR offsets into `leaf_tris`: the triangles a leaf holds
+            (empty for inner nodes).
+        leaf_tris: (M,) int64 triangle indices (the mesh's loop-triangle order).
+    """
+
+    first_child: np.ndarray
+    child_count: np.ndarray
+    leaf_ptr: np.ndarray
+    leaf_tris: np.ndarray
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.first_child.shape[0])
+
+    @classmethod
+    def one_triangle_per_leaf(cls, first_child: np.ndarray, child_count: np.ndarray,
+                              leaf_tri: np.ndarray) -> "Hierarchy":
+        """From a tree whose leaves hold one triangle each (`leaf_tri` (N,), -1 inner)."""
+        is_leaf = leaf_tri >= 0
+        ptr = np.zeros(leaf_tri.size + 1, dtype=np.int64)
+        np.cumsum(is_leaf, out=ptr[1:])
+        return cls(first_child, child_count, ptr, leaf_tri[is_leaf].astype(np.int64))
+
+
+@dataclass
+class Frame:
+    """One object at one frame: what every method may read.
+
+    Attributes:
+        positions: (V, 3) float64 world-space evaluated positions (the geometric truth).
+        triangles: (T, 3) int32 the triangles Blender draws at this frame (quads re-split).
+        pose: the frame's `Pose`, or None when only positions are known (rest contacts,
+            bottom-up methods).
+    """
+
+    positions: np.ndarray
+    triangles: np.ndarray
+    pose: Pose | None = None
+
+
+class Volumes(ABC):
+    """The volumes of one object's hierarchy at one frame, computed on demand.
+
+    Subclasses fill in `ensure` (compute the volumes of some nodes, once per frame),
+    `size` (a length used to decide which node of a pair to descend into) and
+    `overlap` (may two nodes' contents meet). Every kind can also give an enclosing
+    sphere per node (`spheres`), which is how volumes of different kinds are compared.
+    """
+
+    kind: ClassVar[str] = "sphere"
+
+    def __init__(self, hierarchy: Hierarchy, method_id: str | None = None):
+        self.hierarchy = hierarchy
+        self.refitted = 0
+        #: the method that actually made these volumes (a method may hand over to its
+        #: fallback for one frame, e.g. when the pose is unknown): the JSON `refit` id.
+        self.method_id = method_id
+
+    @abstractmethod
+    def ensure(self, nodes: np.ndarray) -> None:
+        """Make the volumes of `nodes` ((n,) int64, repeats allowed) available."""
+
+    @abstractmethod
+    def size(self, nodes: np.ndarray) -> np.ndarray:
+        """(n,) float64 a length per node (its radius, or its box's half-diagonal)."""
+
+    @abstractmethod
+    def spheres(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Enclosing spheres of `nodes` (already ensured): centres (n, 3), radii (n,)."""
+
+    def overlap(self, na: np.ndarray, other: "Volumes", nb: np.ndarray) -> np.ndarray:
+        """(n,) bool: may node na[k] of self and node nb[k] of `other` share a point?
+
+        Must never say False for nodes whose contents touch (soundness). The default
+        compares enclosing spheres; kinds with a tighter test of their own override it for
+        a partner of the same kind. Both sides are ensured first.
+        """
+        self.ensure(na)
+        other.ensure(nb)
+        ca, ra = self.spheres(na)
+        cb, rb = other.spheres(nb)
+        d = ca - cb
+        s = ra + rb
+        # A negative radius marks an empty node (it meets nothing).
+        return (s >= 0) & (np.einsum("ij,ij->i", d, d) <= s * s)
+
+    #: True for kinds with a whole-tree pass of their own against a partner of the same
+    #: kind (`collide_fast`): the scan sends such object pairs there instead of through
+    #: the stacked traversal of `core.query.multi`.
+    whole_tree_pass: ClassVar[bool] = False
+
+    def collide_fast(self, other: "Volumes",
+                     triangle_test: Callable[[np.ndarray, np.ndarray], np.ndarray]
+                     ) -> tuple[np.ndarray, np.ndarray, int]:
+        """Optional (with `whole_tree_pass`): every intersecting triangle pair between
+        self and `other` (same kind), as (K,) int64 triangle indices of each side and the
+        number of exact tests made. `triangle_test` has `core.query.traversal.collide`'s
+        contract."""
+        raise NotImplementedError(f"{type(self).__name__} has no whole-tree pass")
+
+    def leaf_pairs(self, la: np.ndarray, other: "Volumes", lb: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray] | None:
+        """Optional: the candidate triangle pairs ((K,) int64 each side) of the
+        overlapping leaf pairs (la[k], lb[k]) against a partner of the same kind, a
+        superset of the intersecting ones. None (the default): the traversal takes every
+        pair of the two leaves' triangles (kinds whose leaves hold many triangles filter
+        that cartesian product here)."""
+        return None
+
+
+class LazySphereVolumes(Volumes):
+    """Sphere volumes computed the first time a node is reached, by
+    ``refit_fn(nodes) -> (centers (n, 3), radii (n,))``; `eager` gives all of them up
+    front. Shared by every method whose nodes are spheres (sphere trees, sphere sets)."""
+
+    kind = "sphere"
+
+    def __init__(self, hierarchy: Hierarchy,
+                 refit_fn: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None,
+                 eager: tuple[np.ndarray, np.ndarray] | None = None,
+                 method_id: str | None = None):
+        super().__init__(hierarchy, method_id)
+        self.refit_fn = refit_fn
+        n = hierarchy.n_nodes
+        if eager is not None:
+            self.centers, self.radii = eager
+            self.done = np.ones(n, dtype=bool)
+        else:
+            self.centers = np.zeros((n, 3))
+            self.radii = np.zeros(n)
+            self.done = np.zeros(n, dtype=bool)
+
+    def ensure(self, nodes: np.ndarray) -> None:
+        todo = nodes[~self.done[nodes]]
+        if todo.size == 0:
+            return
+        todo = np.unique(todo)
+        c, r = self.refit_fn(todo)
+        self.centers[todo] = c
+        self.radii[todo] = r
+        self.done[todo] = True
+        self.refitted += int(todo.size)
+
+    def size(self, nodes: np.ndarray) -> np.ndarray:
+        return self.radii[nodes]
+
+    def spheres(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.centers[nodes], self.radii[nodes]
+
+
+@dataclass
+class Drawable:
+    """What a method shows in the viewport for one level of its hierarchy at one frame
+    (*Show Spheres*): spheres ``centers`` (n, 3) / ``radii`` (n,), or boxes ``corners``
+    (n, 8, 3) with corner k at bits (x, y, z) = (k & 1, k >> 1 & 1, k >> 2 & 1) of the
+    box's local axes. World space, float64. The Blender glue turns it into lines."""
+
+    centers: np.ndarray | None = None
+    radii: np.ndarray | None = None
+    corners: np.ndarray | None = None
+
+
+class Prepared(Protocol):
+    """What a method builds once per rig. Arrays only, so that it can be stored."""
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        ...
