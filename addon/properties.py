@@ -18,6 +18,12 @@ def _method_items(self, context):
     return _METHOD_ITEMS
 
 
+def method_choices() -> list[str]:
+    """The ids the panel's Method menu offers now (its items are dynamic: Blender's
+    `enum_items` does not list them)."""
+    return [item[0] for item in _method_items(None, None)]
+
+
 #: The panel property holding each build option a method may declare (`Method.options`).
 OPTION_PROPS = {"count": "sphere_count", "seed": "sphere_seed"}
 

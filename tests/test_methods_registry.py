@@ -74,7 +74,7 @@ def test_the_whole_fallback_policy(rig):
         with pytest.raises(ValueError, match="no method can collide"):
             registry.resolve("picky-test", rig)
     finally:
-        registry._METHODS.pop("picky-test")
+        registry.unregister("picky-test")
 
 
 def _poses(rig, n, seed):

@@ -123,8 +123,11 @@ def test_panel_offers_the_method_and_the_count():
     from skin_collide.panels import main_panel  # noqa: F401 - registered with the add-on
 
     s = bpy.context.scene.skin_collide
-    items = [i.identifier for i in s.bl_rna.properties["method"].enum_items]
-    assert "sphere-set" in items
+    from skin_collide.addon.properties import method_choices
+
+    assert "sphere-set" in method_choices()
+    s.method = "sphere-set"                 # the menu takes it
+    s.method = "sphere-tree"
     assert s.sphere_count == 64 and s.bl_rna.properties["sphere_count"].hard_min == 1
 
 
