@@ -1,0 +1,73 @@
+"""Frame chunks: how a frame range is cut into the contiguous pieces that `scan --frames A:B`
+runs, for `scan --jobs N` (N nearly equal chunks) and for render farms (chunks of a given
+size). Pure Python, no Blender.
+
+A farm names a chunk in range-expression notation, the form Open Job Description's task
+chunking and Flamenco's frame chunker both produce for a contiguous chunk: ``"7"`` (one
+frame), ``"7,8"`` (two), ``"7-16"`` (more; ``"-5--3"`` for negative frames). `chunk_name`
+writes it and `parse_chunk` reads it back, so that every integration (the OpenJD template,
+the Flamenco job type, `farm-commands`) agrees on the boundaries: `by_size` is the one
+definition of them.
+"""
+from __future__ import annotations
+
+import re
+
+
+class ChunkError(ValueError):
+    """A chunk or range that cannot be used; the message (one line) says why."""
+
+
+def evenly(start: int, end: int, n: int) -> list[tuple[int, int]]:
+    """[start, end] split into at most `n` contiguous chunks of nearly equal length
+    (`scan --jobs N`)."""
+    total = end - start + 1
+    n = max(1, min(n, total))
+    bounds = [start + (total * k) // n for k in range(n + 1)]
+    return [(bounds[k], bounds[k + 1] - 1) for k in range(n)]
+
+
+def by_size(start: int, end: int, size: int) -> list[tuple[int, int]]:
+    """[start, end] split into contiguous chunks of `size` frames from `start` on (the last
+    one shorter): a farm's chunks, as OpenJD's CONTIGUOUS task chunking and Flamenco's
+    frame chunker cut them."""
+    if size < 1:
+        raise ChunkError(f"the chunk size must be at least 1, got {size}")
+    if end < start:
+        raise ChunkError(f"empty frame range {start}:{end}")
+    return [(a, min(a + size - 1, end)) for a in range(start, end + 1, size)]
+
+
+def chunk_name(start: int, end: int) -> str:
+    """A contiguous chunk in range-expression notation: "7", "7,8", "7-16"."""
+    if end < start:
+        raise ChunkError(f"empty frame range {start}:{end}")
+    if start == end:
+        return str(start)
+    if end == start + 1:
+        return f"{start},{end}"
+    return f"{start}-{end}"
+
+
+_ONE = re.compile(r"^\s*(-?\d+)\s*$")
+_TWO = re.compile(r"^\s*(-?\d+)\s*,\s*(-?\d+)\s*$")
+_RANGE = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$")
+
+
+def parse_chunk(text: str) -> tuple[int, int]:
+    """A contiguous chunk's range expression ("7", "7,8", "7-16", "-5--3") -> (start, end).
+    Anything else (a list with gaps, a step, a reversed range) is a ChunkError."""
+    m = _ONE.match(text)
+    if m:
+        f = int(m.group(1))
+        return f, f
+    m = _TWO.match(text) or _RANGE.match(text)
+    if m:
+        a, b = int(m.group(1)), int(m.group(2))
+        if _TWO.match(text) and b != a + 1:
+            raise ChunkError(f"chunk '{text}' is not a contiguous frame range")
+        if b < a:
+            raise ChunkError(f"chunk '{text}' is an empty frame range")
+        return a, b
+    raise ChunkError(f"chunk '{text}' is not a contiguous frame range "
+                     "(expected F, F,F+1 or START-END)")
