@@ -28,14 +28,28 @@ def evenly(start: int, end: int, n: int) -> list[tuple[int, int]]:
 
 
 def by_size(start: int, end: int, size: int) -> list[tuple[int, int]]:
-    """[start, end] split into contiguous chunks of `size` frames from `start` on (the last
-    one shorter): a farm's chunks, as OpenJD's CONTIGUOUS task chunking and Flamenco's
-    frame chunker cut them."""
+    """[start, end] split into contiguous chunks of at most `size` frames: a farm's chunks.
+
+    As Open Job Description's task chunking cuts a contiguous range (CHUNK[INT],
+    rangeConstraint CONTIGUOUS, a fixed defaultTaskCount): ceil(frames / size) chunks whose
+    lengths differ by at most one, the longer ones spread evenly over the range (48 frames
+    by 10: 1-10, 11-20, 21-29, 30-39, 40-48), not `size` frames each and a short last one.
+    The Flamenco job type and `farm-commands` cut the same way."""
     if size < 1:
         raise ChunkError(f"the chunk size must be at least 1, got {size}")
     if end < start:
         raise ChunkError(f"empty frame range {start}:{end}")
-    return [(a, min(a + size - 1, end)) for a in range(start, end + 1, size)]
+    total = end - start + 1
+    count = -(-total // size)
+    base, extra = divmod(total, count)
+    lengths = [base] * count
+    for k in range(extra):               # the `extra` longer chunks, evenly spaced
+        lengths[k * count // extra] += 1
+    out, a = [], start
+    for n in lengths:
+        out.append((a, a + n - 1))
+        a += n
+    return out
 
 
 def chunk_name(start: int, end: int) -> str:
