@@ -386,3 +386,51 @@ def test_a_failing_chunk_fails_the_openjd_job_with_its_line(shot, tmp_path):
     assert not [c for c in ran(res.stdout) if " merge " in c]  # and never merged
     assert not (tmp_path / "report.json").exists()
     assert signed.read_text() == "{}"
+
+
+# -- the Blender-binary variant: farm/blender_python.sh ---------------------------------------
+
+WRAPPER = REPO / "farm" / "blender_python.sh"
+
+FAKE_BLENDER = """#!{python}
+# Stands in for a Blender binary: checks the arguments the wrapper gives it, then runs the
+# --python-expr code with sys.argv as Blender sets it (its whole command line).
+import sys
+argv = list(sys.argv)
+k = argv.index("--python-expr")
+assert argv[1:k] == ["--background", "--factory-startup", "--python-exit-code", "2"], argv
+assert argv[k + 2] == "--", argv
+exec(compile(argv[k + 1], "<python-expr>", "exec"), {{"__name__": "__main__"}})
+"""
+
+
+@blender
+def test_the_blender_wrapper_runs_a_chunk_as_the_template_does(shot, openjd_job, tmp_path):
+    blend, _ = shot
+    res, out = openjd_job
+    assert res.returncode == 0
+    fake = tmp_path / "blender"
+    fake.write_text(FAKE_BLENDER.format(python=sys.executable))
+    fake.chmod(0o755)
+    env = dict(os.environ, BLENDER=str(fake))
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    steps = farm_commands.plan(str(blend), 1, 48, 10, str(mine), ["--self", "--method",
+                                                                   "sphere-tree"])
+    got = subprocess.run([str(WRAPPER), "-m", "skin_collide", *steps["1-10"]], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert got.returncode == 0, got.stderr
+    assert without_ms(json.loads((mine / "scan_1_10.json").read_text())) == \
+        without_ms(json.loads((out / "scan_1_10.json").read_text()))
+    # Its exit status is skin_collide's: a chunk that cannot write its report fails (2).
+    bad = subprocess.run([str(WRAPPER), "-m", "skin_collide", "scan", str(blend),
+                          "--frames=1:2", "--json", str(tmp_path / "missing" / "x.json")],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert bad.returncode == 2 and "skin_collide: error:" in bad.stderr
+
+
+def test_the_blender_wrapper_refuses_other_arguments():
+    res = subprocess.run([str(WRAPPER), "scan", "x.blend"], capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 2
+    assert res.stderr.strip() == "blender_python.sh: expected '-m skin_collide ARGS', got 'scan x.blend'"
