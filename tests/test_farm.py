@@ -434,3 +434,55 @@ def test_the_blender_wrapper_refuses_other_arguments():
                          timeout=60)
     assert res.returncode == 2
     assert res.stderr.strip() == "blender_python.sh: expected '-m skin_collide ARGS', got 'scan x.blend'"
+
+
+# -- built data travels: the Disk Cache folder beside the .blend -----------------------------
+
+BUILD_TO_DISK = """
+import sys, bpy, skin_collide
+from skin_collide.cli import exit_process
+skin_collide.register()
+bpy.ops.wm.open_mainfile(filepath=sys.argv[1])
+bpy.context.scene.skin_collide.data_location = "DISK"
+bpy.ops.wm.save_as_mainfile(filepath=sys.argv[2])     # saved first: the cache needs a folder
+meshes = [ob for ob in bpy.context.scene.objects if ob.type == "MESH"]
+for ob in meshes:
+    ob.select_set(True)
+bpy.context.view_layer.objects.active = meshes[0]
+assert bpy.ops.skin_collide.build() == {"FINISHED"}
+bpy.ops.wm.save_as_mainfile(filepath=sys.argv[2])
+skin_collide.unregister()
+exit_process(0)
+"""
+
+
+@blender
+def test_a_disk_cache_shot_travels_with_its_cache_folder(shot, tmp_path):
+    blend, whole = shot
+    studio = tmp_path / "studio"
+    studio.mkdir()
+    res = subprocess.run([sys.executable, "-c", BUILD_TO_DISK, str(blend), str(studio / "sh.blend")],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    cache = sorted(p.name for p in (studio / "skin_collide_cache").iterdir())
+    assert len(cache) == 2
+    want = {f["frame"]: f["pairs"] for f in whole["frames"] if 1 <= f["frame"] <= 10}
+    for name, with_cache in (("with_cache", True), ("alone", False)):
+        farm = tmp_path / name
+        farm.mkdir()
+        shutil.copy(studio / "sh.blend", farm / "sh.blend")
+        if with_cache:
+            shutil.copytree(studio / "skin_collide_cache", farm / "skin_collide_cache")
+        stamps = {p.name: p.stat().st_mtime_ns for p in farm.rglob("*.skcb")}
+        steps = farm_commands.plan(str(farm / "sh.blend"), 1, 48, 10, str(farm),
+                                   farm_commands.scan_flags(self_collision=True))
+        res = run(*steps["1-10"])
+        assert res.returncode == 0, res.stderr
+        assert res.stdout.count("loaded from the .blend") == 2 and "built in" not in res.stdout
+        got = json.loads((farm / "scan_1_10.json").read_text())
+        assert {f["frame"]: f["pairs"] for f in got["frames"]} == want
+        after = {p.name: p.stat().st_mtime_ns for p in farm.rglob("*.skcb")}
+        if with_cache:
+            assert after == stamps                      # read, not rebuilt
+        else:
+            assert sorted(after) == cache               # rebuilt, and written beside the file
