@@ -1025,9 +1025,6 @@ def build_parser() -> argparse.ArgumentParser:
     mg.add_argument("--json", required=True, metavar="OUT", help="write the merged report here")
     mg.add_argument("--junit", metavar="OUT.xml", help="also write JUnit XML here, as scan --junit")
     mg.set_defaults(func=cmd_merge)
-    from . import farm_commands
-
-    farm_commands.add_parser(sub)
     ss = sub.add_parser("sphere-set", help="fit a variational sphere set (Wang et al. 2006) "
                         "to one mesh's rest pose; JSON in mesh data coordinates")
     ss.add_argument("file", help=".blend, .glb or .gltf")
@@ -1038,6 +1035,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="write {centers, radii, outside_volume, mesh_volume} here (atomically)")
     ss.set_defaults(func=cmd_sphere_set)
     _add_snapshot_parser(sub)
+    from . import farm_commands
+
+    farm_commands.add_parser(sub)
     return p
 
 

@@ -80,7 +80,6 @@ def _switch(parser, flag: str, help: str) -> None:
 
 def add_parser(sub) -> None:
     from .core.methods import registry
-    from .core.scan import DEFAULT_METHOD
 
     p = sub.add_parser(
         "farm-commands",
@@ -99,8 +98,8 @@ def add_parser(sub) -> None:
     p.add_argument("--object", action="append", metavar="NAME",
                    help="only these mesh objects (repeatable; default: every character)")
     _switch(p, "--self", "also each object against itself")
-    p.add_argument("--method", choices=registry.ids(), default=DEFAULT_METHOD, metavar="ID",
-                   help=f"the collision method (default {DEFAULT_METHOD})")
+    p.add_argument("--method", choices=registry.ids(), metavar="ID",
+                   help="the collision method (default: scan's default, sphere-tree)")
     _switch(p, "--first-hit", "at most one pair per colliding frame")
     _switch(p, "--ignore-rest-contacts", "drop the pairs that collide in the rest pose")
     p.add_argument("--allow", metavar="FILE", default="",
@@ -117,12 +116,12 @@ def add_parser(sub) -> None:
 
 
 def _plan_from_args(args) -> dict:
-    from .cli import UsageError, parse_frames
+    from .cli import UsageError, _scan_method, parse_frames
 
     start, end = parse_frames(args.frames)
     if args.chunk < 1:
         raise UsageError(f"--chunk must be at least 1, got {args.chunk}")
-    flags = scan_flags(args.object, args.self == "yes", args.method, args.first_hit == "yes",
+    flags = scan_flags(args.object, args.self == "yes", _scan_method(args), args.first_hit == "yes",
                        args.ignore_rest_contacts == "yes", args.allow or None)
     return plan(args.file, start, end, args.chunk, args.out, flags)
 
