@@ -1,9 +1,9 @@
 """`python -m skin_collide farm-commands`: the commands a render farm runs for one shot.
 
 One scan command per chunk of frames (`core.chunks.by_size`, the boundaries OpenJD's task
-chunking and Flamenco's frame chunker make) and the merge of their reports. Printed, they
-are an OpenCue `cuecmd` command list; with ``--run CHUNK`` (or ``--run merge``) this runs one
-of them in this process, which is how the Open Job Description template
+chunking makes) and the merge of their reports. Printed, they are an OpenCue `cuecmd`
+command list; with ``--run CHUNK`` (or ``--run merge``) this runs one of them in this
+process, which is how the Open Job Description template
 (farm/openjd/skin_collide_scan.yaml) runs its tasks; the Flamenco job type
 (farm/flamenco/skin_collide_scan.js) writes the same commands itself, and a test checks
 that they agree. No Blender here: the commands are built from the arguments alone.
@@ -85,9 +85,10 @@ def add_parser(sub) -> None:
         "farm-commands",
         help="the commands a render farm runs for a shot: one scan per chunk of frames, "
              "then the merge (an OpenCue cuecmd list; --run runs one of them)",
-        description="Prints one `scan` command per chunk of --chunk frames, then the `merge` "
-                    "of their reports, one shell line each. The chunks are the ones Open Job "
-                    "Description's task chunking and Flamenco's frame chunker make.")
+        description="Prints one `scan` command per chunk of at most --chunk frames, then the "
+                    "`merge` of their reports, one shell line each. The chunks are the ones "
+                    "Open Job Description's task chunking makes (core/chunks.py), which the "
+                    "OpenJD template and the Flamenco job type in farm/ run too.")
     p.add_argument("file", help="the shot (.blend, .glb or .gltf), as the render nodes see it")
     p.add_argument("--frames", required=True, metavar="START:END",
                    help="the shot's frames, inclusive (negative frames allowed)")
@@ -121,8 +122,9 @@ def _plan_from_args(args) -> dict:
     start, end = parse_frames(args.frames)
     if args.chunk < 1:
         raise UsageError(f"--chunk must be at least 1, got {args.chunk}")
-    flags = scan_flags(args.object, args.self == "yes", _scan_method(args), args.first_hit == "yes",
-                       args.ignore_rest_contacts == "yes", args.allow or None)
+    flags = scan_flags(args.object, args.self == "yes", _scan_method(args),
+                       args.first_hit == "yes", args.ignore_rest_contacts == "yes",
+                       args.allow or None)
     return plan(args.file, start, end, args.chunk, args.out, flags)
 
 

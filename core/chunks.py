@@ -2,12 +2,13 @@
 runs, for `scan --jobs N` (N nearly equal chunks) and for render farms (chunks of a given
 size). Pure Python, no Blender.
 
-A farm names a chunk in range-expression notation, the form Open Job Description's task
-chunking and Flamenco's frame chunker both produce for a contiguous chunk: ``"7"`` (one
-frame), ``"7,8"`` (two), ``"7-16"`` (more; ``"-5--3"`` for negative frames). `chunk_name`
-writes it and `parse_chunk` reads it back, so that every integration (the OpenJD template,
-the Flamenco job type, `farm-commands`) agrees on the boundaries: `by_size` is the one
-definition of them.
+A farm names a chunk as a range expression: OpenJD's task chunking passes "START-END"
+(even "7-7"; "-5--3" for negative frames), Flamenco and OpenJD range expressions write
+"7", "7,8" and "7-16". `parse_chunk` reads all of them and `chunk_name` writes the short
+form. `by_size` is the one definition of the chunk boundaries: `farm-commands` cuts with
+it, the Flamenco job type with a JavaScript copy of it, and the OpenJD template's tasks
+(`farm-commands --run CHUNK`) refuse a chunk it does not make; tests/test_farm.py checks
+all three against it.
 """
 from __future__ import annotations
 
