@@ -425,11 +425,11 @@ def cap_jobs(asked: int, cores: int) -> tuple[int, str | None]:
 
 
 def _chunks(start: int, end: int, n: int) -> list[tuple[int, int]]:
-    """[start, end] split into at most `n` contiguous chunks of nearly equal length."""
-    total = end - start + 1
-    n = max(1, min(n, total))
-    bounds = [start + (total * k) // n for k in range(n + 1)]
-    return [(bounds[k], bounds[k + 1] - 1) for k in range(n)]
+    """[start, end] split into at most `n` contiguous chunks of nearly equal length
+    (`core.chunks`, which also cuts a render farm's chunks)."""
+    from .core import chunks
+
+    return chunks.evenly(start, end, n)
 
 
 def _worker_flags(args) -> list[str]:
@@ -698,8 +698,12 @@ def cmd_merge(args) -> int:
     from .core import merge as core_merge
     from .core import report as core_report
 
+    if args.junit and os.path.abspath(args.junit) == os.path.abspath(args.json):
+        raise UsageError("--json and --junit name the same file")
     try:
         core_report.check_output_path(args.json, "--json")
+        if args.junit:
+            core_report.check_output_path(args.junit, "--junit")
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     try:
@@ -711,6 +715,11 @@ def cmd_merge(args) -> int:
         print(f"skin_collide: note: {note}", file=sys.stderr)
     core_report.write_atomic(args.json, core_report.dumps(doc))
     eps = _report_from_doc(doc).episodes()
+    if args.junit:
+        xml = core_report.junit_xml(f"skin_collide scan {doc['source'].get('file')}",
+                                    doc["objects"], bool(doc["source"].get("self")), eps,
+                                    len(doc["frames"]))
+        _write_output(args.junit, xml, "the JUnit XML")
     print(f"merged {len(docs)} reports: {len(doc['frames'])} frames, "
           f"{sum(1 for f in doc['frames'] if f['pairs'])} colliding; wrote {args.json}")
     print(contacts.summary(eps))
@@ -1010,6 +1019,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "--jobs) into the report of the whole range")
     mg.add_argument("reports", nargs="+", metavar="REPORT", help="scan --json reports")
     mg.add_argument("--json", required=True, metavar="OUT", help="write the merged report here")
+    mg.add_argument("--junit", metavar="OUT.xml", help="also write JUnit XML here, as scan --junit")
     mg.set_defaults(func=cmd_merge)
     from .core.methods.sphere_set import SphereSetMethod
 
@@ -1024,6 +1034,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="write {centers, radii, outside_volume, mesh_volume} here (atomically)")
     ss.set_defaults(func=cmd_sphere_set)
     _add_snapshot_parser(sub)
+    from . import farm_commands
+
+    farm_commands.add_parser(sub)
     return p
 
 

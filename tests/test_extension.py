@@ -62,7 +62,8 @@ def test_zip_holds_the_addon_and_no_tests(built_zip):
     for needed in ("blender_manifest.toml", "__init__.py", "core/skinning.py",
                    "addon/extract.py", "operators/doctor.py", "panels/main_panel.py"):
         assert needed in names
-    assert not [n for n in names if n.startswith(("tests/", "bench/", ".venv/", ".ci/"))]
+    assert not [n for n in names if n.startswith(("tests/", "bench/", ".venv/", ".ci/", "farm/"))]
+    assert "farm_commands.py" in names                 # cli.py registers farm-commands
 
 
 def test_install_enable_and_disable_twice(built_zip, tmp_path):

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+//
+// skin_collide: collision scan of one shot, as a Flamenco 3 job type. Copy this file into
+// the Manager's `scripts` folder (next to flamenco-manager) and restart the Manager; the
+// Blender add-on then offers "skin_collide Scan" as a job type.
+//
+// One "scan-CHUNK" task per chunk of `chunk_size` frames, then a "merge" task that depends
+// on every one of them. Each task runs, with Flamenco's `exec` command,
+//   PYTHON -m skin_collide scan FILE --frames=A:B [flags] --json OUTPUT/scan_A_B.json
+//   PYTHON -m skin_collide merge OUTPUT/scan_*.json... --json OUTPUT/report.json --junit OUTPUT/report.xml
+// exactly the commands that `python -m skin_collide farm-commands` prints for OpenCue and
+// that the Open Job Description template (farm/openjd/skin_collide_scan.yaml) runs: the
+// chunks are cut as OpenJD's task chunking cuts a contiguous range (core/chunks.py), not
+// by Flamenco's frameChunker, whose fixed-size chunks (1-10, ..., 41-48) differ from
+// OpenJD's (1-10, 11-20, 21-29, 30-39, 40-48) whenever the chunk size does not divide the
+// range. tests/test_farm.py checks this script against both.
+//
+// `python` is the workers' interpreter with the bpy module and skin_collide installed (or a
+// wrapper that runs skin_collide in the workers' Blender binary, see docs/cli.md, "On a
+// render farm"). The shot's built collision data travels in the .blend: chunks of a file
+// built and saved in the panel skip the build; a Disk Cache folder must sit beside the
+// file on the shared storage.
+
+const JOB_TYPE = {
+    label: "skin_collide Scan",
+    description: "Collision scan of a shot's skinned characters, in chunks of frames, then the merge of the reports",
+    settings: [
+        { key: "frames", type: "string", required: true,
+          eval: "f'{C.scene.frame_start}-{C.scene.frame_end}'",
+          description: "Frames to scan, one contiguous range: '1-48' (or '1..48'; '-5--1' for negative frames)" },
+        { key: "chunk_size", type: "int32", default: 10, propargs: {min: 1}, visible: "submission",
+          description: "Frames per scan task (each task loads the file once)" },
+        { key: "output_dir", type: "string", subtype: "dir_path", required: true, visible: "submission",
+          description: "Folder for the chunk reports, report.json and report.xml (JUnit); it must exist" },
+        { key: "self", type: "bool", default: false, visible: "submission",
+          description: "Also each object against itself (scan --self)" },
+        { key: "method", type: "string", default: "sphere-tree", visible: "submission",
+          choices: ["sphere-tree", "bottom-up", "sphere-tree-pv", "box-tree", "obb", "sphere-set", "chains", "rebuild"],
+          description: "The collision method (scan --method)" },
+        { key: "first_hit", type: "bool", default: false, visible: "submission",
+          description: "At most one pair per colliding frame (scan --first-hit)" },
+        { key: "ignore_rest_contacts", type: "bool", default: false, visible: "submission",
+          description: "Drop the pairs that collide in the rest pose (scan --ignore-rest-contacts)" },
+        { key: "allow", type: "string", subtype: "file_path", default: "", visible: "submission",
+          description: "Reviewed pairs to drop (scan --allow FILE); empty for none" },
+        { key: "python", type: "string", default: "python3", visible: "submission",
+          description: "The workers' Python with bpy and skin_collide" },
+        { key: "blendfile", type: "string", required: true, visible: "web",
+          description: "The shot to scan" },
+    ],
+};
+
+// "A-B", "A..B" or "F" -> [start, end]; negative frames allowed ("-5--1").
+function scanRange(frames) {
+    const text = String(frames).trim().replace("..", "-");
+    let m = /^(-?\d+)$/.exec(text);
+    if (m) {
+        return [Number(m[1]), Number(m[1])];
+    }
+    m = /^(-?\d+)\s*-\s*(-?\d+)$/.exec(text);
+    if (!m || Number(m[2]) < Number(m[1])) {
+        throw `skin_collide: frames "${frames}" is not one contiguous range START-END`;
+    }
+    return [Number(m[1]), Number(m[2])];
+}
+
+// The chunks of [start, end] of at most `size` frames, as core/chunks.py's by_size cuts
+// them (and OpenJD's CONTIGUOUS task chunking): ceil(n / size) chunks whose lengths differ
+// by at most one, the longer ones spread evenly.
+function chunksBySize(start, end, size) {
+    if (!(size >= 1)) {
+        throw `skin_collide: chunk_size must be at least 1, got ${size}`;
+    }
+    const total = end - start + 1;
+    const count = Math.ceil(total / size);
+    const base = Math.floor(total / count);
+    const extra = total - base * count;
+    const lengths = new Array(count).fill(base);
+    for (let k = 0; k < extra; k++) {
+        lengths[Math.floor(k * count / extra)] += 1;
+    }
+    const out = [];
+    let a = start;
+    for (const n of lengths) {
+        out.push([a, a + n - 1]);
+        a += n;
+    }
+    return out;
+}
+
+// A chunk's name, as OpenJD and Flamenco write a range: "7", "7,8", "7-16".
+function chunkName(a, b) {
+    if (a == b) return `${a}`;
+    if (b == a + 1) return `${a},${b}`;
+    return `${a}-${b}`;
+}
+
+function chunkReport(outputDir, a, b) {
+    return `${String(outputDir).replace(/\/+$/, "")}/scan_${a}_${b}.json`;
+}
+
+// The scan flags, in farm_commands.scan_flags's order.
+function scanFlags(settings) {
+    const flags = [];
+    if (settings.self) flags.push("--self");
+    flags.push("--method", settings.method || "sphere-tree");
+    if (settings.first_hit) flags.push("--first-hit");
+    if (settings.ignore_rest_contacts) flags.push("--ignore-rest-contacts");
+    if (settings.allow) flags.push("--allow", settings.allow);
+    return flags;
+}
+
+function skinCollideCommand(settings, args) {
+    return author.Command("exec", {
+        exe: settings.python || "python3",
+        args: ["-m", "skin_collide"].concat(args),
+    });
+}
+
+function compileJob(job) {
+    const settings = job.settings;
+    const [start, end] = scanRange(settings.frames);
+    const parts = chunksBySize(start, end, Number(settings.chunk_size));
+    const flags = scanFlags(settings);
+    const out = String(settings.output_dir).replace(/\/+$/, "");
+
+    const mergeTask = author.Task("merge", "blender");
+    const reports = [];
+    for (const [a, b] of parts) {
+        const task = author.Task(`scan-${chunkName(a, b)}`, "blender");
+        const report = chunkReport(out, a, b);
+        task.addCommand(skinCollideCommand(settings,
+            ["scan", settings.blendfile, `--frames=${a}:${b}`].concat(flags, ["--json", report])));
+        job.addTask(task);
+        mergeTask.addDependency(task);
+        reports.push(report);
+    }
+    mergeTask.addCommand(skinCollideCommand(settings,
+        ["merge"].concat(reports, ["--json", `${out}/report.json`, "--junit", `${out}/report.xml`])));
+    job.addTask(mergeTask);
+}
