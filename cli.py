@@ -950,6 +950,96 @@ def cmd_sphere_set(args) -> int:
     return 0
 
 
+# -- farm-commands (farm_commands.py builds the commands) ------------------------------
+
+def _switch(parser, flag: str, help: str) -> None:
+    """A flag that may also be given a value, `--self` or `--self=yes|no`: a job template
+    cannot leave an argument out, it can only set its value."""
+    parser.add_argument(flag, nargs="?", const="yes", default="no", choices=("yes", "no"),
+                        help=help + " (or =yes / =no)")
+
+
+def _add_farm_parser(sub) -> None:
+    from . import farm_commands as farm
+    from .core.methods import registry
+
+    p = sub.add_parser(
+        "farm-commands",
+        help="the commands a render farm runs for a shot: one scan per chunk of frames, "
+             "then the merge (an OpenCue cuecmd list; --run runs one of them)",
+        description="Prints one `scan` command per chunk of at most --chunk frames, then the "
+                    "`merge` of their reports, one shell line each. The chunks are the ones "
+                    "Open Job Description's task chunking makes (core/chunks.py), which the "
+                    "OpenJD template and the Flamenco job type in farm/ run too.")
+    p.add_argument("file", help="the shot (.blend, .glb or .gltf), as the render nodes see it")
+    p.add_argument("--frames", required=True, metavar="START:END",
+                   help="the shot's frames, inclusive (negative frames allowed)")
+    p.add_argument("--chunk", type=int, required=True, metavar="N", help="frames per scan task")
+    p.add_argument("--out", required=True, metavar="DIR",
+                   help=f"output folder: scan_START_END.json per chunk, {farm.MERGED_JSON} and "
+                        f"{farm.MERGED_JUNIT} (JUnit) from the merge")
+    p.add_argument("--object", action="append", metavar="NAME",
+                   help="only these mesh objects (repeatable; default: every character)")
+    _switch(p, "--self", "also each object against itself")
+    p.add_argument("--method", choices=registry.ids(), metavar="ID",
+                   help=f"the collision method (default: scan's default, {registry.DEFAULT})")
+    _switch(p, "--first-hit", "at most one pair per colliding frame")
+    _switch(p, "--ignore-rest-contacts", "drop the pairs that collide in the rest pose")
+    p.add_argument("--allow", metavar="FILE", default="",
+                   help="reviewed pairs to drop (an empty value: none)")
+    p.add_argument("--python", default="python3", metavar="EXE",
+                   help="the render nodes' interpreter with bpy and skin_collide "
+                        "(default python3), written at the start of each line")
+    p.add_argument("--part", choices=("all", "scans", "merge"), default="all",
+                   help="print every line (default), only the scans, or only the merge")
+    p.add_argument("--run", metavar="CHUNK",
+                   help="run one chunk's scan (CHUNK as the farm names it: 7, 7,8 or 7-16) or "
+                        "'merge' here, printing its command first, instead of printing all")
+    p.set_defaults(func=cmd_farm_commands)
+
+
+def _plan_from_args(args) -> dict:
+    from . import farm_commands as farm
+    from .core import chunks
+
+    start, end = parse_frames(args.frames)
+    if args.chunk < 1:
+        raise UsageError(f"--chunk must be at least 1, got {args.chunk}")
+    flags = farm.scan_flags(args.object, args.self == "yes", _scan_method(args),
+                       args.first_hit == "yes", args.ignore_rest_contacts == "yes",
+                       args.allow or None)
+    return farm.plan(args.file, start, end, args.chunk, args.out, flags)
+
+
+def cmd_farm_commands(args) -> int:
+    """`farm-commands`: print the shot's farm commands, or run one of them (`--run`)."""
+    from . import farm_commands as farm
+    from .core import chunks
+
+    steps = _plan_from_args(args)
+    if args.run is None:
+        names = [n for n in steps if n != "merge"] if args.part != "merge" else []
+        if args.part != "scans":
+            names.append("merge")
+        for name in names:
+            print(farm.command_line(args.python, steps[name]))
+        return 0
+    name = args.run.strip()
+    if name != "merge":
+        try:
+            a, b = chunks.parse_chunk(name)
+        except chunks.ChunkError as exc:
+            raise UsageError(f"--run: {exc}") from None
+        name = chunks.chunk_name(a, b)
+        if name not in steps:
+            known = ", ".join(n for n in steps if n != "merge")
+            raise UsageError(f"--run {args.run}: not one of the chunks of --frames {args.frames} "
+                             f"--chunk {args.chunk} ({known}): the farm cut the frames "
+                             "differently")
+    print(f"running: {farm.command_line(args.python, steps[name])}", flush=True)
+    return main(list(steps[name]))
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m skin_collide",
                                 description="Exact collision detection for skinned characters.")
@@ -1034,9 +1124,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="write {centers, radii, outside_volume, mesh_volume} here (atomically)")
     ss.set_defaults(func=cmd_sphere_set)
     _add_snapshot_parser(sub)
-    from . import farm_commands
-
-    farm_commands.add_parser(sub)
+    _add_farm_parser(sub)
     return p
 
 

@@ -29,9 +29,10 @@ def fresh_copy(dest: Path) -> Path:
 
 def dev_env() -> dict[str, str]:
     """`bash dev` in a copy uses this interpreter's venv and its bpy version (so that its
-    set-up finds everything installed and installs nothing)."""
+    set-up installs nothing: SKIN_COLLIDE_NO_INSTALL, even where the venv's stamp is older
+    than the copy's files, which would re-point its editable install at the copy)."""
     venv = os.path.dirname(os.path.dirname(sys.executable))
-    env = dict(os.environ, SKIN_COLLIDE_VENV=venv)
+    env = dict(os.environ, SKIN_COLLIDE_VENV=venv, SKIN_COLLIDE_NO_INSTALL="1")
     if "SKIN_COLLIDE_BPY" not in env:      # plain pytest, not `bash dev test`
         from importlib import metadata
         try:

@@ -136,7 +136,7 @@ LAYERS = [
     ("core.rig", "core.types"),
     ("core.",),                            # geometry, bounds, methods, query, scan, report
     ("addon",),
-    ("operators", "panels", "cli", "testing", "__main__", ""),
+    ("operators", "panels", "cli", "farm_commands", "testing", "__main__", ""),
 ]
 
 
