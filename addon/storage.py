@@ -370,7 +370,7 @@ def _want_disk(ob, blend_path: str | None = None) -> bool:
 def _set_bytes(text, data: bytes, key: str = BLOB_KEY) -> None:
     """Store bytes in a custom property. Blender assigns to an EXISTING byte-string
     property as a C string (it stops at the first zero byte), so the old one is removed
-    first (pip bpy 5.0.1; tests/test_storage.py)."""
+    first (pip bpy 5.0.1; tests/blender/test_storage.py)."""
     if key in text:
         del text[key]
     text[key] = data

@@ -7,7 +7,7 @@ A farm names a chunk as a range expression: OpenJD's task chunking passes "START
 "7", "7,8" and "7-16". `parse_chunk` reads all of them and `chunk_name` writes the short
 form. `by_size` is the one definition of the chunk boundaries: `farm-commands` cuts with
 it, the Flamenco job type with a JavaScript copy of it, and the OpenJD template's tasks
-(`farm-commands --run CHUNK`) refuse a chunk it does not make; tests/test_farm.py checks
+(`farm-commands --run CHUNK`) refuse a chunk it does not make; tests/cli/test_farm.py checks
 all three against it.
 """
 from __future__ import annotations

@@ -86,7 +86,7 @@ def selected_demo(bpy, build: bool = False, rings: int = 16, segments: int = 10,
 def judged_against_blender(bpy, meshes, self_collision: bool = False, max_judged: int = 400):
     """A fresh build of `meshes` in their current state, queried at the current frame,
     against Blender's own BVHTree overlap. Pairs the two disagree on are judged in exact
-    arithmetic on the float64 world coordinates, as tests/test_scan_assets.py does: a pair
+    arithmetic on the float64 world coordinates, as tests/blender/test_scan_assets.py does: a pair
     only Blender reports must be exactly disjoint (a float32 artifact); a pair only we
     report must intersect, or touch within float32 precision (Blender's test skips
     touching and coplanar contacts). Returns (our polygon pairs, unexplained misses,

@@ -12,8 +12,11 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
-if str(TESTS) not in sys.path:
-    sys.path.insert(0, str(TESTS))
+# The shared helpers (tests/*.py) and the test modules that others import (tests/core,
+# tests/blender, tests/cli, tests/project), whichever folder a run starts from.
+for _folder in (TESTS / "project", TESTS / "cli", TESTS / "blender", TESTS / "core", TESTS):
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
 
 # Keep Blender's user configuration out of the user's home while testing.
 os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="skin_collide_bl_"))
@@ -86,7 +89,7 @@ def registered_addon():
 def cheap_union_search(monkeypatch):
     """The variational fit with a small union search (few attempts, coarse samples), for
     tests where the set's quality is not what is tested: the same code paths, a fraction
-    of the time on small procedural meshes. tests/test_sphere_set_union_search.py tests
+    of the time on small procedural meshes. tests/core/test_sphere_set_union_search.py tests
     the search itself."""
     from skin_collide.core.sphere_set import variational
 

@@ -1,7 +1,7 @@
 // Runs a Flamenco job-type script's compileJob(job) outside Flamenco, with a stand-in for
 // the Manager's `author` module that records what the script authors, and prints the job
 // as JSON: {"tasks": [{"name", "type", "commands": [{"name", "parameters"}],
-// "dependencies": [task names]}]}. Used by tests/test_farm.py.
+// "dependencies": [task names]}]}. Used by tests/cli/test_farm.py.
 //
 //   node flamenco_author_stub.js SCRIPT.js '{"settings": {...}}'
 //

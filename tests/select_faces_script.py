@@ -1,10 +1,10 @@
-"""Run by tests/test_robust.py in a subprocess (selection flags have crashed bpy 5.0.1):
+"""Run by tests/blender/test_robust.py in a subprocess (selection flags have crashed bpy 5.0.1):
 Select Colliding Faces in Object, Weight Paint and Edit Mode on generated meshes and on the
 shared assets given on the command line. Prints one line per case:
 ``OK <case> <mode> <selected> <expected> <selected == expected> <expected == fresh build>
 <fresh build == Blender>``: the faces selected are exactly those of the operator's query,
 that query equals a fresh build's, and the fresh build equals Blender's BVHTree overlap
-(disagreements judged in float64 as tests/test_scan_assets.py does). A crash shows as a
+(disagreements judged in float64 as tests/blender/test_scan_assets.py does). A crash shows as a
 missing line and a non-zero exit code."""
 import math
 import os

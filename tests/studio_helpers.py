@@ -4,7 +4,7 @@ triangles straight from each object's evaluated mesh, ``BVHTree.overlap`` (epsil
 space) between and within them, pairs of one mesh sharing a vertex index dropped (the
 generated meshes of these tests have no coincident vertices, which the tests check, so
 index adjacency is the whole of adjacency there). Every disagreement with our pairs is
-judged exactly, as tests/test_strong_poses_blender.py does."""
+judged exactly, as tests/blender/test_strong_poses_blender.py does."""
 from __future__ import annotations
 
 import math

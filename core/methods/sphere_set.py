@@ -28,7 +28,7 @@ Self-collision: the method has no `Method.self_pairs` of its own, so the scan an
 the object's exact AABB self tree (`core.self_collision`): a sphere-set object's self pairs
 ARE the self tree's. The set's own self traversal (`traversal.collide(volumes, None, test)`: a leaf against itself gives
 its own triangle pairs, every other overlapping pair the filtered ones) is exact as well and
-gives the same pairs (tests/test_sphere_set_method.py); it is slower than the self tree
+gives the same pairs (tests/core/test_sphere_set_method.py); it is slower than the self tree
 (the pairs within one sphere are all tested), which is why the scan does not use it.
 """
 from __future__ import annotations

@@ -13,7 +13,7 @@
 // chunks are cut as OpenJD's task chunking cuts a contiguous range (core/chunks.py), not
 // by Flamenco's frameChunker, whose fixed-size chunks (1-10, ..., 41-48) differ from
 // OpenJD's (1-10, 11-20, 21-29, 30-39, 40-48) whenever the chunk size does not divide the
-// range. tests/test_farm.py checks this script against both.
+// range. tests/cli/test_farm.py checks this script against both.
 //
 // `python` is the workers' interpreter with the bpy module and skin_collide installed (or a
 // wrapper that runs skin_collide in the workers' Blender binary, see docs/cli.md, "On a

@@ -186,3 +186,19 @@ def test_the_literal_check_finds_a_literal(tmp_path):
 @pytest.mark.parametrize("name", ["core", "core/methods"])
 def test_every_core_folder_says_what_it_holds(name):
     assert (ROOT / name / "README.md").is_file()
+
+
+def test_the_core_tests_need_no_blender():
+    """`pytest tests/core` runs without bpy: no core test module needs it to import, and
+    none registers the add-on (a test that can use Blender skips inside itself)."""
+    bad = []
+    for p in sorted((ROOT / "tests" / "core").glob("test_*.py")):
+        tree = ast.parse(p.read_text())
+        for node in tree.body:                   # module-level statements, not functions
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            text = ast.unparse(node)
+            if ("importorskip('bpy')" in text or "import bpy" in text
+                    or "registered_addon" in text or "skin_collide.addon" in text):
+                bad.append((p.name, node.lineno))
+    assert bad == []

@@ -95,8 +95,10 @@ def test_another_users_file_is_refused_in_a_folder_this_user_may_write():
     if os.geteuid() != 0 or setpriv is None:
         pytest.skip("needs root and setpriv to act as another user")
     here = os.path.dirname(os.path.abspath(__file__))
-    if any(not os.stat(p).st_mode & 0o001 for p in [here] + [os.path.dirname(here)] * 1
-           + [os.path.dirname(p) for p in [os.path.dirname(here)] if p]):
+    above = [here]
+    while os.path.dirname(above[-1]) != above[-1]:
+        above.append(os.path.dirname(above[-1]))
+    if any(not os.stat(p).st_mode & 0o001 for p in above):
         pytest.skip("the other user cannot reach this checkout (a private folder above it)")
     import tempfile
 

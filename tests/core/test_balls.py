@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 try:
     from skin_collide.core import balls
 except ImportError:  # not installed: import the package straight from the work tree

@@ -21,7 +21,7 @@ POSES = 2
 def _crossing(bpy, assets_dir, asset):
     from skin_collide.addon import extract, files
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     import scenes
 
     files.load_file(str(assets_dir / asset))
@@ -150,7 +150,7 @@ def test_obb_crowd_through_the_boxes_equals_blender(bpy_module, assets_dir, monk
 
     if asset not in ASSET_FILES:
         pytest.skip(f"{asset} missing")
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     import scenes
 
     monkeypatch.setattr(core_scan, "BOX_PAIRS_MAX", 0)

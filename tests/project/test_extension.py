@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 pytestmark = pytest.mark.blender
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def operator_registered(bpy, name: str) -> bool:
@@ -109,7 +109,7 @@ def test_every_package_is_listed_in_pyproject():
     non-editable install (an editable one hides the omission)."""
     import tomllib
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {"skin_collide"}
     for init in root.rglob("__init__.py"):

@@ -113,7 +113,7 @@ def test_interpenetrating_copies_equal_blender(bpy_module, assets_dir, asset):
 
     from skin_collide.addon import scanner
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     import scenes
 
     bpy = bpy_module

@@ -158,7 +158,7 @@ def judge(theirs: set, ours: set, pos, tris, tag: str) -> tuple[int, int, int]:
 def test_strong_random_poses_equal_blender(bpy_module, assets_dir, asset):
     from skin_collide.addon import extract, files, scanner
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     import scenes
 
     bpy = bpy_module

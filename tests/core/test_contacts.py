@@ -146,7 +146,7 @@ def test_exit_codes_are_documented_in_help_and_readme():
 
     scan = build_parser()._subparsers._group_actions[0].choices["scan"]
     epilog = scan.format_help()
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     readme = open(os.path.join(root, "README.md")).read()
     for code in (cli.EXIT_CLEAN, cli.EXIT_COLLISIONS, cli.EXIT_USAGE, cli.EXIT_INTERRUPTED):
         assert re.search(rf"^  {code}\s", epilog, re.M), code

@@ -6,7 +6,7 @@ float code must reproduce the rational corner sets bit for bit, including the ma
 boxes (l == h, shared bounds) that coarse grids produce.
 
 Run as a script for the timing benchmark:
-    python tests/test_weight_bounds.py
+    python tests/core/test_weight_bounds.py
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ try:
     from skin_collide.core.weight_bounds import (NodeCorners, box_simplex_corners,
                                                  node_corners)
 except ModuleNotFoundError:  # running from a plain checkout without the editable install
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from core.weight_bounds import NodeCorners, box_simplex_corners, node_corners
 
 

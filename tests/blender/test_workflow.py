@@ -306,7 +306,7 @@ def test_workflow_on_a_shared_asset(assets_dir, tmp_path, asset):
 
     from skin_collide.addon import extract, files, overlay, session
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     import scenes
 
     files.load_file(str(assets_dir / asset))

@@ -5,7 +5,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-CORE = Path(__file__).resolve().parents[1] / "core"
+CORE = Path(__file__).resolve().parents[2] / "core"
 BLENDER_MODULES = ("bpy", "mathutils", "bmesh", "gpu", "bpy_extras", "bl_math", "idprop")
 
 

@@ -178,7 +178,7 @@ def test_extension_build_command_of_the_readme(tmp_path):
     dist/), makes the zip; a broken manifest fails the command."""
     import re
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     readme = open(os.path.join(root, "README.md")).read()
     assert re.search(r"^bash dev build\s*$", readme, re.M), "README shows `bash dev build`"
     clone = fresh_copy(tmp_path / "clone")

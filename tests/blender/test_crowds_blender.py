@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.asset, pytest.mark.blender]
 def test_crowd_equals_blender(bpy_module, assets_dir, far):
     from skin_collide.addon import animation, extract, files, scanner
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     import scenes
 
     bpy = bpy_module
@@ -69,7 +69,7 @@ def test_crowd_in_strong_poses_equals_blender(bpy_module, assets_dir, monkeypatc
     from skin_collide.addon import extract, files, scanner
     from skin_collide.core import scan as core_scan
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     import scenes
 
     if traverse:

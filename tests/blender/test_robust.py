@@ -15,7 +15,7 @@ from skin_collide.addon.state import STATE
 pytestmark = pytest.mark.blender
 bpy = pytest.importorskip("bpy")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module", autouse=True)

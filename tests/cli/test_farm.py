@@ -31,7 +31,7 @@ import pytest
 from skin_collide import farm_commands
 from skin_collide.core import chunks
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = REPO / "farm" / "openjd" / "skin_collide_scan.yaml"
 JOB_TYPE = REPO / "farm" / "flamenco" / "skin_collide_scan.js"
 STUB = Path(__file__).resolve().parent / "flamenco_author_stub.js"

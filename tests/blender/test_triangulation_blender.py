@@ -187,7 +187,7 @@ def makehuman_posed():
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     import scenes
 
     bpy.ops.wm.read_homefile(use_empty=True)

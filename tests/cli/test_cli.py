@@ -169,7 +169,7 @@ def test_scan_bad_input(demo_blend, tmp_path, args, message):
 
 def test_scan_of_a_mesh_with_a_subdivision_after_the_armature(tmp_path):
     """A stack that changes the topology is scanned on the surface Blender draws (issue 26
-    item 8; tests/test_modifier_stacks.py compares it with Blender), refitted bottom-up,
+    item 8; tests/blender/test_modifier_stacks.py compares it with Blender), refitted bottom-up,
     and the scan says so."""
     import json
 

@@ -1,5 +1,5 @@
 # A rig's collision test, as in README.md ("Checking a rig in pytest"); the README shows this
-# file verbatim (tests/test_testing_api.py keeps them identical).
+# file verbatim (tests/blender/test_testing_api.py keeps them identical).
 import pytest
 
 bpy = pytest.importorskip("bpy")     # runs where Blender's Python module is

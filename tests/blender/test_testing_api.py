@@ -1,5 +1,5 @@
 """skin_collide.testing in plain pytest with the pip bpy: rest contacts, and the README's
-example kept identical to tests/test_readme_example.py."""
+example kept identical to tests/blender/test_readme_example.py."""
 import math
 import os
 import re
@@ -9,12 +9,12 @@ import pytest
 pytestmark = pytest.mark.blender
 bpy = pytest.importorskip("bpy")
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_readme_shows_the_example_test_verbatim():
     readme = open(os.path.join(ROOT, "README.md")).read()
-    example = open(os.path.join(ROOT, "tests", "test_readme_example.py")).read()
+    example = open(os.path.join(ROOT, "tests", "blender", "test_readme_example.py")).read()
     blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
     assert example in blocks
 

@@ -27,7 +27,7 @@ import pytest
 try:
     from skin_collide.core.triangles import REL_TOL, triangle_pairs_intersect, triangles_intersect
 except ImportError:  # plain checkout without the editable install
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from core.triangles import REL_TOL, triangle_pairs_intersect, triangles_intersect
 
 # --------------------------------------------------------------------------
