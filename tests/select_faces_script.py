@@ -13,7 +13,8 @@ import sys
 import bpy
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+_TESTS = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [_TESTS, os.path.join(_TESTS, "blender")]    # helpers, and test_scan_assets
 
 import skin_collide  # noqa: E402
 from skin_collide.addon import demo_rig, extract, files, session  # noqa: E402

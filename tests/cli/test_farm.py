@@ -5,7 +5,7 @@
 * `farm-commands`: the OpenCue command list, and its `--run` that the OpenJD template's
   tasks call (bad input: one line, exit 2; a chunk cut otherwise is refused);
 * the Flamenco job type's compileJob, run with Node against a stand-in for the Manager's
-  `author` module (tests/flamenco_author_stub.js): its tasks, commands and dependencies;
+  `author` module (tests/cli/flamenco_author_stub.js): its tasks, commands and dependencies;
 * the Open Job Description template run for real with `openjd run` (openjd-cli from PyPI,
   installed by this module into .cache/ on first use) on a generated two-character shot,
   48 frames in chunks of 10: the merged report is `scan --jobs 1`'s up to the "ms" fields,
