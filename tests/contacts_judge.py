@@ -46,7 +46,8 @@ def same_vertex_ids(rest_positions32: np.ndarray, weights: list) -> np.ndarray:
 
 def plane_line_length(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """(K,) intersection lengths of triangle pairs (K, 3, 3), float64, by the plane-plane
-    line (0 when the normals are parallel: coplanar or degenerate)."""
+    line (0 when the normals are parallel: coplanar or degenerate; 0 when one triangle only
+    touches the other's plane: no corner behind it, or none on or in front of it)."""
     o = a[:, 0:1, :]
     a, b = a - o, b - o
     na = np.cross(a[:, 1] - a[:, 0], a[:, 2] - a[:, 0])
@@ -72,9 +73,18 @@ def plane_line_length(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
     la, ha = interval(a, nb, b[:, 0])
     lb, hb = interval(b, na, a[:, 0])
+
+    def crosses(T, n, p0):      # a corner behind the plane, one on or in front of it
+        rel = T - p0[:, None, :]
+        d = np.einsum("kj,kij->ki", n, rel)
+        tiny = 1e-12 * np.sqrt((n * n).sum(1))[:, None] * np.abs(rel).max(axis=(1, 2))[:, None]
+        d = np.where(np.abs(d) <= tiny, 0.0, d)
+        return (d < 0).any(1) & (d >= 0).any(1)
+
+    ok = crosses(a, nb, b[:, 0]) & crosses(b, na, a[:, 0])
     with np.errstate(divide="ignore", invalid="ignore"):
         ln = np.maximum(0.0, np.minimum(ha, hb) - np.maximum(la, lb)) / dd
-    return np.where((dd > 0) & np.isfinite(ln), ln, 0.0)
+    return np.where(ok & (dd > 0) & np.isfinite(ln), ln, 0.0)
 
 
 def _find(parent, x):

@@ -34,6 +34,12 @@ def exact_length(a, b) -> float:
     D = cross(na, nb)
     if dot(D, D) == 0:
         return 0.0
+    # Crossing, not touching: each has a corner behind the other's plane, and one on or
+    # in front of it.
+    for T, n, p0 in ((A, nb, B[0]), (B, na, A[0])):
+        d = [dot(n, sub(v, p0)) for v in T]
+        if not (min(d) < 0 <= max(d)):
+            return 0.0
 
     def interval(T, n, p0):
         d = [dot(n, sub(v, p0)) for v in T]
@@ -89,12 +95,47 @@ def test_touching_at_a_point_has_zero_length():
     assert seg(UP, c)[2] == 0.0
 
 
-def test_along_an_edge_is_the_overlap_of_the_edge():
-    b = [[1, 1, 0], [2, 1, 0], [1.5, 1, 2]]     # an edge lying on the face, the rest above
-    p0, p1, ln = seg(UP, b)
-    assert ln == pytest.approx(1.0, rel=1e-15)
-    d = [[-1, 1, 0], [9, 1, 0], [1, 1, 2]]      # an edge on the face, running past it
+def test_along_an_edge():
+    # An edge lying on the face, the rest in front of it (UP's normal is +z): touching.
+    b = [[1, 1, 0], [2, 1, 0], [1.5, 1, 2]]
+    assert seg(UP, b)[2] == 0.0 and seg(b, UP)[2] == 0.0
+    # The same edge, the rest behind the face: it is inside, it crosses along the edge.
+    c = [[2, 1, 0], [1, 1, 0], [1.5, 1, -2]]
+    assert seg(UP, c)[2] == pytest.approx(1.0, rel=1e-15)
+    assert exact_length(UP, c) == pytest.approx(1.0, rel=1e-15)
+    d = [[9, 1, 0], [-1, 1, 0], [1, 1, -2]]     # behind, the edge running past the face
     assert seg(UP, d)[2] == pytest.approx(3.0, rel=1e-15)
+    # A face crossing a flat quad exactly along its diagonal: counted once, by one of
+    # the quad's two triangles.
+    quad_a = [[0, 0, 0], [2, 0, 0], [2, 2, 0]]
+    quad_b = [[0, 0, 0], [2, 2, 0], [0, 2, 0]]
+    wall = [[-1, -1, -1], [3, 3, -1], [1, 1, 1]]
+    la, lb = seg(quad_a, wall)[2], seg(quad_b, wall)[2]
+    assert sorted([la, lb]) == pytest.approx([0.0, 2 * 2 ** 0.5], rel=1e-15)
+    assert [exact_length(quad_a, wall), exact_length(quad_b, wall)] == \
+        pytest.approx([la, lb], rel=1e-15)
+
+
+def test_segmented_parts_touching_face_to_face_and_edge_to_face():
+    """Two unit cubes stacked (outward normals), as a segmented mannequin's parts: every
+    pair of their faces that meets only touches."""
+    def cube(z0):
+        v = np.array([[x, y, z0 + z] for z in (0, 1) for y in (0, 1) for x in (0, 1)], float)
+        quads = [(0, 2, 3, 1), (4, 5, 7, 6), (0, 1, 5, 4), (2, 6, 7, 3), (0, 4, 6, 2),
+                 (1, 3, 7, 5)]
+        return np.array([v[[q[0], q[k], q[k + 1]]] for q in quads for k in (1, 2)])
+    lower, upper = cube(0.0), cube(1.0)
+    a = np.repeat(lower, len(upper), axis=0)
+    b = np.tile(upper, (len(lower), 1, 1))
+    assert (triangle_segments(a, b)[2] == 0.0).all()
+    # Pushed 1 cm into each other, they cross: a square of 4 m around each cube (the top
+    # one's sides at z = 1, the bottom one's at z = 0.99), and the vertical corner edges
+    # between them (8 × 1 cm, where two side faces of the shrunk cubes cross).
+    b2 = b - [0, 0, 0.01]
+    ln = triangle_segments(a, b2)[2]
+    assert ln.sum() == pytest.approx(2 * 4.0 + 8 * 0.01, rel=1e-9)
+    want = sum(exact_length(x, y) for x, y in zip(a, b2))
+    assert ln.sum() == pytest.approx(want, rel=1e-12)
 
 
 def test_coplanar_overlap_has_zero_length():

@@ -5,6 +5,17 @@ triangles) a convex polygon. `triangle_segments` returns, per pair, the segment'
 points and its length; a single-point touch has length 0, and a coplanar pair is reported
 with length 0 by definition (issue 28: coplanar contacts *touch*, they do not cross).
 
+**Crossing, not touching.** Where the triangles only touch, the length is 0 as well:
+a pair counts only when each triangle has a corner strictly behind the other's plane
+and one on or in front of it (behind: against the normal of the corners' order, which
+is Blender's winding, outward on a closed mesh). A corner lying exactly on a plane thus
+counts as in front of it: the rule of the surfaces shrunk inward by an infinitesimal
+(symbolic perturbation). Two faces resting on each other along an edge, a segmented
+mannequin's parts touching face to face or edge to face, give 0; a curve that runs
+exactly along a shared edge of two triangles of one surface is counted once, by the
+triangle on the inner side. For pairs without a corner exactly on the other's plane
+(posed skin in general) the rule changes nothing.
+
 Method (no loop over pairs):
 
 1. **The plane.** One triangle of the pair gives the plane ("plane triangle", Q), the other
@@ -89,6 +100,19 @@ def _block(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     d = np.where(np.abs(d) <= bound, 0.0, d)
     s = np.sign(d)
     coplanar = (s == 0).all(axis=1)
+    # The plane triangle's corners against the cut triangle's plane (same bound).
+    f1, f2 = ct[:, 1] - ct[:, 0], ct[:, 2] - ct[:, 0]
+    nc = _cross(f1, f2)
+    rel = pl - ct[:, 0:1, :]
+    dp = np.einsum("kj,kij->ki", nc, rel)
+    ncabs = np.stack([np.abs(f1[:, 1] * f2[:, 2]) + np.abs(f1[:, 2] * f2[:, 1]),
+                      np.abs(f1[:, 2] * f2[:, 0]) + np.abs(f1[:, 0] * f2[:, 2]),
+                      np.abs(f1[:, 0] * f2[:, 1]) + np.abs(f1[:, 1] * f2[:, 0])], axis=-1)
+    dp = np.where(np.abs(dp) <= _ERR * np.einsum("kj,kij->ki", ncabs, np.abs(rel)), 0.0, dp)
+    # Crossing, not touching: each triangle has a corner strictly behind the other's plane
+    # and one on or in front of it (a corner on a plane counts as in front: the surfaces
+    # shrunk inward by an infinitesimal; see the module docstring).
+    crosses = ((d < 0).any(1) & (d >= 0).any(1) & (dp < 0).any(1) & (dp >= 0).any(1))
     # Candidates: the three corners (on the plane) and the three edges (crossing it).
     cand = np.empty((K, 6, 3))
     ok = np.empty((K, 6), dtype=bool)
@@ -131,7 +155,7 @@ def _block(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     mid = 0.5 * (a.mean(axis=1) + b.mean(axis=1))
     p0 = np.where(meet[:, None], p0, mid)
     p1 = np.where(meet[:, None], p1, mid)
-    return p0, p1, np.where(meet, length, 0.0)
+    return p0, p1, np.where(meet & crosses, length, 0.0)
 
 
 def triangle_segments(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
