@@ -24,6 +24,11 @@ class MeshData:
     tri_polygon: np.ndarray  # (T,)
     rigid: bool = False
 
+    def tri_key_sets(self) -> list:
+        if not hasattr(self, "_tri_keys"):
+            self._tri_keys = [set(r) for r in self.same_vertex[self.triangles].tolist()]
+        return self._tri_keys
+
     def tris_of(self, p: int):
         if not hasattr(self, "_by_poly"):
             self._by_poly = {}
@@ -121,6 +126,7 @@ def expected_contacts(meshes: dict, pairs: list, size: float) -> list[dict]:
                         parent[_find(parent, n)] = _find(parent, seen[k])
                     else:
                         seen[k] = n
+        tri_keys = ma.tri_key_sets() if same else None
         groups: dict = {}
         for pa, pb in pp:
             groups.setdefault(_find(parent, node("A", pa)), []).append((pa, pb))
@@ -130,8 +136,7 @@ def expected_contacts(meshes: dict, pairs: list, size: float) -> list[dict]:
             for pa, pb in g:
                 for x in ma.tris_of(pa):
                     for y in mb.tris_of(pb):
-                        if same and set(ma.same_vertex[ma.triangles[x]].tolist()) & \
-                                set(mb.same_vertex[mb.triangles[y]].tolist()):
+                        if same and tri_keys[x] & tri_keys[y]:
                             continue
                         ta.append(x)
                         tb.append(y)
@@ -197,3 +202,52 @@ def check_frame(meshes: dict, frame: dict, size: float, rel: float = 1e-6) -> in
             assert s.get(bone, -1) >= max(s.values()) * (1 - 1e-9), \
                 f"bone {bone} ({s.get(bone)}) is not the largest ({max(s.values())})"
     return len(got)
+
+
+def mesh_data_from_blender(ob, depsgraph) -> MeshData:
+    """What the judge knows, read from Blender itself: the evaluated loop triangles and
+    world positions of the frame, the mesh's polygons, vertex groups of deform bones."""
+    ev = ob.evaluated_get(depsgraph)
+    me = ev.to_mesh()
+    try:
+        mw = np.array(ob.matrix_world, dtype=np.float64)
+        co32 = np.empty(len(me.vertices) * 3, dtype=np.float32)
+        me.vertices.foreach_get("co", co32)
+        co = co32.reshape(-1, 3).astype(np.float64)
+        pos = co @ mw[:3, :3].T + mw[:3, 3]
+        me.calc_loop_triangles()
+        tris = np.empty(len(me.loop_triangles) * 3, dtype=np.int32)
+        me.loop_triangles.foreach_get("vertices", tris)
+        tris = tris.reshape(-1, 3).astype(np.int64)
+        tri_poly = np.empty(len(me.loop_triangles), dtype=np.int32)
+        me.loop_triangles.foreach_get("polygon_index", tri_poly)
+        tri_poly = tri_poly.astype(np.int64)
+    finally:
+        ev.to_mesh_clear()
+    own = ob.data
+    arm = next((m.object for m in ob.modifiers if m.type == "ARMATURE" and m.object), None)
+    key = (ob.name_full, own.as_pointer(), len(own.vertices), len(own.polygons),
+           arm.as_pointer() if arm else 0)
+    static = _STATIC.get(key)
+    if static is not None:      # the mesh's own data does not change with the pose
+        polys, same, weights = static
+        return MeshData(ob.name_full, polys, same, weights, pos, tris, tri_poly,
+                        rigid=arm is None)
+    deform = {b.name for b in arm.data.bones if b.use_deform} if arm else set()
+    names = {g.index: g.name for g in ob.vertex_groups}
+    weights = []
+    for v in own.vertices:
+        w = {names[g.group]: float(np.float32(g.weight)) for g in v.groups
+             if names.get(g.group) in deform and g.weight != 0}
+        tot = sum(w.values())
+        weights.append({k: x / tot for k, x in w.items()} if tot else {})
+    rest = np.array([v.co for v in own.vertices], dtype=np.float32)
+    polys = [list(p.vertices) for p in own.polygons]
+    if len(_STATIC) > 16:
+        _STATIC.clear()
+    _STATIC[key] = (polys, same_vertex_ids(rest, weights), weights)
+    return MeshData(ob.name_full, polys, _STATIC[key][1], weights, pos,
+                    tris, tri_poly, rigid=arm is None)
+
+
+_STATIC: dict = {}

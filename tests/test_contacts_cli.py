@@ -21,7 +21,7 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from contacts_judge import MeshData, check_frame, same_vertex_ids  # noqa: E402
+from contacts_judge import check_frame, mesh_data_from_blender  # noqa: E402
 
 
 def run(*args):
@@ -49,38 +49,6 @@ def demo(tmp_path_factory, cli_ok):
               "--junit", str(d / "whole.xml"))
     assert res.returncode == 0, res.stderr
     return out, d, json.loads(whole.read_text()), res.stdout
-
-
-def mesh_data_from_blender(ob, depsgraph) -> MeshData:
-    """What the judge knows, read from Blender itself: the evaluated loop triangles and
-    world positions of the frame, the mesh's polygons, vertex groups of deform bones."""
-    import numpy as np
-
-    ev = ob.evaluated_get(depsgraph)
-    me = ev.to_mesh()
-    try:
-        mw = np.array(ob.matrix_world, dtype=np.float64)
-        co = np.array([v.co for v in me.vertices], dtype=np.float32).astype(np.float64)
-        pos = co @ mw[:3, :3].T + mw[:3, 3]
-        me.calc_loop_triangles()
-        tris = np.array([t.vertices[:] for t in me.loop_triangles], dtype=np.int64)
-        tri_poly = np.array([t.polygon_index for t in me.loop_triangles], dtype=np.int64)
-    finally:
-        ev.to_mesh_clear()
-    own = ob.data
-    arm = next((m.object for m in ob.modifiers if m.type == "ARMATURE" and m.object), None)
-    deform = {b.name for b in arm.data.bones if b.use_deform} if arm else set()
-    names = {g.index: g.name for g in ob.vertex_groups}
-    weights = []
-    for v in own.vertices:
-        w = {names[g.group]: float(np.float32(g.weight)) for g in v.groups
-             if names.get(g.group) in deform and g.weight != 0}
-        tot = sum(w.values())
-        weights.append({k: x / tot for k, x in w.items()} if tot else {})
-    rest = np.array([v.co for v in own.vertices], dtype=np.float32)
-    polys = [list(p.vertices) for p in own.polygons]
-    return MeshData(ob.name_full, polys, same_vertex_ids(rest, weights), weights, pos,
-                    tris, tri_poly, rigid=arm is None)
 
 
 def judge_report(path, report, frames=None) -> int:
