@@ -59,102 +59,90 @@ _ERR = 16.0 * np.finfo(np.float64).eps
 _BLOCK = 1 << 14
 
 
+_I1 = np.array([1, 2, 0])
+_I2 = np.array([2, 0, 1])
+_NEXT = np.array([1, 2, 0])
+
+
 def _cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    return np.stack([u[..., 1] * v[..., 2] - u[..., 2] * v[..., 1],
-                     u[..., 2] * v[..., 0] - u[..., 0] * v[..., 2],
-                     u[..., 0] * v[..., 1] - u[..., 1] * v[..., 0]], axis=-1)
+    """Cross products along the last axis."""
+    return u[..., _I1] * v[..., _I2] - u[..., _I2] * v[..., _I1]
 
 
-def _shape(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(K,) quality |n| / (longest edge)² (0 for a degenerate triangle) and (K, 3) n,
-    computed on coordinates translated to the first corner."""
+def _normal_and_bound(t: np.ndarray, rel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(K, 3) signed distances (times |n|) of points `rel` (K, 3, 3), given relative to
+    t's first corner, from the plane of triangles t (K, 3, 3), snapped to 0 within the
+    rounding bound of their evaluation; and t's (K, 3) normal."""
     e1 = t[:, 1] - t[:, 0]
     e2 = t[:, 2] - t[:, 0]
     n = _cross(e1, e2)
-    e3 = t[:, 2] - t[:, 1]
-    longest = np.maximum(np.maximum((e1 * e1).sum(1), (e2 * e2).sum(1)), (e3 * e3).sum(1))
-    norm = np.sqrt((n * n).sum(1))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        q = np.where(longest > 0, norm / np.where(longest > 0, longest, 1.0), 0.0)
-    return q, n
+    a1, a2 = np.abs(e1), np.abs(e2)
+    nabs = a1[:, _I1] * a2[:, _I2] + a1[:, _I2] * a2[:, _I1]
+    d = (rel * n[:, None, :]).sum(-1)
+    bound = _ERR * (np.abs(rel) * nabs[:, None, :]).sum(-1)
+    d[np.abs(d) <= bound] = 0.0
+    return d, n
+
+
+def _quality2(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """|n|² and (longest edge)⁴ of triangles t (K, 3, 3): the shape |n| / longest² is
+    compared as |n_a|² L_b⁴ against |n_b|² L_a⁴ (no division, no square root)."""
+    e = t[:, _NEXT] - t                                        # (K, 3 edges, 3)
+    n = _cross(e[:, 0], -e[:, 2])
+    sq = (e * e).sum(-1).max(-1)
+    return (n * n).sum(-1), sq * sq
 
 
 def _block(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     K = a.shape[0]
-    qa, _ = _shape(a)
-    qb, _ = _shape(b)
-    swap = qa > qb                               # the plane triangle: the better shaped
-    plane = np.where(swap[:, None, None], a, b)
-    cut = np.where(swap[:, None, None], b, a)
-    o = plane[:, 0].copy()                       # translate: nothing depends on |o|
-    pl = plane - o[:, None, :]
+    na2, la4 = _quality2(a)
+    nb2, lb4 = _quality2(b)
+    swap = (na2 * lb4 > nb2 * la4)[:, None, None]              # the plane triangle: the
+    plane = np.where(swap, a, b)                               # better shaped
+    cut = np.where(swap, b, a)
+    o = plane[:, 0].copy()                                     # translate: nothing
+    pl = plane - o[:, None, :]                                 # depends on |o|
     ct = cut - o[:, None, :]
-    e1, e2 = pl[:, 1], pl[:, 2]
-    n = _cross(e1, e2)
-    # Signed distances (times |n|) of the cut triangle's corners, and their rounding bound.
-    d = np.einsum("kj,kij->ki", n, ct)
-    nabs = np.stack([np.abs(e1[:, 1] * e2[:, 2]) + np.abs(e1[:, 2] * e2[:, 1]),
-                     np.abs(e1[:, 2] * e2[:, 0]) + np.abs(e1[:, 0] * e2[:, 2]),
-                     np.abs(e1[:, 0] * e2[:, 1]) + np.abs(e1[:, 1] * e2[:, 0])], axis=-1)
-    bound = _ERR * np.einsum("kj,kij->ki", nabs, np.abs(ct))
-    d = np.where(np.abs(d) <= bound, 0.0, d)
-    s = np.sign(d)
-    coplanar = (s == 0).all(axis=1)
-    # The plane triangle's corners against the cut triangle's plane (same bound).
-    f1, f2 = ct[:, 1] - ct[:, 0], ct[:, 2] - ct[:, 0]
-    nc = _cross(f1, f2)
-    rel = pl - ct[:, 0:1, :]
-    dp = np.einsum("kj,kij->ki", nc, rel)
-    ncabs = np.stack([np.abs(f1[:, 1] * f2[:, 2]) + np.abs(f1[:, 2] * f2[:, 1]),
-                      np.abs(f1[:, 2] * f2[:, 0]) + np.abs(f1[:, 0] * f2[:, 2]),
-                      np.abs(f1[:, 0] * f2[:, 1]) + np.abs(f1[:, 1] * f2[:, 0])], axis=-1)
-    dp = np.where(np.abs(dp) <= _ERR * np.einsum("kj,kij->ki", ncabs, np.abs(rel)), 0.0, dp)
+    d, n = _normal_and_bound(pl, ct)                           # cut corners vs plane
+    dp, _ = _normal_and_bound(ct, pl - ct[:, 0:1, :])          # plane corners vs cut
     # Crossing, not touching: each triangle has a corner strictly behind the other's plane
     # and one on or in front of it (a corner on a plane counts as in front: the surfaces
     # shrunk inward by an infinitesimal; see the module docstring).
     crosses = ((d < 0).any(1) & (d >= 0).any(1) & (dp < 0).any(1) & (dp >= 0).any(1))
-    # Candidates: the three corners (on the plane) and the three edges (crossing it).
-    cand = np.empty((K, 6, 3))
-    ok = np.empty((K, 6), dtype=bool)
-    cand[:, :3] = ct
-    ok[:, :3] = s == 0
-    for k, (i, j) in enumerate(((0, 1), (1, 2), (2, 0))):
-        cross = s[:, i] * s[:, j] < 0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = np.where(cross, d[:, i] / np.where(cross, d[:, i] - d[:, j], 1.0), 0.0)
-        cand[:, 3 + k] = ct[:, i] + (ct[:, j] - ct[:, i]) * t[:, None]
-        ok[:, 3 + k] = cross
+    coplanar = ~(d != 0).any(1)
+    # Candidates: the three corners on the plane, the three edges crossing it.
+    dn = d[:, _NEXT]
+    cross = d * dn < 0
+    t = np.divide(d, d - dn, out=np.zeros_like(d), where=cross)
+    cand = np.concatenate([ct, ct + (ct[:, _NEXT] - ct) * t[:, :, None]], axis=1)
+    ok = np.concatenate([d == 0, cross], axis=1)
     ok &= ~coplanar[:, None]
-    has = ok.any(axis=1)
+    has = ok.any(1)
     first = np.argmax(ok, axis=1)
     last = 5 - np.argmax(ok[:, ::-1], axis=1)
     rows = np.arange(K)
     P = cand[rows, first]
     Q = cand[rows, last]
-    # Clip [P, Q] by the plane triangle's three edges, in its plane.
-    lo = np.zeros(K)
-    hi = np.where(has, 1.0, -1.0)
     PQ = Q - P
-    for i, j in ((0, 1), (1, 2), (2, 0)):
-        m = _cross(n, pl[:, j] - pl[:, i])
-        fp = ((P - pl[:, i]) * m).sum(1)
-        fq = ((Q - pl[:, i]) * m).sum(1)
-        df = fq - fp
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = -fp / np.where(df != 0, df, 1.0)
-        lo = np.where(df > 0, np.maximum(lo, t), lo)
-        hi = np.where(df < 0, np.minimum(hi, t), hi)
-        hi = np.where((df == 0) & (fp < 0), -1.0, hi)
-    meet = has & (hi >= lo)
+    # Clip [P, Q] by the plane triangle's three edges, in its plane: f_k affine along it.
+    m = _cross(n[:, None, :], pl[:, _NEXT] - pl)               # (K, 3, 3) inward normals
+    fp = ((P[:, None, :] - pl) * m).sum(-1)
+    df = (PQ[:, None, :] * m).sum(-1)
+    tk = np.divide(-fp, df, out=np.zeros_like(fp), where=df != 0)
+    lo = np.maximum(np.where(df > 0, tk, 0.0).max(1), 0.0)
+    hi = np.minimum(np.where(df < 0, tk, 1.0).min(1), 1.0)
+    outside = ((df == 0) & (fp < 0)).any(1)
+    meet = has & ~outside & (hi >= lo)
     lo = np.where(meet, lo, 0.0)
     hi = np.where(meet, hi, 0.0)
     p0 = P + PQ * lo[:, None] + o
     p1 = P + PQ * hi[:, None] + o
     length = (hi - lo) * np.sqrt((PQ * PQ).sum(1))
     # Coplanar pairs, and pairs that do not meet (in float64): a point to show, length 0.
-    mid = 0.5 * (a.mean(axis=1) + b.mean(axis=1))
-    p0 = np.where(meet[:, None], p0, mid)
-    p1 = np.where(meet[:, None], p1, mid)
+    mid = (a.sum(1) + b.sum(1)) / 6.0
+    miss = ~meet[:, None]
+    p0[miss[:, 0]] = mid[miss[:, 0]]
+    p1[miss[:, 0]] = mid[miss[:, 0]]
     return p0, p1, np.where(meet & crosses, length, 0.0)
 
 
