@@ -403,3 +403,25 @@ def summary(eps: Sequence[ContactEpisode], limit: int = 10) -> str:
 SEGMENTS_LIMIT_TEXT = (f"segments are listed up to {SEGMENTS_PER_FRAME} per frame, longest "
                        "contacts first (segments_total on a contact whose list is cut); "
                        "lengths and pairs are exact")
+
+
+CSV_COLUMNS = ("frame", "object_a", "object_b", "bone_a", "bone_b", "kind", "length",
+               "pairs", "center_x", "center_y", "center_z")
+
+
+def contacts_csv(report: dict) -> str:
+    """A report's contacts as CSV text, one row per contact of every frame (`CSV_COLUMNS`;
+    `pairs` is the contact's pair count). Frames without contacts (older reports, frames
+    not checked) give no rows."""
+    import csv
+    import io
+
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for fr in report.get("frames", []):
+        for c in fr.get("contacts", []):
+            n = len(c["pairs"]) if "pairs" in c else c.get("n_pairs", 0)
+            w.writerow([fr["frame"], *c["objects"], *("" if b is None else b for b in c["bones"]),
+                        c["kind"], repr(float(c["length"])), n, *map(repr, c["center"])])
+    return out.getvalue()

@@ -9,6 +9,7 @@ import bpy
 from bpy_extras.io_utils import ExportHelper
 
 from ..addon import extract, scanner, session, storage
+from ..core import contact_groups
 from ..core import report as core_report
 from .stepping import TimerSteps, guard_operators, object_mode_poll
 
@@ -156,7 +157,8 @@ class SKINCOLLIDE_OT_scan(TimerSteps, bpy.types.Operator):
 
 
 class SKINCOLLIDE_OT_export_report(bpy.types.Operator, ExportHelper):
-    """Export the last scan: JSON (the headless scan's schema) or CSV (one row per pair)"""
+    """Export the last scan: JSON (the headless scan's schema) or CSV (one row per pair,
+    and one row per contact in <name>.contacts.csv)"""
 
     bl_idname = "skin_collide.export_report"
     bl_label = "Export Collision Report"
@@ -199,6 +201,9 @@ class SKINCOLLIDE_OT_export_report(bpy.types.Operator, ExportHelper):
                     for fr in report["frames"]:
                         for a, pa, b, pb in fr["pairs"]:
                             w.writerow([fr["frame"], a, pa, b, pb, fr["ms"]])
+                # One row per contact, beside it (the pairs' CSV stays an allow-list).
+                with open(contacts_csv_path(path), "w", newline="", encoding="utf-8") as fh:
+                    fh.write(contact_groups.contacts_csv(report))
             else:
                 with open(path, "w", encoding="utf-8") as fh:
                     fh.write(core_report.dumps(report))
@@ -207,6 +212,11 @@ class SKINCOLLIDE_OT_export_report(bpy.types.Operator, ExportHelper):
             return {"CANCELLED"}
         self.report({"INFO"}, f"Wrote {path}")
         return {"FINISHED"}
+
+
+def contacts_csv_path(path: str) -> str:
+    """Where the contacts' CSV of a pairs' CSV `path` goes: `<name>.contacts.csv`."""
+    return os.path.splitext(path)[0] + ".contacts.csv"
 
 
 def resolve_output_path(filepath: str) -> str:

@@ -148,3 +148,48 @@ def test_a_touching_contact_and_the_rigid_prop_has_no_bone():
     # Reported pairs restrict: with the A x C pair filtered away, only A x B is left.
     only = cg.frame_contacts(objs, pos, tris, tp, reported=[("A", 0, "B", 0)])
     assert [(c.a, c.b) for c in only] == [("A", "B")]
+
+
+def test_episodes_by_bone_pair_csv_and_filters():
+    from skin_collide.core import contact_filters
+
+    objs, pos, poses = two_tubes(4, max_angle=170)
+    doc, meshes, found = frame_doc(objs, pos, poses)
+    frames = [(1, doc["contacts"]), (2, doc["contacts"]), (3, []), (4, doc["contacts"])]
+    eps = cg.contact_episodes(frames)
+    keys = {(e.a, e.b, e.bone_a, e.bone_b) for e in eps}
+    assert len(eps) == 2 * len(keys)          # frames 1-2, then 4 (3 is clean)
+    e = eps[0]
+    assert (e.start, e.end, e.frames, e.kind) == (1, 2, 2, "crossing")
+    assert e.worst_length == pytest.approx(max(
+        sum(c["length"] for c in doc["contacts"] if cg._episode_key(c) == (e.a, e.b, e.bone_a, e.bone_b)),
+        0.0))
+    text = cg.summary(eps, limit=2)
+    assert " × " in text and "of crossing" in text and "and " in text.splitlines()[-1]
+    assert cg.length_text(0.031) == "3.1 cm" and cg.length_text(1.5) == "1.50 m"
+    # CSV: one row per contact.
+    rows = cg.contacts_csv({"frames": [{"frame": 7, "contacts": doc["contacts"]}]}).splitlines()
+    assert rows[0].split(",") == list(cg.CSV_COLUMNS) and len(rows) == 1 + len(doc["contacts"])
+    assert rows[1].split(",")[0] == "7"
+    # Filters: crossing only, minimum length, bone pairs; bad minimum length.
+    touch = cg.Contact("A", "B", np.zeros((1, 2), int), 0.0, "touching", ("x", "y"), np.zeros(3))
+    cross = cg.Contact("A", "B", np.zeros((1, 2), int), 0.5, "crossing", ("x", "y"), np.zeros(3))
+    assert not contact_filters.ContactFilter(crossing_only=True).keep(touch)
+    assert contact_filters.ContactFilter(crossing_only=True).keep(cross)
+    assert not contact_filters.ContactFilter(min_length=0.6).keep(cross)
+    assert contact_filters.ContactFilter(min_length=0.4).keep(cross)
+    assert not contact_filters.ContactFilter(ignore_bones={("y", "x")}).keep(cross)
+    assert contact_filters.ContactFilter(ignore_bones={("x", "z")}).keep(cross)
+    with pytest.raises(ValueError):
+        contact_filters.ContactFilter(min_length=float("nan"))
+    # Zones: pairs with a polygon in the zone are dropped, the others kept.
+    i, j, tp = next((i, j, p) for i, j, p in
+                    scan.query_frame(objs, pos, poses, self_collision=True).pairs)
+    mask = np.zeros(objs[i].rig.n_polygons, bool)
+    hit = objs[i].rig.tri_polygon[tp[0, 0]]
+    mask[hit] = True
+    left = contact_filters.drop_zone_pairs(objs, [(i, j, tp)], {i: mask})
+    kept = left[0][2] if left else np.zeros((0, 2), int)
+    assert not (objs[i].rig.tri_polygon[kept[:, 0]] == hit).any()
+    assert kept.shape[0] == int((objs[i].rig.tri_polygon[tp[:, 0]] != hit).sum()) - \
+        (int(((objs[j].rig.tri_polygon[tp[:, 1]] == hit) & (objs[i].rig.tri_polygon[tp[:, 0]] != hit)).sum()) if i == j else 0)
