@@ -55,6 +55,14 @@ class SKINCOLLIDE_PG_settings(bpy.types.PropertyGroup):
         description="Ignore contacts already present in the rest pose (designed-in overlaps "
                     "such as segmented mannequins or clothing layers)",
         default=False)
+    crossing_only: bpy.props.BoolProperty(
+        name="Crossing Only",
+        description="Report only contacts where the skin crosses: drop touching ones "
+                    "(coplanar faces, faces resting on each other)",
+        default=False)
+    min_length: bpy.props.FloatProperty(
+        name="Min Length", description="Drop contacts whose intersection curve is shorter "
+        "than this", default=0.0, min=0.0, subtype="DISTANCE", unit="LENGTH")
     overlay_color: bpy.props.FloatVectorProperty(
         name="Overlay Color", subtype="COLOR", size=4, min=0.0, max=1.0,
         default=(1.0, 0.1, 0.05, 0.7), update=_redraw)

@@ -384,6 +384,8 @@ class Scanner:
         t0 = time.perf_counter()
         kept = contact_filters.drop_zone_pairs(self.objects, self.keep(tri_pairs), self.zones)
         pairs, found = self._contacts(positions, kept)
+        if self.contact_filter.drops_contacts:      # the overlay shows what is reported
+            kept = contact_filters.keep_contact_pairs(self.objects, kept, found)
         rec = FrameRecord(f, pairs, ms + (time.perf_counter() - t0) * 1000.0, eval_ms, modes,
                           contacts=found)
         return FrameOutcome(positions, self.triangles, kept, rec, poses)

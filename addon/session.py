@@ -241,6 +241,11 @@ def pipeline(scene, meshes: list, objects: list, first_hit: bool = False) -> sca
 
     sc.source = scanner.report_source(bpy.data.filepath, s.method, s.self_collision,
                                       first_hit, s.ignore_rest_contacts)
+    from ..core import contact_filters
+
+    sc.contact_filter = contact_filters.ContactFilter(crossing_only=bool(s.crossing_only),
+                                                      min_length=float(s.min_length))
+    sc.source["filters"].update(sc.contact_filter.describe())
     return sc
 
 

@@ -80,3 +80,30 @@ def drop_zone_pairs(objects: Sequence, tri_pairs, zones: dict) -> list:
         if keep.any():
             out.append((i, j, p[keep]))
     return out
+
+
+def keep_contact_pairs(objects: Sequence, tri_pairs, found: Sequence) -> list:
+    """`tri_pairs` [(i, j, (K, 2))] restricted to the polygon pairs of contacts `found`
+    (`contact_groups.Contact`, objects by name): what the overlay draws after the
+    contact filters."""
+    from .contacts import rows_in
+
+    names = [o.name for o in objects]
+    by_pair: dict = {}
+    for c in found:
+        by_pair.setdefault((c.a, c.b), []).append(c.pairs)
+    out = []
+    for i, j, p in tri_pairs:
+        polys = by_pair.get((names[i], names[j]))
+        if not polys:
+            continue
+        want = np.concatenate(polys)
+        pa = objects[i].rig.tri_polygon[p[:, 0]].astype(np.int64)
+        pb = objects[j].rig.tri_polygon[p[:, 1]].astype(np.int64)
+        got = np.stack([pa, pb], 1)
+        if i == j:
+            got, want = np.sort(got, axis=1), np.sort(want, axis=1)
+        keep = rows_in(got, want)
+        if keep.any():
+            out.append((i, j, p[keep]))
+    return out

@@ -51,6 +51,9 @@ class SKINCOLLIDE_PT_main(bpy.types.Panel):
         layout.prop(s, "method")
         layout.prop(s, "ignore_rest_contacts")
         row = layout.row(align=True)
+        row.prop(s, "crossing_only")
+        row.prop(s, "min_length")
+        row = layout.row(align=True)
         row.operator("skin_collide.toggle_overlay", depress=s.live,
                      icon="HIDE_OFF" if s.live else "HIDE_ON",
                      text="Live Overlay: On" if s.live else "Live Overlay: Off")

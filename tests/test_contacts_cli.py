@@ -245,3 +245,35 @@ def test_testing_api_filters(tmp_path):
                              ignore_rest_contacts=False, crossing_only=True)
     with pytest.raises(ValueError, match="min"):
         collisions(str(path), frames=(1, 2), min_length=-1.0)
+
+
+def test_panel_crossing_only_and_min_length(tmp_path, registered_addon):
+    """The panel's Crossing Only and Min Length reach the scene's pipeline: the report and
+    the overlay's triangle pairs keep only the crossing contact."""
+    from skin_collide.addon import scanner, session
+
+    path = tmp_path / "mannequin.blend"
+    build_mannequin(path)
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    scene = bpy.context.scene
+    meshes = [bpy.data.objects[n] for n in ("Hip", "Torso", "Arm")]
+    objects = scanner.Scanner(meshes).objects
+    s = scene.skin_collide
+    sc = session.pipeline(scene, meshes, objects)
+    scene.frame_set(1)
+    everything = sc.current(scene, bpy.context.evaluated_depsgraph_get())
+    assert {c.kind for c in everything.record.contacts} == {"touching", "crossing"}
+    s.crossing_only = True
+    sc = session.pipeline(scene, meshes, objects)
+    assert sc.source["filters"]["crossing_only"] is True
+    out = sc.current(scene, bpy.context.evaluated_depsgraph_get())
+    assert [c.kind for c in out.record.contacts] == ["crossing"]
+    names = [o.name for o in objects]
+    assert {frozenset((names[i], names[j])) for i, j, _ in out.tri_pairs} == \
+        {frozenset({"Arm", "Torso"})}
+    assert len(out.record.pairs) < len(everything.record.pairs)
+    s.crossing_only = False
+    s.min_length = 10.0
+    out = session.pipeline(scene, meshes, objects).current(
+        scene, bpy.context.evaluated_depsgraph_get())
+    assert not out.record.pairs and not out.tri_pairs
