@@ -307,10 +307,9 @@ class Scanner:
             return pairs, (time.perf_counter() - t0) * 1000.0, ["rebuild"] * len(self.objects)
         # With filters, the first pair found may be one they drop: then the whole frame is
         # queried and the first pair kept after the filters (never a false "clean").
-        filtered = self.contact_filter.active or bool(self.zones)
-        first = self.first_hit and not self.ignore and not self.allow_polygons and not filtered
+        first = self.first_hit and not self.ignore and not self.allow_polygons
         capped = (self.max_pairs is not None and not self.first_hit and not self.ignore
-                  and not self.allow_polygons and not filtered)
+                  and not self.allow_polygons)
         res = core_scan.query_frame(self.objects, positions, poses, mode=self.mode,
                                     self_collision=self.self_collision,
                                     first_hit=first, triangles=triangles,
@@ -380,7 +379,7 @@ class Scanner:
         except DegeneratePose as exc:
             rec = FrameRecord(f, [], 0.0, eval_ms, [], not_checked=str(exc))
             return FrameOutcome([], [], [], rec)
-        tri_pairs, ms, modes = self.query(positions, poses)
+        tri_pairs, ms, modes = self._query_whole(positions, poses)
         t0 = time.perf_counter()
         kept = contact_filters.drop_zone_pairs(self.objects, self.keep(tri_pairs), self.zones)
         pairs, found = self._contacts(positions, kept)
@@ -389,6 +388,19 @@ class Scanner:
         rec = FrameRecord(f, pairs, ms + (time.perf_counter() - t0) * 1000.0, eval_ms, modes,
                           contacts=found)
         return FrameOutcome(positions, self.triangles, kept, rec, poses)
+
+    def _query_whole(self, positions, poses):
+        """`query`, on the whole frame when contact filters or ignore zones are set (like
+        the allow-list: the first pair found, or a capped frame's, may be one they drop;
+        the first pair is then kept after the filters, never a false "clean")."""
+        if not (self.contact_filter.active or self.zones):
+            return self.query(positions, poses)
+        first_hit, max_pairs = self.first_hit, self.max_pairs
+        self.first_hit, self.max_pairs = False, None
+        try:
+            return self.query(positions, poses)
+        finally:
+            self.first_hit, self.max_pairs = first_hit, max_pairs
 
     def _contacts(self, positions, kept) -> tuple[list, list]:
         """The frame's reported polygon pairs and its contacts (`core.contact_groups`),
