@@ -51,6 +51,8 @@ class LiveResult:
     #: prefix of them was tested and `n_pairs` (the pairs found there, possibly fewer
     #: than `MAX_PAIRS`) is a lower bound.
     dense: bool = False
+    #: the frame's contacts (`core.contact_groups.Contact`), partitioning its pairs
+    contacts: list = field(default_factory=list)
 
     @property
     def n_pairs(self) -> int:
@@ -301,7 +303,7 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
                         [t.astype(np.int64) for t in hit_tris], rec.pairs[:MAX_PAIRS],
                         total_pairs=n_polys, warning=warning, triangles=out.triangles,
                         modes=rec.modes, poses=out.poses, more_than=sc.stopped,
-                        dense=sc.dense)
+                        dense=sc.dense, contacts=rec.contacts)
     _live[scene.name_full] = result
     return result
 

@@ -30,7 +30,7 @@ def report_document(scene, meshes, objects, records, n_requested: int,
     frame_records = [
         scanner.FrameRecord(f, r.polygon_pairs, r.ms, 0.0, list(r.modes),
                             not_checked=r.error if r.not_checked else "",
-                            pairs_total=r.n_pairs)
+                            pairs_total=r.n_pairs, contacts=list(r.contacts))
         for f, r in records]
     return sc.report(frame_records, n_requested).to_json(max_total=REPORT_MAX_PAIRS)
 
