@@ -277,3 +277,32 @@ def test_panel_crossing_only_and_min_length(tmp_path, registered_addon):
     out = session.pipeline(scene, meshes, objects).current(
         scene, bpy.context.evaluated_depsgraph_get())
     assert not out.record.pairs and not out.tri_pairs
+
+
+def test_panel_csv_has_one_row_per_contact(tmp_path, registered_addon):
+    import csv
+
+    path = tmp_path / "mannequin.blend"
+    build_mannequin(path)
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    scene = bpy.context.scene
+    meshes = [ob for ob in scene.objects if ob.type == "MESH"]
+    for ob in meshes:
+        ob.select_set(True)
+    bpy.context.view_layer.objects.active = meshes[0]
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    assert bpy.ops.skin_collide.scan() == {"FINISHED"}
+    report = json.loads(scene.skin_collide.report.as_string())
+    out = tmp_path / "r.csv"
+    assert bpy.ops.skin_collide.export_report(filepath=str(out)) == {"FINISHED"}
+    with open(tmp_path / "r.contacts.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    want = [(f["frame"], c["kind"]) for f in report["frames"] for c in f["contacts"]]
+    assert len(rows) == len(want) == 2 * 2           # two frames, two contacts each
+    assert sorted((int(r["frame"]), r["kind"]) for r in rows) == sorted(want)
+    crossing = [r for r in rows if r["kind"] == "crossing"]
+    assert {r["bone_a"] for r in crossing} | {r["bone_b"] for r in crossing} == {"arm", "torso"}
+    assert all(float(r["length"]) == pytest.approx(0.8, rel=1e-6) for r in crossing)
+    # The pairs' CSV is still an allow-list.
+    from skin_collide.core import contacts
+    assert len(contacts.load_allow_list(str(out))) == len(report["frames"][0]["pairs"])
