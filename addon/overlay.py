@@ -159,15 +159,31 @@ def result_arrays(res, objects: dict, show_spheres: bool, level: int):
     return cat(tris), cat(lines)
 
 
+def contact_lines(res) -> np.ndarray:
+    """The intersection curves of a result's contacts (`core.contact_groups`), as a
+    LINES batch's vertices: (2S, 3) float32, two per segment."""
+    found = getattr(res, "contacts", None) or [] if res is not None else []
+    segs = [c.segments for c in found if c.segments.size]
+    if not segs:
+        return np.zeros((0, 3), np.float32)
+    return np.concatenate(segs).reshape(-1, 3).astype(np.float32)
+
+
+#: Width of the intersection curves, in pixels.
+CURVE_WIDTH = 3.0
+
+
 class _Drawn:
     """What the viewport draws for one result: built once, reused by every redraw until
     the result or the sphere settings change (a redraw then costs only the draw calls)."""
 
-    __slots__ = ("res", "key", "tris", "lines", "batches")
+    __slots__ = ("res", "key", "tris", "lines", "batches", "curves", "curve_batch")
 
-    def __init__(self, res, key, tris, lines):
+    def __init__(self, res, key, tris, lines, curves=None):
         self.res, self.key, self.tris, self.lines = res, key, tris, lines
         self.batches = None          # (tris batch | None, lines batch | None, shader)
+        self.curves = np.zeros((0, 3), np.float32) if curves is None else curves
+        self.curve_batch = None      # (batch, shader)
 
 
 _drawn: dict[str, _Drawn] = {}
@@ -181,7 +197,7 @@ def _drawn_for(scene) -> _Drawn:
     global build_count
     res = session.live_result(scene)
     s = scene.skin_collide
-    key = (bool(s.show_spheres), int(s.sphere_level))
+    key = (bool(s.show_spheres), int(s.sphere_level), bool(s.show_triangles))
     d = _drawn.get(scene.name_full)
     if d is not None and d.res is res and d.key == key:
         return d
@@ -192,9 +208,12 @@ def _drawn_for(scene) -> _Drawn:
             ob = by_name.get(name)
             if ob is not None and storage.has_data(ob):
                 objects[name] = storage.load(ob)
-    tris, lines = result_arrays(res, objects, *key)
+    tris, lines = result_arrays(res, objects, *key[:2])
+    if not key[2]:                   # the curves only
+        tris = np.zeros((0, 3), np.float32)
+    curves = contact_lines(res) if res is not None and not res.error else None
     build_count += 1
-    d = _drawn[scene.name_full] = _Drawn(res, key, tris, lines)
+    d = _drawn[scene.name_full] = _Drawn(res, key, tris, lines, curves)
     return d
 
 
@@ -275,9 +294,30 @@ def _draw_view3d():
     if scene is None or not scene.skin_collide.live:
         return
     d = _drawn_for(scene)
-    if not d.tris.size and not d.lines.size:
-        return
-    d.batches = draw_arrays(d.tris, d.lines, scene.skin_collide.overlay_color, d.batches)
+    if d.tris.size or d.lines.size:
+        d.batches = draw_arrays(d.tris, d.lines, scene.skin_collide.overlay_color, d.batches)
+    if d.curves.size:
+        d.curve_batch = draw_curves(d.curves, scene.skin_collide.overlay_color, d.curve_batch)
+
+
+def draw_curves(curves: np.ndarray, colour, batch=None, width: float = CURVE_WIDTH):
+    """Draw intersection curves as thick opaque lines in the overlay colour, on top of
+    everything (visible through the mesh, like a cutting line). Returns the batch and
+    shader, for reuse."""
+    import gpu
+    from gpu_extras.batch import batch_for_shader
+
+    if batch is None:
+        shader = gpu.shader.from_builtin("POLYLINE_UNIFORM_COLOR")
+        batch = (batch_for_shader(shader, "LINES", {"pos": curves}), shader)
+    b, shader = batch
+    vp = gpu.state.viewport_get()
+    shader.uniform_float("viewportSize", (float(vp[2]), float(vp[3])))
+    shader.uniform_float("lineWidth", float(width))
+    shader.uniform_float("color", (colour[0], colour[1], colour[2], 1.0))
+    gpu.state.depth_test_set("NONE")
+    b.draw(shader)
+    return batch
 
 
 def strip_arrays(scene) -> tuple[np.ndarray, np.ndarray]:

@@ -55,6 +55,9 @@ class SKINCOLLIDE_PG_settings(bpy.types.PropertyGroup):
         description="Ignore contacts already present in the rest pose (designed-in overlaps "
                     "such as segmented mannequins or clothing layers)",
         default=False)
+    show_triangles: bpy.props.BoolProperty(
+        name="Triangles", description="Also draw the colliding triangles (the intersection "
+        "curves are always drawn)", default=True, update=_redraw)
     crossing_only: bpy.props.BoolProperty(
         name="Crossing Only",
         description="Report only contacts where the skin crosses: drop touching ones "

@@ -58,6 +58,7 @@ class SKINCOLLIDE_PT_main(bpy.types.Panel):
                      icon="HIDE_OFF" if s.live else "HIDE_ON",
                      text="Live Overlay: On" if s.live else "Live Overlay: Off")
         row.prop(s, "overlay_color", text="")
+        row.prop(s, "show_triangles", toggle=True)
         row = layout.row(align=True)
         row.prop(s, "show_spheres")
         sub = row.row()
