@@ -77,3 +77,15 @@ def test_nothing_is_drawn_on_a_clean_frame(curves_demo):
     assert res.n_pairs == 0 and not res.contacts
     assert px[..., :3].max() > 0.2
     assert snapshot.overlay_mask(px, OPAQUE).sum() == 0
+
+
+def test_snapshot_frames_the_largest_contact_and_draws_its_curve(curves_demo):
+    from skin_collide.addon import scanner, snapshot
+
+    a, b = curves_demo
+    sc = scanner.Scanner([a, b])
+    res, px = snapshot.frame_snapshot(sc, bpy.context.scene, 4, None, size=SIZE)
+    assert res.contacts and any(c.segments.size for c in res.contacts)
+    assert snapshot.overlay_mask(px, OPAQUE).sum() > 20          # the curve, opaque
+    _, clean = snapshot.frame_snapshot(sc, bpy.context.scene, 1, None, size=SIZE)
+    assert snapshot.overlay_mask(clean, OPAQUE).sum() == 0
