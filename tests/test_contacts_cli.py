@@ -306,3 +306,61 @@ def test_panel_csv_has_one_row_per_contact(tmp_path, registered_addon):
     # The pairs' CSV is still an allow-list.
     from skin_collide.core import contacts
     assert len(contacts.load_allow_list(str(out))) == len(report["frames"][0]["pairs"])
+
+
+def test_panel_lists_contacts_and_clicking_one_frames_and_selects(tmp_path, registered_addon):
+    import numpy as np
+
+    from skin_collide.addon import session
+    from skin_collide.operators import contacts as contact_ops
+
+    path = tmp_path / "mannequin.blend"
+    build_mannequin(path)
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    scene = bpy.context.scene
+    meshes = [ob for ob in scene.objects if ob.type == "MESH"]
+    for ob in meshes:
+        ob.select_set(True)
+    bpy.context.view_layer.objects.active = meshes[0]
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    assert bpy.ops.skin_collide.toggle_overlay() == {"FINISHED"}
+    res = session.live_result(scene)
+    k = next(i for i, c in enumerate(res.contacts) if c.kind == "crossing")
+    c = res.contacts[k]
+    for ob in meshes:
+        ob.data.polygons.foreach_set("select", [False] * len(ob.data.polygons))
+    assert bpy.ops.skin_collide.frame_contact(index=k) == {"FINISHED"}
+    for ob in meshes:
+        sel = {p.index for p in ob.data.polygons if p.select}
+        want = contact_ops.contact_faces(c).get(ob.name_full, set())
+        assert sel == want, ob.name
+    assert any(ob.name == "Arm" and any(p.select for p in ob.data.polygons) for ob in meshes)
+    centre, distance = contact_ops.contact_view(c)
+    pts = c.segments.reshape(-1, 3)
+    assert np.linalg.norm(pts - centre, axis=1).max() < distance   # the curve is in view
+    with pytest.raises(RuntimeError, match="no such contact"):
+        bpy.ops.skin_collide.frame_contact(index=99)
+    # The panel lists them, the longest first, each a Frame Contact button.
+    from skin_collide.panels import main_panel
+
+    class Recorder:
+        def __init__(self):
+            self.ops, self.labels = [], []
+
+        def column(self, align=False):
+            return self
+
+        def operator(self, idname, text="", icon=""):
+            from types import SimpleNamespace
+            op = SimpleNamespace(idname=idname, text=text, index=None)
+            self.ops.append(op)
+            return op
+
+        def label(self, text="", icon=""):
+            self.labels.append(text)
+
+    rec = Recorder()
+    main_panel._draw_contacts(rec, res)
+    assert [o.idname for o in rec.ops] == ["skin_collide.frame_contact"] * len(res.contacts)
+    assert rec.ops[0].index == k and "crossing" in rec.ops[0].text and "×" in rec.ops[0].text
+    assert any("touching" in o.text for o in rec.ops)
