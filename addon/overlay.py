@@ -321,13 +321,19 @@ def draw_curves(curves: np.ndarray, colour, batch=None, width: float = CURVE_WID
 
 
 def strip_arrays(scene) -> tuple[np.ndarray, np.ndarray]:
-    """Frames and pair counts of the last scan, (F,) int each."""
+    """Frames and pair counts of the last scan, (F,) int each; with *Strip by Length*,
+    the frames' total crossing lengths instead ((F,) float32)."""
     fc = scene.skin_collide.frame_counts
     frames = np.zeros(len(fc), np.int32)
     counts = np.zeros(len(fc), np.int32)
     if len(fc):
         fc.foreach_get("frame", frames)
         fc.foreach_get("pairs", counts)
+    if getattr(scene.skin_collide, "strip_length", False):
+        lengths = np.zeros(len(fc), np.float32)
+        if len(fc):
+            fc.foreach_get("crossing", lengths)
+        return frames, lengths
     return frames, counts
 
 

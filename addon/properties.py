@@ -16,6 +16,8 @@ class SKINCOLLIDE_PG_frame_count(bpy.types.PropertyGroup):
 
     frame: bpy.props.IntProperty(name="Frame")
     pairs: bpy.props.IntProperty(name="Pairs")
+    crossing: bpy.props.FloatProperty(name="Crossing Length", description="Total length "
+                                      "of the frame's crossing contacts", default=0.0)
 
 
 class SKINCOLLIDE_PG_object(bpy.types.PropertyGroup):
@@ -58,6 +60,10 @@ class SKINCOLLIDE_PG_settings(bpy.types.PropertyGroup):
     show_triangles: bpy.props.BoolProperty(
         name="Triangles", description="Also draw the colliding triangles (the intersection "
         "curves are always drawn)", default=True, update=_redraw)
+    strip_length: bpy.props.BoolProperty(
+        name="Strip by Length", description="The timeline strip shows the total crossing "
+        "length per frame (touching-only frames vanish) instead of the pair count",
+        default=False, update=_redraw)
     crossing_only: bpy.props.BoolProperty(
         name="Crossing Only",
         description="Report only contacts where the skin crosses: drop touching ones "

@@ -43,6 +43,8 @@ def _record(scene, meshes, objects, records, n_requested: int, first_hit: bool =
     for frame, res in records:
         item = s.frame_counts.add()
         item.frame, item.pairs = frame, (-1 if res.not_checked else res.n_pairs)
+        item.crossing = sum(c.length for c in getattr(res, "contacts", None) or []
+                            if c.kind == "crossing")
     report = report_document(scene, meshes, objects, records, n_requested, first_hit)
     if s.report is None:
         s.report = bpy.data.texts.new(storage.TEXT_PREFIX + "report.json")

@@ -85,6 +85,7 @@ class SKINCOLLIDE_PT_main(bpy.types.Panel):
         row = layout.row(align=True)
         row.operator("skin_collide.scan", icon="TIME")
         row.prop(s, "add_markers", text="", icon="MARKER_HLT")
+        row.prop(s, "strip_length", text="", icon="CURVE_PATH")
         layout.operator("skin_collide.export_report", icon="EXPORT")
         if len(s.frame_counts):
             hits = sum(1 for item in s.frame_counts if item.pairs > 0)

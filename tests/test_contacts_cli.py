@@ -364,3 +364,33 @@ def test_panel_lists_contacts_and_clicking_one_frames_and_selects(tmp_path, regi
     assert [o.idname for o in rec.ops] == ["skin_collide.frame_contact"] * len(res.contacts)
     assert rec.ops[0].index == k and "crossing" in rec.ops[0].text and "×" in rec.ops[0].text
     assert any("touching" in o.text for o in rec.ops)
+
+
+def test_timeline_strip_by_crossing_length(tmp_path, registered_addon):
+    import numpy as np
+
+    from skin_collide.addon import overlay
+
+    path = tmp_path / "mannequin.blend"
+    build_mannequin(path)
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    scene = bpy.context.scene
+    # Frame 2: the arm pulled out of the torso (touching parts only).
+    arm = bpy.data.objects["Rig"]
+    pb = arm.pose.bones["arm"]
+    pb.keyframe_insert("location", frame=1)
+    pb.location = (0.0, 1.0, 0.0)            # along the bone axis: out of the torso
+    pb.keyframe_insert("location", frame=2)
+    meshes = [ob for ob in scene.objects if ob.type == "MESH"]
+    for ob in meshes:
+        ob.select_set(True)
+    bpy.context.view_layer.objects.active = meshes[0]
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    assert bpy.ops.skin_collide.scan() == {"FINISHED"}
+    frames, counts = overlay.strip_arrays(scene)
+    assert frames.tolist() == [1, 2] and (counts > 0).all()      # both frames have pairs
+    scene.skin_collide.strip_length = True
+    frames, lengths = overlay.strip_arrays(scene)
+    assert lengths[0] == pytest.approx(0.8, rel=1e-5) and lengths[1] == 0.0
+    verts, _ = overlay.timeline_strip(frames, lengths, lambda f: f * 10.0, 6.0)
+    assert len(verts) == 6                                       # frame 1 only
