@@ -28,6 +28,9 @@ class SKINCOLLIDE_PG_object(bpy.types.PropertyGroup):
     uid: bpy.props.StringProperty(name="Identity", description="Stable id of the built "
                                   "data (kept through renames; a copy gets its own on build)")
     shape: bpy.props.StringProperty(name="Shape Signature")
+    ignore_group: bpy.props.StringProperty(
+        name="Ignore Zone", description="Never report pairs with a face of this mesh that "
+        "has a vertex in this vertex group (an ignore zone, e.g. a pinned region)")
 
 
 def _redraw(self, context):
@@ -64,6 +67,9 @@ class SKINCOLLIDE_PG_settings(bpy.types.PropertyGroup):
         name="Strip by Length", description="The timeline strip shows the total crossing "
         "length per frame (touching-only frames vanish) instead of the pair count",
         default=False, update=_redraw)
+    ignore_bones: bpy.props.StringProperty(
+        name="Ignore Bones", description="Bone pairs whose contacts are fine, e.g. "
+        "\"hand.L, hand.R; foot.L, foot.R\" (pairs separated by ';', bones by ',')")
     crossing_only: bpy.props.BoolProperty(
         name="Crossing Only",
         description="Report only contacts where the skin crosses: drop touching ones "

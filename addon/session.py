@@ -132,6 +132,7 @@ def forget_checks() -> None:
     """After a file load: nothing is verified any more."""
     _verified.clear()
     _changed_meshes.clear()
+    _zones.clear()
 
 
 def _rest_positions(me) -> np.ndarray:
@@ -245,10 +246,44 @@ def pipeline(scene, meshes: list, objects: list, first_hit: bool = False) -> sca
                                       first_hit, s.ignore_rest_contacts)
     from ..core import contact_filters
 
+    try:
+        bones = contact_filters.parse_bone_pairs(s.ignore_bones)
+    except ValueError as exc:
+        raise SessionError(f"Ignore Bones: {exc}") from None
+    groups = {ob.name_full: {ob.skin_collide.ignore_group} for ob in meshes
+              if ob.skin_collide.ignore_group}
     sc.contact_filter = contact_filters.ContactFilter(crossing_only=bool(s.crossing_only),
-                                                      min_length=float(s.min_length))
+                                                      min_length=float(s.min_length),
+                                                      ignore_bones=bones,
+                                                      ignore_groups=groups)
+    sc.zones = _zone_masks(meshes, objects, groups)
     sc.source["filters"].update(sc.contact_filter.describe())
     return sc
+
+
+# Ignore zones per (mesh data, group), read once: a weight change marks the mesh changed
+# (`mark_mesh_changed`), which drops them.
+_zones: dict[tuple, np.ndarray] = {}
+
+
+def _zone_masks(meshes, objects, groups: dict) -> dict:
+    from . import zones
+
+    out = {}
+    for k, (ob, obj) in enumerate(zip(meshes, objects)):
+        g = groups.get(ob.name_full)
+        if not g:
+            continue
+        key = (ob.data.as_pointer(), ob.name_full, tuple(sorted(g)), len(ob.data.vertices))
+        mask = _zones.get(key)
+        if mask is None or ob.data.as_pointer() in _changed_meshes:
+            try:
+                mask = zones.group_polygons(ob, obj.rig, g)
+            except ValueError as exc:
+                raise SessionError(f"Ignore Zone: {exc}") from None
+            _zones[key] = mask
+        out[k] = mask
+    return out
 
 
 def query(scene, depsgraph, meshes: list, objects: list | None = None,

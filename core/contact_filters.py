@@ -65,6 +65,21 @@ class ContactFilter:
         return out
 
 
+def parse_bone_pairs(text: str) -> set:
+    """Bone pairs from "hand.L, hand.R; foot.L, foot.R" (the panel's field): pairs
+    separated by ';' (or new lines), the two bones by ','. ValueError (one line) for a
+    part that is not two names."""
+    out = set()
+    for part in (text or "").replace("\n", ";").split(";"):
+        if not part.strip():
+            continue
+        names = [n.strip() for n in part.split(",")]
+        if len(names) != 2 or not all(names):
+            raise ValueError(f"'{part.strip()}' is not two bone names separated by a comma")
+        out.add(tuple(names))
+    return out
+
+
 def drop_zone_pairs(objects: Sequence, tri_pairs, zones: dict) -> list:
     """`tri_pairs` [(i, j, (K, 2))] without the pairs that have a polygon inside a zone:
     `zones` maps an object index to a (P,) bool mask of its polygons."""

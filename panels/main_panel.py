@@ -53,6 +53,10 @@ class SKINCOLLIDE_PT_main(bpy.types.Panel):
         row = layout.row(align=True)
         row.prop(s, "crossing_only")
         row.prop(s, "min_length")
+        layout.prop(s, "ignore_bones")
+        ob = context.active_object
+        if ob is not None and ob.type == "MESH":
+            layout.prop_search(ob.skin_collide, "ignore_group", ob, "vertex_groups")
         row = layout.row(align=True)
         row.operator("skin_collide.toggle_overlay", depress=s.live,
                      icon="HIDE_OFF" if s.live else "HIDE_ON",

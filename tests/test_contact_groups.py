@@ -193,3 +193,14 @@ def test_episodes_by_bone_pair_csv_and_filters():
     assert not (objs[i].rig.tri_polygon[kept[:, 0]] == hit).any()
     assert kept.shape[0] == int((objs[i].rig.tri_polygon[tp[:, 0]] != hit).sum()) - \
         (int(((objs[j].rig.tri_polygon[tp[:, 1]] == hit) & (objs[i].rig.tri_polygon[tp[:, 0]] != hit)).sum()) if i == j else 0)
+
+
+def test_parse_bone_pairs():
+    from skin_collide.core.contact_filters import parse_bone_pairs
+
+    assert parse_bone_pairs("hand.L, hand.R; foot.L,foot.R\nmixamorig:Hips, mixamorig:Spine") \
+        == {("hand.L", "hand.R"), ("foot.L", "foot.R"), ("mixamorig:Hips", "mixamorig:Spine")}
+    assert parse_bone_pairs("") == set() and parse_bone_pairs(" ; ") == set()
+    for bad in ("hand.L", "a, b, c", "a,"):
+        with pytest.raises(ValueError):
+            parse_bone_pairs(bad)

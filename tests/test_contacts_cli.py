@@ -394,3 +394,37 @@ def test_timeline_strip_by_crossing_length(tmp_path, registered_addon):
     assert lengths[0] == pytest.approx(0.8, rel=1e-5) and lengths[1] == 0.0
     verts, _ = overlay.timeline_strip(frames, lengths, lambda f: f * 10.0, 6.0)
     assert len(verts) == 6                                       # frame 1 only
+
+
+def test_panel_ignore_bones_and_ignore_zone(tmp_path, registered_addon):
+    from skin_collide.addon import scanner, session
+
+    path = tmp_path / "mannequin.blend"
+    build_mannequin(path)
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    scene = bpy.context.scene
+    meshes = [bpy.data.objects[n] for n in ("Hip", "Torso", "Arm")]
+    objects = scanner.Scanner(meshes).objects
+    s = scene.skin_collide
+    scene.frame_set(1)
+
+    def current():
+        sc = session.pipeline(scene, meshes, objects)
+        return sc, sc.current(scene, bpy.context.evaluated_depsgraph_get()).record
+
+    s.ignore_bones = "torso, arm"                     # either order
+    sc, rec = current()
+    assert {frozenset(c.bones) for c in rec.contacts} == {frozenset({"hip", "torso"})}
+    assert sc.source["filters"]["ignore_bones"] == [["arm", "torso"]]
+    s.ignore_bones = ""
+    bpy.data.objects["Arm"].skin_collide.ignore_group = "arm"     # the whole arm
+    sc, rec = current()
+    assert rec.pairs and all("Arm" not in (p[0], p[2]) for p in rec.pairs)
+    assert sc.source["filters"]["ignore_groups"] == {"Arm": ["arm"]}
+    bpy.data.objects["Arm"].skin_collide.ignore_group = "no such group"
+    with pytest.raises(session.SessionError, match="Ignore Zone"):
+        current()
+    bpy.data.objects["Arm"].skin_collide.ignore_group = ""
+    s.ignore_bones = "torso"
+    with pytest.raises(session.SessionError, match="Ignore Bones"):
+        current()
