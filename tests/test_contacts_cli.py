@@ -428,3 +428,20 @@ def test_panel_ignore_bones_and_ignore_zone(tmp_path, registered_addon):
     s.ignore_bones = "torso"
     with pytest.raises(session.SessionError, match="Ignore Bones"):
         current()
+
+
+def test_jobs_keep_the_filters(demo):
+    path, d, whole, _ = demo
+    longest = max(c["length"] for f in whole["frames"] for c in f["contacts"])
+    flags = ["scan", str(path), "--self", "--frames", "1:24", "--min-length",
+             repr(longest * 0.5), "--ignore-bones", "bone_0", "bone_1"]
+    one, two = d / "f1.json", d / "f2.json"
+    assert run(*flags, "--json", str(one)).returncode == 0
+    assert run(*flags, "--jobs", "2", "--json", str(two)).returncode == 0
+    a, b = json.loads(one.read_text()), json.loads(two.read_text())
+    for doc in (a, b):
+        for f in doc["frames"]:
+            f.pop("ms")
+    assert a == b
+    assert a["source"]["filters"]["min_length"] == pytest.approx(longest * 0.5)
+    assert sum(len(f["pairs"]) for f in a["frames"]) < sum(len(f["pairs"]) for f in whole["frames"])
