@@ -177,13 +177,15 @@ class _Drawn:
     """What the viewport draws for one result: built once, reused by every redraw until
     the result or the sphere settings change (a redraw then costs only the draw calls)."""
 
-    __slots__ = ("res", "key", "tris", "lines", "batches", "curves", "curve_batch")
+    __slots__ = ("res", "key", "tris", "lines", "batches", "curves", "curve_batch",
+                 "line_batches")
 
-    def __init__(self, res, key, tris, lines, curves=None):
+    def __init__(self, res, key, tris, lines):
         self.res, self.key, self.tris, self.lines = res, key, tris, lines
         self.batches = None          # (tris batch | None, lines batch | None, shader)
-        self.curves = np.zeros((0, 3), np.float32) if curves is None else curves
+        self.curves = None           # the contacts' curves, made on first draw
         self.curve_batch = None      # (batch, shader)
+        self.line_batches = None     # the sphere lines alone (Triangles off)
 
 
 _drawn: dict[str, _Drawn] = {}
@@ -197,7 +199,7 @@ def _drawn_for(scene) -> _Drawn:
     global build_count
     res = session.live_result(scene)
     s = scene.skin_collide
-    key = (bool(s.show_spheres), int(s.sphere_level), bool(s.show_triangles))
+    key = (bool(s.show_spheres), int(s.sphere_level))
     d = _drawn.get(scene.name_full)
     if d is not None and d.res is res and d.key == key:
         return d
@@ -208,12 +210,9 @@ def _drawn_for(scene) -> _Drawn:
             ob = by_name.get(name)
             if ob is not None and storage.has_data(ob):
                 objects[name] = storage.load(ob)
-    tris, lines = result_arrays(res, objects, *key[:2])
-    if not key[2]:                   # the curves only
-        tris = np.zeros((0, 3), np.float32)
-    curves = contact_lines(res) if res is not None and not res.error else None
+    tris, lines = result_arrays(res, objects, *key)
     build_count += 1
-    d = _drawn[scene.name_full] = _Drawn(res, key, tris, lines, curves)
+    d = _drawn[scene.name_full] = _Drawn(res, key, tris, lines)
     return d
 
 
@@ -294,8 +293,15 @@ def _draw_view3d():
     if scene is None or not scene.skin_collide.live:
         return
     d = _drawn_for(scene)
-    if d.tris.size or d.lines.size:
-        d.batches = draw_arrays(d.tris, d.lines, scene.skin_collide.overlay_color, d.batches)
+    s = scene.skin_collide
+    if s.show_triangles and (d.tris.size or d.lines.size):
+        d.batches = draw_arrays(d.tris, d.lines, s.overlay_color, d.batches)
+    elif not s.show_triangles and d.lines.size:
+        d.line_batches = draw_arrays(np.zeros((0, 3), np.float32), d.lines, s.overlay_color,
+                                     d.line_batches)
+    if d.curves is None:
+        d.curves = contact_lines(d.res) if d.res is not None and not d.res.error else \
+            np.zeros((0, 3), np.float32)
     if d.curves.size:
         d.curve_batch = draw_curves(d.curves, scene.skin_collide.overlay_color, d.curve_batch)
 

@@ -132,7 +132,6 @@ def forget_checks() -> None:
     """After a file load: nothing is verified any more."""
     _verified.clear()
     _changed_meshes.clear()
-    _zones.clear()
 
 
 def _rest_positions(me) -> np.ndarray:
@@ -256,34 +255,14 @@ def pipeline(scene, meshes: list, objects: list, first_hit: bool = False) -> sca
                                                       min_length=float(s.min_length),
                                                       ignore_bones=bones,
                                                       ignore_groups=groups)
-    sc.zones = _zone_masks(meshes, objects, groups)
-    sc.source["filters"].update(sc.contact_filter.describe())
-    return sc
-
-
-# Ignore zones per (mesh data, group), read once: a weight change marks the mesh changed
-# (`mark_mesh_changed`), which drops them.
-_zones: dict[tuple, np.ndarray] = {}
-
-
-def _zone_masks(meshes, objects, groups: dict) -> dict:
     from . import zones
 
-    out = {}
-    for k, (ob, obj) in enumerate(zip(meshes, objects)):
-        g = groups.get(ob.name_full)
-        if not g:
-            continue
-        key = (ob.data.as_pointer(), ob.name_full, tuple(sorted(g)), len(ob.data.vertices))
-        mask = _zones.get(key)
-        if mask is None or ob.data.as_pointer() in _changed_meshes:
-            try:
-                mask = zones.group_polygons(ob, obj.rig, g)
-            except ValueError as exc:
-                raise SessionError(f"Ignore Zone: {exc}") from None
-            _zones[key] = mask
-        out[k] = mask
-    return out
+    try:
+        sc.zones = zones.cached_zone_masks(meshes, objects, groups)
+    except ValueError as exc:
+        raise SessionError(f"Ignore Zone: {exc}") from None
+    sc.source["filters"].update(sc.contact_filter.describe())
+    return sc
 
 
 def query(scene, depsgraph, meshes: list, objects: list | None = None,
@@ -338,7 +317,8 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
                         [t.astype(np.int64) for t in hit_tris], rec.pairs[:MAX_PAIRS],
                         total_pairs=n_polys, warning=warning, triangles=out.triangles,
                         modes=rec.modes, poses=out.poses, more_than=sc.stopped,
-                        dense=sc.dense, contacts=rec.contacts)
+                        contacts=rec.contacts,
+                        dense=sc.dense)
     _live[scene.name_full] = result
     return result
 

@@ -49,3 +49,41 @@ def zone_masks(meshes, objects, ignore_groups: dict) -> dict:
                              + ", ".join(ob.name_full for ob in meshes) + ")")
         out[k] = group_polygons(meshes[k], objects[k].rig, groups)
     return out
+
+
+# The panel's zones per (mesh data, object, groups, size), read once: a weight change marks
+# the mesh changed (`session.mark_mesh_changed`), which makes them read again.
+_cache: dict[tuple, np.ndarray] = {}
+
+
+def _mesh_changed(me) -> bool:
+    from . import session
+
+    changed = getattr(session, "_changed_meshes", None)
+    if changed is None:                  # the session's state kept elsewhere
+        try:
+            from .state import STATE
+            changed = STATE.changed_meshes
+        except (ImportError, AttributeError):
+            return True
+    return me.as_pointer() in changed
+
+
+def cached_zone_masks(meshes, objects, groups: dict) -> dict:
+    """`zone_masks` for the live pipeline (every frame change): each mesh's mask is read
+    once and kept until the mesh changes. ValueError (one line) as `zone_masks`."""
+    out = {}
+    for k, (ob, obj) in enumerate(zip(meshes, objects)):
+        g = groups.get(ob.name_full)
+        if not g:
+            continue
+        me = ob.data
+        key = (me.as_pointer(), ob.name_full, tuple(sorted(g)), len(me.vertices),
+               len(me.polygons))
+        mask = _cache.get(key)
+        if mask is None or _mesh_changed(me):
+            if len(_cache) > 64:
+                _cache.clear()
+            mask = _cache[key] = group_polygons(ob, obj.rig, g)
+        out[k] = mask
+    return out
