@@ -258,11 +258,19 @@ def pipeline(scene, meshes: list, objects: list, first_hit: bool = False) -> sca
     from . import zones
 
     try:
-        sc.zones = zones.cached_zone_masks(meshes, objects, groups)
+        sc.zones = zones.cached_zone_masks(meshes, objects, groups, _mesh_was_changed)
     except ValueError as exc:
         raise SessionError(f"Ignore Zone: {exc}") from None
     sc.source["filters"].update(sc.contact_filter.describe())
     return sc
+
+
+def _mesh_was_changed(me) -> bool:
+    """Whether mesh data `me` changed since its last full check (`mark_mesh_changed`)."""
+    changed = globals().get("_changed_meshes")
+    if changed is None:              # the session's state kept in `STATE` (issue 27)
+        changed = globals()["STATE"].changed_meshes
+    return me.as_pointer() in changed
 
 
 def query(scene, depsgraph, meshes: list, objects: list | None = None,

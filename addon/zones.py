@@ -56,22 +56,10 @@ def zone_masks(meshes, objects, ignore_groups: dict) -> dict:
 _cache: dict[tuple, np.ndarray] = {}
 
 
-def _mesh_changed(me) -> bool:
-    from . import session
-
-    changed = getattr(session, "_changed_meshes", None)
-    if changed is None:                  # the session's state kept elsewhere
-        try:
-            from .state import STATE
-            changed = STATE.changed_meshes
-        except (ImportError, AttributeError):
-            return True
-    return me.as_pointer() in changed
-
-
-def cached_zone_masks(meshes, objects, groups: dict) -> dict:
+def cached_zone_masks(meshes, objects, groups: dict, changed=lambda me: True) -> dict:
     """`zone_masks` for the live pipeline (every frame change): each mesh's mask is read
-    once and kept until the mesh changes. ValueError (one line) as `zone_masks`."""
+    once and kept until `changed(mesh)` says its data changed. ValueError (one line) as
+    `zone_masks`."""
     out = {}
     for k, (ob, obj) in enumerate(zip(meshes, objects)):
         g = groups.get(ob.name_full)
@@ -81,7 +69,7 @@ def cached_zone_masks(meshes, objects, groups: dict) -> dict:
         key = (me.as_pointer(), ob.name_full, tuple(sorted(g)), len(me.vertices),
                len(me.polygons))
         mask = _cache.get(key)
-        if mask is None or _mesh_changed(me):
+        if mask is None or changed(me):
             if len(_cache) > 64:
                 _cache.clear()
             mask = _cache[key] = group_polygons(ob, obj.rig, g)
