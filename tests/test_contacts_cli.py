@@ -340,6 +340,13 @@ def test_panel_lists_contacts_and_clicking_one_frames_and_selects(tmp_path, regi
     assert np.linalg.norm(pts - centre, axis=1).max() < distance   # the curve is in view
     with pytest.raises(RuntimeError, match="no such contact"):
         bpy.ops.skin_collide.frame_contact(index=99)
+    bpy.context.view_layer.objects.active = meshes[0]
+    bpy.ops.object.mode_set(mode="EDIT")
+    try:
+        with pytest.raises(RuntimeError, match="Object Mode"):
+            bpy.ops.skin_collide.frame_contact(index=k)
+    finally:
+        bpy.ops.object.mode_set(mode="OBJECT")
     # The panel lists them, the longest first, each a Frame Contact button.
     from skin_collide.panels import main_panel
 
