@@ -41,7 +41,7 @@ Method (no loop over pairs):
 Accuracy: every step is a few float64 operations on translated coordinates, so the end
 points are within a few ulps × the condition of the pair (how far from coplanar it is);
 nothing grows with the distance from the origin. The tests judge it against exact
-rational arithmetic (`tests/test_segments.py`).
+rational arithmetic (`tests/core/test_segments.py`).
 """
 from __future__ import annotations
 

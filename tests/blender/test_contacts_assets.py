@@ -45,7 +45,7 @@ def judge(sc, bpy, tag: str) -> tuple[int, int]:
 def test_contacts_equal_the_judge_on_held_out_scenes(bpy_module, assets_dir, asset):
     from skin_collide.addon import extract, files, scanner
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     import scenes
 
     bpy = bpy_module
