@@ -10,11 +10,11 @@ _registered: list = []
 
 def _classes():
     from .addon import properties
-    from .operators import build, doctor, live, scan, sphere_set
+    from .operators import build, contacts, doctor, live, scan, sphere_set
     from .panels import main_panel
 
     return (*properties.CLASSES, *doctor.CLASSES, *build.CLASSES, *sphere_set.CLASSES,
-            *live.CLASSES, *scan.CLASSES, *main_panel.CLASSES)
+            *live.CLASSES, *scan.CLASSES, *contacts.CLASSES, *main_panel.CLASSES)
 
 
 def register() -> None:

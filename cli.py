@@ -206,6 +206,7 @@ def cmd_scan(args) -> int:
 
     frames = parse_frames(args.frames)
     _check_outputs(args)
+    _contact_filter(args)       # a bad --min-length: one line before the file is loaded
     allow = set()
     if args.allow:
         try:
@@ -245,6 +246,8 @@ def cmd_scan(args) -> int:
                              first_hit=args.first_hit, method=_scan_method(args),
                              objects=built)
         sc.allow_polygons = allow
+        sc.contact_filter = _contact_filter(args)
+        sc.zones = _zones(meshes, sc)
         sc.source = _source(args)
         if args.ignore_rest_contacts:
             sc.ignore = sc.rest_pose_contacts(scene)
@@ -332,9 +335,30 @@ def cmd_scan(args) -> int:
     _scan_snapshots(args, sc, scene, report)
     eps = report.episodes()
     print(contacts.summary(eps))
+    _print_contact_episodes(report)
     if args.fail_on_collision and eps:
         return EXIT_COLLISIONS
     return EXIT_CLEAN
+
+
+def _print_contact_episodes(report) -> None:
+    """The contact episodes by bone pair (bounded), when the report has contacts."""
+    from .core import contact_groups
+
+    ce = report.contact_episodes()
+    if ce is not None and ce:
+        print(contact_groups.summary(ce))
+
+
+def _zones(meshes, sc) -> dict:
+    """`--ignore-group OBJECT GROUP`: per scanned object index, its polygons inside the
+    groups (one line, exit 2, for an unknown object or group)."""
+    from .addon import zones
+
+    try:
+        return zones.zone_masks(meshes, sc.objects, sc.contact_filter.ignore_groups)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _surface_text(rig) -> str:
@@ -395,9 +419,28 @@ def _source(args) -> dict:
             allow = hashlib.sha256(fh.read()).hexdigest()[:16]
     from .addon import scanner
 
-    return scanner.report_source(args.file, _scan_method(args), args.self_collision,
-                                 args.first_hit, args.ignore_rest_contacts, allow,
-                                 sha256=core_merge.file_digest(args.file))
+    src = scanner.report_source(args.file, _scan_method(args), args.self_collision,
+                                args.first_hit, args.ignore_rest_contacts, allow,
+                                sha256=core_merge.file_digest(args.file))
+    src["filters"].update(_contact_filter(args).describe())
+    return src
+
+
+def _contact_filter(args):
+    """The contact filters of the scan flags (one line, exit 2, when one is bad)."""
+    from .core import contact_filters
+
+    groups: dict = {}
+    for ob, group in getattr(args, "ignore_group", None) or []:
+        groups.setdefault(ob, set()).add(group)
+    try:
+        return contact_filters.ContactFilter(
+            crossing_only=getattr(args, "crossing_only", False),
+            min_length=getattr(args, "min_length", None) or 0.0,
+            ignore_bones={tuple(p) for p in getattr(args, "ignore_bones", None) or []},
+            ignore_groups=groups)
+    except ValueError as exc:
+        raise UsageError(f"--min-length: {exc}") from None
 
 
 def usable_cores() -> int:
@@ -446,6 +489,14 @@ def _worker_flags(args) -> list[str]:
         out.append("--ignore-rest-contacts")
     if args.allow:
         out += ["--allow", os.path.abspath(args.allow)]
+    if getattr(args, "crossing_only", False):
+        out.append("--crossing-only")
+    if getattr(args, "min_length", None):
+        out += ["--min-length", repr(float(args.min_length))]
+    for a, b in getattr(args, "ignore_bones", None) or []:
+        out += ["--ignore-bones", a, b]
+    for ob, group in getattr(args, "ignore_group", None) or []:
+        out += ["--ignore-group", ob, group]
     return out
 
 
@@ -668,6 +719,7 @@ def _scan_jobs(args, frames: tuple[int, int], jobs: int) -> int:
               f"{time.perf_counter() - t0:.1f} s wall" + (f"; wrote {wrote}" if wrote else ""))
         eps = report.episodes()
         print(contacts.summary(eps))
+        _print_contact_episodes(report)
         if args.fail_on_collision and eps:
             return EXIT_COLLISIONS
         return EXIT_CLEAN
@@ -689,7 +741,12 @@ def _report_from_doc(doc: dict):
     frames = [SimpleNamespace(frame=f["frame"], pairs=[tuple(p) for p in f["pairs"]],
                               not_checked=f.get("not_checked", "")) for f in doc["frames"]]
     eps = contacts.episodes([(f.frame, f.pairs) for f in frames if not f.not_checked])
-    return SimpleNamespace(objects=doc["objects"], frames=frames, episodes=lambda: eps)
+    from .core import contact_groups
+
+    ce = contact_groups.episodes_of_report(doc["frames"]) if "contact_episodes" in doc \
+        else None
+    return SimpleNamespace(objects=doc["objects"], frames=frames, episodes=lambda: eps,
+                           contact_episodes=lambda: ce)
 
 
 def cmd_merge(args) -> int:
@@ -723,6 +780,7 @@ def cmd_merge(args) -> int:
     print(f"merged {len(docs)} reports: {len(doc['frames'])} frames, "
           f"{sum(1 for f in doc['frames'] if f['pairs'])} colliding; wrote {args.json}")
     print(contacts.summary(eps))
+    _print_contact_episodes(_report_from_doc(doc))
     return EXIT_CLEAN
 
 
@@ -767,7 +825,8 @@ def _write_junit(args, report) -> None:
 
     xml = core_report.junit_xml(f"skin_collide scan {os.path.basename(args.file)}",
                                 report.objects, args.self_collision, report.episodes(),
-                                len(report.frames))
+                                len(report.frames),
+                                contact_eps=report.contact_episodes() or ())
     _write_output(args.junit, xml, "the JUnit XML")
 
 
@@ -1099,6 +1158,15 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--allow", metavar="FILE",
                     help="reviewed, accepted polygon pairs: a scan JSON, the panel's exported "
                          "JSON or CSV, or {\"allow\": [[obj_a, poly_a, obj_b, poly_b], ...]}")
+    sc.add_argument("--crossing-only", action="store_true",
+                    help="drop touching contacts (length 0 up to 1e-9 of the scene size)")
+    sc.add_argument("--min-length", type=float, metavar="D",
+                    help="drop contacts whose intersection curve is shorter than D (scene units)")
+    sc.add_argument("--ignore-bones", nargs=2, action="append", metavar=("BONE", "BONE"),
+                    help="drop contacts between these two bones (repeatable; either order)")
+    sc.add_argument("--ignore-group", nargs=2, action="append", metavar=("OBJECT", "GROUP"),
+                    help="never report pairs with a polygon of OBJECT inside its vertex "
+                         "group GROUP (a vertex of it in the group; repeatable)")
     sc.add_argument("--snapshots", metavar="DIR",
                     help="also write a viewport picture of each collision episode's worst frame")
     sc.add_argument("--jobs", type=int, default=1, metavar="N",

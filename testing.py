@@ -31,7 +31,9 @@ def _frames(scene, frames) -> list[int]:
 
 def collisions(path_or_objects, frames=None, self_collision: bool = True,
                ignore_rest_contacts: bool = True, objects: Sequence[str] | None = None,
-               mode: str = "on-demand", allow: str | None = None) -> list[Episode]:
+               mode: str = "on-demand", allow: str | None = None,
+               crossing_only: bool = False, min_length: float = 0.0,
+               ignore_bones=None, ignore_groups=None) -> list[Episode]:
     """Scan and return the collision episodes (an empty list when nothing collides).
 
     Args:
@@ -45,9 +47,23 @@ def collisions(path_or_objects, frames=None, self_collision: bool = True,
         mode: the older spelling of the method (`core.methods.registry.MODES`:
             "on-demand", "bottom-up" or "rebuild", Blender's BVHTree).
         allow: path of a reviewed allow-list (scan JSON, exported JSON/CSV).
+        crossing_only: drop touching contacts (`scan --crossing-only`).
+        min_length: drop contacts whose intersection curve is shorter (scene units).
+        ignore_bones: bone pairs whose contacts are fine, e.g. ``[("hand.L", "hand.R")]``.
+        ignore_groups: ignore zones, ``{"Body": ["pinned"]}``: pairs with a polygon of
+            that mesh inside one of its vertex groups are never reported.
     Raises ValueError on bad input (the message says why).
     """
+    return _scan(path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode,
+                 allow, crossing_only, min_length, ignore_bones, ignore_groups).episodes()
+
+
+def _scan(path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode, allow,
+          crossing_only=False, min_length=0.0, ignore_bones=None, ignore_groups=None):
     import bpy
+
+    from .addon import zones
+    from .core import contact_filters
 
     from .addon import extract, files, report, scanner
 
@@ -71,9 +87,15 @@ def collisions(path_or_objects, frames=None, self_collision: bool = True,
     frame_list = _frames(scene, frames)
     if not frame_list:
         raise ValueError(f"empty frame range {frames}")
+    flt = contact_filters.ContactFilter(
+        crossing_only=bool(crossing_only), min_length=min_length,
+        ignore_bones={tuple(p) for p in ignore_bones or ()},
+        ignore_groups={k: set(v) for k, v in (ignore_groups or {}).items()})
     sc = scanner.Scanner(meshes, mode=mode, self_collision=self_collision)
     if allow:
         sc.allow_polygons = contacts.load_allow_list(allow)
+    sc.contact_filter = flt
+    sc.zones = zones.zone_masks(meshes, sc.objects, flt.ignore_groups)
     current = scene.frame_current
     try:
         if ignore_rest_contacts:
@@ -81,17 +103,23 @@ def collisions(path_or_objects, frames=None, self_collision: bool = True,
         rep = sc.run(scene, frame_list)
     finally:
         scene.frame_set(current)
-    return rep.episodes()
+    return rep
 
 
 def assert_no_collisions(path_or_objects, frames=None, self_collision: bool = True,
                          ignore_rest_contacts: bool = True, objects: Sequence[str] | None = None,
-                         mode: str = "on-demand", allow: str | None = None) -> None:
+                         mode: str = "on-demand", allow: str | None = None,
+                         crossing_only: bool = False, min_length: float = 0.0,
+                         ignore_bones=None, ignore_groups=None) -> None:
     """`collisions(...)`, raising AssertionError that says which frames, which objects and
-    how many pairs when there is any collision episode."""
-    eps = collisions(path_or_objects, frames=frames, self_collision=self_collision,
-                     ignore_rest_contacts=ignore_rest_contacts, objects=objects, mode=mode,
-                     allow=allow)
+    how many pairs when there is any collision episode, then the contact episodes by bone
+    pair with their lengths (the longest crossings first, at most 10)."""
+    from .core import contact_groups
+
+    rep = _scan(path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode,
+                allow, crossing_only, min_length, ignore_bones, ignore_groups)
+    eps = rep.episodes()
     if eps:
         lines = [f"{len(eps)} collision episode(s):"] + [f"  {e.describe()}" for e in eps]
+        lines.append(contact_groups.summary(rep.contact_episodes()))
         raise AssertionError("\n".join(lines))

@@ -156,15 +156,33 @@ def result_arrays(res, objects: dict, show_spheres: bool, level: int):
     return cat(tris), cat(lines)
 
 
+def contact_lines(res) -> np.ndarray:
+    """The intersection curves of a result's contacts (`core.contact_groups`), as a
+    LINES batch's vertices: (2S, 3) float32, two per segment."""
+    found = getattr(res, "contacts", None) or [] if res is not None else []
+    segs = [c.segments for c in found if c.segments.size]
+    if not segs:
+        return np.zeros((0, 3), np.float32)
+    return np.concatenate(segs).reshape(-1, 3).astype(np.float32)
+
+
+#: Width of the intersection curves, in pixels.
+CURVE_WIDTH = 3.0
+
+
 class _Drawn:
     """What the viewport draws for one result: built once, reused by every redraw until
     the result or the sphere settings change (a redraw then costs only the draw calls)."""
 
-    __slots__ = ("res", "key", "tris", "lines", "batches")
+    __slots__ = ("res", "key", "tris", "lines", "batches", "curves", "curve_batch",
+                 "line_batches")
 
     def __init__(self, res, key, tris, lines):
         self.res, self.key, self.tris, self.lines = res, key, tris, lines
         self.batches = None          # (tris batch | None, lines batch | None, shader)
+        self.curves = None           # the contacts' curves, made on first draw
+        self.curve_batch = None      # (batch, shader)
+        self.line_batches = None     # the sphere lines alone (Triangles off)
 
 
 
@@ -265,19 +283,53 @@ def _draw_view3d():
     if scene is None or not scene.skin_collide.live:
         return
     d = _drawn_for(scene)
-    if not d.tris.size and not d.lines.size:
-        return
-    d.batches = draw_arrays(d.tris, d.lines, scene.skin_collide.overlay_color, d.batches)
+    s = scene.skin_collide
+    if s.show_triangles and (d.tris.size or d.lines.size):
+        d.batches = draw_arrays(d.tris, d.lines, s.overlay_color, d.batches)
+    elif not s.show_triangles and d.lines.size:
+        d.line_batches = draw_arrays(np.zeros((0, 3), np.float32), d.lines, s.overlay_color,
+                                     d.line_batches)
+    if d.curves is None:
+        d.curves = contact_lines(d.res) if d.res is not None and not d.res.error else \
+            np.zeros((0, 3), np.float32)
+    if d.curves.size:
+        d.curve_batch = draw_curves(d.curves, scene.skin_collide.overlay_color, d.curve_batch)
+
+
+def draw_curves(curves: np.ndarray, colour, batch=None, width: float = CURVE_WIDTH):
+    """Draw intersection curves as thick opaque lines in the overlay colour, on top of
+    everything (visible through the mesh, like a cutting line). Returns the batch and
+    shader, for reuse."""
+    import gpu
+    from gpu_extras.batch import batch_for_shader
+
+    if batch is None:
+        shader = gpu.shader.from_builtin("POLYLINE_UNIFORM_COLOR")
+        batch = (batch_for_shader(shader, "LINES", {"pos": curves}), shader)
+    b, shader = batch
+    vp = gpu.state.viewport_get()
+    shader.uniform_float("viewportSize", (float(vp[2]), float(vp[3])))
+    shader.uniform_float("lineWidth", float(width))
+    shader.uniform_float("color", (colour[0], colour[1], colour[2], 1.0))
+    gpu.state.depth_test_set("NONE")
+    b.draw(shader)
+    return batch
 
 
 def strip_arrays(scene) -> tuple[np.ndarray, np.ndarray]:
-    """Frames and pair counts of the last scan, (F,) int each."""
+    """Frames and pair counts of the last scan, (F,) int each; with *Strip by Length*,
+    the frames' total crossing lengths instead ((F,) float32)."""
     fc = scene.skin_collide.frame_counts
     frames = np.zeros(len(fc), np.int32)
     counts = np.zeros(len(fc), np.int32)
     if len(fc):
         fc.foreach_get("frame", frames)
         fc.foreach_get("pairs", counts)
+    if getattr(scene.skin_collide, "strip_length", False):
+        lengths = np.zeros(len(fc), np.float32)
+        if len(fc):
+            fc.foreach_get("crossing", lengths)
+        return frames, lengths
     return frames, counts
 
 

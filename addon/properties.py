@@ -40,6 +40,8 @@ class SKINCOLLIDE_PG_frame_count(bpy.types.PropertyGroup):
 
     frame: bpy.props.IntProperty(name="Frame")
     pairs: bpy.props.IntProperty(name="Pairs")
+    crossing: bpy.props.FloatProperty(name="Crossing Length", description="Total length "
+                                      "of the frame's crossing contacts", default=0.0)
 
 
 class SKINCOLLIDE_PG_object(bpy.types.PropertyGroup):
@@ -50,6 +52,9 @@ class SKINCOLLIDE_PG_object(bpy.types.PropertyGroup):
     uid: bpy.props.StringProperty(name="Identity", description="Stable id of the built "
                                   "data (kept through renames; a copy gets its own on build)")
     shape: bpy.props.StringProperty(name="Shape Signature")
+    ignore_group: bpy.props.StringProperty(
+        name="Ignore Zone", description="Never report pairs with a face of this mesh that "
+        "has a vertex in this vertex group (an ignore zone, e.g. a pinned region)")
 
 
 def _redraw(self, context):
@@ -79,6 +84,24 @@ class SKINCOLLIDE_PG_settings(bpy.types.PropertyGroup):
         description="Ignore contacts already present in the rest pose (designed-in overlaps "
                     "such as segmented mannequins or clothing layers)",
         default=False)
+    show_triangles: bpy.props.BoolProperty(
+        name="Triangles", description="Also draw the colliding triangles (the intersection "
+        "curves are always drawn)", default=True, update=_redraw)
+    strip_length: bpy.props.BoolProperty(
+        name="Strip by Length", description="The timeline strip shows the total crossing "
+        "length per frame (touching-only frames vanish) instead of the pair count",
+        default=False, update=_redraw)
+    ignore_bones: bpy.props.StringProperty(
+        name="Ignore Bones", description="Bone pairs whose contacts are fine, e.g. "
+        "\"hand.L, hand.R; foot.L, foot.R\" (pairs separated by ';', bones by ',')")
+    crossing_only: bpy.props.BoolProperty(
+        name="Crossing Only",
+        description="Report only contacts where the skin crosses: drop touching ones "
+                    "(coplanar faces, faces resting on each other)",
+        default=False)
+    min_length: bpy.props.FloatProperty(
+        name="Min Length", description="Drop contacts whose intersection curve is shorter "
+        "than this", default=0.0, min=0.0, subtype="DISTANCE", unit="LENGTH")
     overlay_color: bpy.props.FloatVectorProperty(
         name="Overlay Color", subtype="COLOR", size=4, min=0.0, max=1.0,
         default=(1.0, 0.1, 0.05, 0.7), update=_redraw)

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..core import contact_filters
+from ..core import contact_groups
 from ..core import contacts
 from ..core import report as core_report
 from ..core import scan as core_scan
@@ -49,6 +51,8 @@ class FrameRecord:
     modes: list[str] = field(default_factory=list)
     not_checked: str = ""
     pairs_total: int = -1
+    #: the frame's contacts (`core.contact_groups.Contact`), partitioning `pairs`
+    contacts: list = field(default_factory=list)
 
     @property
     def n_pairs(self) -> int:
@@ -106,6 +110,12 @@ class ScanReport:
     def episodes(self) -> list[contacts.Episode]:
         return contacts.episodes([(f.frame, f.pairs) for f in self.frames if not f.not_checked])
 
+    def contact_episodes(self) -> list:
+        """Episodes by bone pair (`core.contact_groups.ContactEpisode`)."""
+        return contact_groups.contact_episodes(
+            [(f.frame, [c.summary_json() for c in f.contacts])
+             for f in self.frames if not f.not_checked])
+
     def to_json(self, max_total: int | None = None) -> dict:
         """The report document, the one schema of the headless scan and the panel's Scan
         Frame Range. `max_total` caps the pairs listed in all (the panel's stored Text):
@@ -118,9 +128,13 @@ class ScanReport:
             entry = {"frame": f.frame, "pairs": [list(p) for p in pairs], "ms": round(f.ms, 4)}
             if f.not_checked:
                 entry["not_checked"] = f.not_checked
-            elif len(pairs) < f.n_pairs:
-                entry["pairs_total"] = f.n_pairs
-                entry["truncated"] = True
+            else:
+                entry["contacts"] = contact_groups.to_json(f.contacts)
+                if len(pairs) < f.n_pairs:
+                    entry["pairs_total"] = f.n_pairs
+                    entry["truncated"] = True
+                    for c in entry["contacts"]:      # pairs listed up to the limit
+                        c["n_pairs"] = len(c.pop("pairs"))
             frames.append(entry)
         doc = {
             "objects": self.objects,
@@ -133,6 +147,9 @@ class ScanReport:
             "frames_requested": self.frames_requested or len(self.frames),
             "frames": frames,
             "episodes": [e.to_json() for e in self.episodes()],
+            "contact_episodes": [e.to_json() for e in
+                                 contact_groups.episodes_of_report(frames)],
+            "segments_limit": contact_groups.SEGMENTS_LIMIT_TEXT,
         }
         if any(f.get("truncated") for f in frames):
             doc["limit"] = ("pairs are listed up to a limit (per frame, and "
@@ -220,6 +237,10 @@ class Scanner:
         self.allow_polygons: set[contacts.Contact] = set()
         #: the report's "source" (set by the caller that knows the file; None: omitted).
         self.source: dict | None = None
+        #: filters on contacts (`--crossing-only`, `--min-length`, ignored bone pairs) and
+        #: ignore zones (`zones`: object index -> (P,) bool polygons inside the zone).
+        self.contact_filter = contact_filters.ContactFilter()
+        self.zones: dict = {}
 
     def refit_label(self, obj) -> str:
         """The method this scan uses for `obj`, in words: id, label and, when the asked
@@ -358,12 +379,53 @@ class Scanner:
         except DegeneratePose as exc:
             rec = FrameRecord(f, [], 0.0, eval_ms, [], not_checked=str(exc))
             return FrameOutcome([], [], [], rec)
-        tri_pairs, ms, modes = self.query(positions, poses)
+        tri_pairs, ms, modes = self._query_whole(positions, poses)
         t0 = time.perf_counter()
-        kept = self.keep(tri_pairs)
-        rec = FrameRecord(f, self._polygons(kept), ms + (time.perf_counter() - t0) * 1000.0,
-                          eval_ms, modes)
+        kept = contact_filters.drop_zone_pairs(self.objects, self.keep(tri_pairs), self.zones)
+        pairs, found = self._contacts(positions, kept)
+        if self.contact_filter.drops_contacts:      # the overlay shows what is reported
+            kept = contact_filters.keep_contact_pairs(self.objects, kept, found)
+        rec = FrameRecord(f, pairs, ms + (time.perf_counter() - t0) * 1000.0, eval_ms, modes,
+                          contacts=found)
         return FrameOutcome(positions, self.triangles, kept, rec, poses)
+
+    def _query_whole(self, positions, poses):
+        """`query`, on the whole frame when contact filters or ignore zones are set (like
+        the allow-list: the first pair found, or a capped frame's, may be one they drop;
+        the first pair is then kept after the filters, never a false "clean")."""
+        if not (self.contact_filter.active or self.zones):
+            return self.query(positions, poses)
+        first_hit, max_pairs = self.first_hit, self.max_pairs
+        self.first_hit, self.max_pairs = False, None
+        try:
+            return self.query(positions, poses)
+        finally:
+            self.first_hit, self.max_pairs = first_hit, max_pairs
+
+    def _contacts(self, positions, kept) -> tuple[list, list]:
+        """The frame's reported polygon pairs and its contacts (`core.contact_groups`),
+        after the allow-list and the contact filters; with `first_hit`, the first pair left
+        and its contact."""
+        flt = self.contact_filter
+        first_hit, self.first_hit = self.first_hit, self.first_hit and not flt.drops_contacts
+        try:
+            pairs = self._polygons(kept)
+        finally:
+            self.first_hit = first_hit
+        restrict = bool(self.allow_polygons) or self.first_hit
+        found = contact_groups.frame_contacts(self.objects, positions, self.triangles, kept,
+                                              reported=pairs if restrict else None)
+        if flt.drops_contacts:
+            found = [c for c in found if flt.keep(c)]
+            kept_pairs = {(c.a, int(x), c.b, int(y)) for c in found
+                          for x, y in c.pairs.tolist()}
+            pairs = [p for p in pairs if tuple(p) in kept_pairs
+                     or (p[0], p[3], p[2], p[1]) in kept_pairs]
+            if self.first_hit and pairs:
+                pairs = pairs[:1]
+                found = contact_groups.frame_contacts(self.objects, positions,
+                                                      self.triangles, kept, reported=pairs)
+        return pairs, found
 
     def step(self, scene, f: int) -> FrameRecord:
         """Evaluate and query one frame."""

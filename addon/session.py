@@ -52,6 +52,8 @@ class LiveResult:
     #: prefix of them was tested and `n_pairs` (the pairs found there, possibly fewer
     #: than `MAX_PAIRS`) is a lower bound.
     dense: bool = False
+    #: the frame's contacts (`core.contact_groups.Contact`), partitioning its pairs
+    contacts: list = field(default_factory=list)
 
     @property
     def n_pairs(self) -> int:
@@ -239,7 +241,34 @@ def pipeline(scene, meshes: list, objects: list, first_hit: bool = False) -> sca
 
     sc.source = scanner.report_source(bpy.data.filepath, s.method, s.self_collision,
                                       first_hit, s.ignore_rest_contacts)
+    from ..core import contact_filters
+
+    try:
+        bones = contact_filters.parse_bone_pairs(s.ignore_bones)
+    except ValueError as exc:
+        raise SessionError(f"Ignore Bones: {exc}") from None
+    groups = {ob.name_full: {ob.skin_collide.ignore_group} for ob in meshes
+              if ob.skin_collide.ignore_group}
+    sc.contact_filter = contact_filters.ContactFilter(crossing_only=bool(s.crossing_only),
+                                                      min_length=float(s.min_length),
+                                                      ignore_bones=bones,
+                                                      ignore_groups=groups)
+    from . import zones
+
+    try:
+        sc.zones = zones.cached_zone_masks(meshes, objects, groups, _mesh_was_changed)
+    except ValueError as exc:
+        raise SessionError(f"Ignore Zone: {exc}") from None
+    sc.source["filters"].update(sc.contact_filter.describe())
     return sc
+
+
+def _mesh_was_changed(me) -> bool:
+    """Whether mesh data `me` changed since its last full check (`mark_mesh_changed`)."""
+    changed = globals().get("_changed_meshes")
+    if changed is None:              # the session's state kept in `STATE` (issue 27)
+        changed = globals()["STATE"].changed_meshes
+    return me.as_pointer() in changed
 
 
 def query(scene, depsgraph, meshes: list, objects: list | None = None,
@@ -294,6 +323,7 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
                         [t.astype(np.int64) for t in hit_tris], rec.pairs[:MAX_PAIRS],
                         total_pairs=n_polys, warning=warning, triangles=out.triangles,
                         modes=rec.modes, poses=out.poses, more_than=sc.stopped,
+                        contacts=rec.contacts,
                         dense=sc.dense)
     STATE.live[scene.name_full] = result
     return result

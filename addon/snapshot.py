@@ -241,16 +241,21 @@ def overlay_mask(pixels: np.ndarray, colour, over=(0.0, 1.0)) -> np.ndarray:
 
 def snapshot_result(scene, res, objects: dict, path: str | None, size=(640, 400),
                     colour=None) -> np.ndarray:
-    """Picture of a result: framed on its colliding triangles (or on the characters), the
-    viewport in solid shading plus the overlay's triangles. Writes a PNG when `path` is
-    given; returns the pixels ((H, W, 4) float32, bottom row first)."""
+    """Picture of a result: framed on its largest contact's intersection curve (else on
+    its colliding triangles, or on the characters), the viewport in solid shading plus the
+    overlay's triangles and curves. Writes a PNG when `path` is given; returns the pixels
+    ((H, W, 4) float32, bottom row first)."""
     from . import overlay
 
     tris, _ = overlay.result_arrays(res, objects, False, 0)
+    curves = overlay.contact_lines(res)
     hits = []
     for k, (name, pos, hit) in enumerate(zip(res.names, res.positions, res.hit_triangles)):
         tri = overlay.object_triangles(res, k, objects[name])
         hits.append(pos[np.unique(tri[hit])] if hit.size else np.zeros((0, 3)))
+    crossing = [c for c in getattr(res, "contacts", None) or [] if c.segments.size]
+    if crossing:                     # the largest contact: its curve
+        hits = [max(crossing, key=lambda c: c.length).segments.reshape(-1, 3)]
     center, radius, direction = framing(list(res.positions), hits)
     w, h = size
     if colour is None:
@@ -260,7 +265,9 @@ def snapshot_result(scene, res, objects: dict, path: str | None, size=(640, 400)
 
     def draw():
         batches[:] = [overlay.draw_arrays(tris, np.zeros((0, 3), np.float32), colour,
-                                          batches[0] if batches else None)]
+                                          batches[0] if batches else None),
+                      overlay.draw_curves(curves, colour, batches[1] if batches else None)
+                      if curves.size else None]
 
     if tris.size:
         # Contacts are often hidden behind a body from a fixed side: look from where the
@@ -288,6 +295,10 @@ def scanner_result(scanner, scene, frame: int):
     scene.frame_set(frame)
     positions, poses = scanner.evaluate(bpy.context.evaluated_depsgraph_get())
     pairs, ms, _ = scanner.query(positions, poses)
+    from ..core import contact_groups
+
+    found = contact_groups.frame_contacts(scanner.objects, positions, scanner.triangles,
+                                          scanner.keep(pairs))
     hits = [set() for _ in scanner.objects]
     for i, j, p in pairs:
         hits[i].update(p[:, 0].tolist())
@@ -295,7 +306,7 @@ def scanner_result(scanner, scene, frame: int):
     return LiveResult(frame=frame, ms=ms, names=[o.name for o in scanner.objects],
                       positions=list(positions),
                       hit_triangles=[np.array(sorted(h), dtype=np.int64) for h in hits],
-                      polygon_pairs=scanner.polygon_pairs(pairs))
+                      polygon_pairs=scanner.polygon_pairs(pairs), contacts=found)
 
 
 def frame_snapshot(scanner, scene, frame: int, path: str | None, size=(640, 400),

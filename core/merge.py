@@ -20,7 +20,7 @@ import os
 import urllib.parse
 from typing import Sequence
 
-from . import contacts
+from . import contact_groups, contacts
 
 
 class MergeError(ValueError):
@@ -152,6 +152,10 @@ def merge_reports(docs: Sequence[dict], names: Sequence[str] | None = None) -> d
                              "reports of different settings")
         if "limit" in d:
             raise MergeError(f"{name} lists pairs up to a limit: merge needs whole reports")
+        if ("contact_episodes" in d) != ("contact_episodes" in first):
+            old = name if "contact_episodes" not in d else names[0]
+            raise MergeError(f"{old} has no contacts (written by an older skin_collide) but "
+                             "the other reports do: rescan it")
     frames: dict[int, dict] = {}
     for name, d in zip(names, docs):
         for f in d["frames"]:
@@ -182,6 +186,10 @@ def merge_reports(docs: Sequence[dict], names: Sequence[str] | None = None) -> d
         "frames_requested": sum(int(d.get("frames_requested", len(d["frames"]))) for d in docs),
         "frames": merged,
         "episodes": [e.to_json() for e in eps],
+        **({"contact_episodes": [e.to_json() for e in contact_groups.episodes_of_report(merged)],
+            "segments_limit": first.get("segments_limit",
+                                        contact_groups.SEGMENTS_LIMIT_TEXT)}
+           if "contact_episodes" in first else {}),
         # The first source with a digest: the merged report names its file by content.
         "source": next((d["source"] for d in docs if d["source"].get("sha256")),
                        first["source"]),

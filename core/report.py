@@ -242,9 +242,12 @@ class ProgressiveJSON:
 
 
 def junit_xml(suite: str, objects: Sequence[str], self_collision: bool,
-              eps: Sequence[Episode], frames: int, seconds: float = 0.0) -> str:
+              eps: Sequence[Episode], frames: int, seconds: float = 0.0,
+              contact_eps: Sequence = (), contacts_per_case: int = 5) -> str:
     """JUnit XML: one test case per object pair (and per object, for self-collision),
-    failing with its collision episodes in the message."""
+    failing with its collision episodes in the message, and the contact episodes of that
+    object pair by bone pair (`core.contact_groups.ContactEpisode`, the longest crossings
+    first, at most `contacts_per_case` in the message, all in the text)."""
     cases: list[tuple[str, list[Episode]]] = []
     for i, a in enumerate(objects):
         if self_collision:
@@ -259,10 +262,17 @@ def junit_xml(suite: str, objects: Sequence[str], self_collision: bool,
     for name, es in cases:
         tc = ET.SubElement(ts, "testcase", classname=suite, name=name, time="0")
         if es:
-            msg = "; ".join(e.describe() for e in es)
+            a, b = es[0].a, es[0].b
+            ce = sorted((c for c in contact_eps if (c.a, c.b) == (a, b)),
+                        key=lambda c: (-(c.kind == "crossing"), -c.worst_length, c.start))
+            msg = "; ".join([e.describe() for e in es]
+                            + [c.describe() for c in ce[:contacts_per_case]]
+                            + ([f"and {len(ce) - contacts_per_case} more contact episodes"]
+                               if len(ce) > contacts_per_case else []))
             fl = ET.SubElement(tc, "failure", message=msg, type="collision")
             fl.text = "\n".join(
-                f"frames {e.start}-{e.end} ({e.frames} frames, {e.pairs} pair-frames), "
-                f"worst frame {e.worst_frame}: {e.worst_pairs} pairs" for e in es)
+                [f"frames {e.start}-{e.end} ({e.frames} frames, {e.pairs} pair-frames), "
+                 f"worst frame {e.worst_frame}: {e.worst_pairs} pairs" for e in es]
+                + [c.describe() for c in ce])
     ET.SubElement(ts, "system-out").text = f"{frames} frames scanned"
     return ET.tostring(root, encoding="unicode", xml_declaration=True)

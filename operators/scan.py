@@ -9,6 +9,7 @@ import bpy
 from bpy_extras.io_utils import ExportHelper
 
 from ..addon import extract, scanner, session, storage
+from ..core import contact_groups
 from ..core import report as core_report
 from .stepping import TimerSteps, guard_operators, object_mode_poll
 
@@ -29,7 +30,7 @@ def report_document(scene, meshes, objects, records, n_requested: int,
     frame_records = [
         scanner.FrameRecord(f, r.polygon_pairs, r.ms, 0.0, list(r.modes),
                             not_checked=r.error if r.not_checked else "",
-                            pairs_total=r.n_pairs)
+                            pairs_total=r.n_pairs, contacts=list(r.contacts))
         for f, r in records]
     return sc.report(frame_records, n_requested).to_json(max_total=REPORT_MAX_PAIRS)
 
@@ -42,6 +43,8 @@ def _record(scene, meshes, objects, records, n_requested: int, first_hit: bool =
     for frame, res in records:
         item = s.frame_counts.add()
         item.frame, item.pairs = frame, (-1 if res.not_checked else res.n_pairs)
+        item.crossing = sum(c.length for c in getattr(res, "contacts", None) or []
+                            if c.kind == "crossing")
     report = report_document(scene, meshes, objects, records, n_requested, first_hit)
     if s.report is None:
         s.report = bpy.data.texts.new(storage.TEXT_PREFIX + "report.json")
@@ -156,7 +159,8 @@ class SKINCOLLIDE_OT_scan(TimerSteps, bpy.types.Operator):
 
 
 class SKINCOLLIDE_OT_export_report(bpy.types.Operator, ExportHelper):
-    """Export the last scan: JSON (the headless scan's schema) or CSV (one row per pair)"""
+    """Export the last scan: JSON (the headless scan's schema) or CSV (one row per pair,
+    and one row per contact in <name>.contacts.csv)"""
 
     bl_idname = "skin_collide.export_report"
     bl_label = "Export Collision Report"
@@ -199,6 +203,9 @@ class SKINCOLLIDE_OT_export_report(bpy.types.Operator, ExportHelper):
                     for fr in report["frames"]:
                         for a, pa, b, pb in fr["pairs"]:
                             w.writerow([fr["frame"], a, pa, b, pb, fr["ms"]])
+                # One row per contact, beside it (the pairs' CSV stays an allow-list).
+                with open(contacts_csv_path(path), "w", newline="", encoding="utf-8") as fh:
+                    fh.write(contact_groups.contacts_csv(report))
             else:
                 with open(path, "w", encoding="utf-8") as fh:
                     fh.write(core_report.dumps(report))
@@ -207,6 +214,11 @@ class SKINCOLLIDE_OT_export_report(bpy.types.Operator, ExportHelper):
             return {"CANCELLED"}
         self.report({"INFO"}, f"Wrote {path}")
         return {"FINISHED"}
+
+
+def contacts_csv_path(path: str) -> str:
+    """Where the contacts' CSV of a pairs' CSV `path` goes: `<name>.contacts.csv`."""
+    return os.path.splitext(path)[0] + ".contacts.csv"
 
 
 def resolve_output_path(filepath: str) -> str:

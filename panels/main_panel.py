@@ -51,10 +51,18 @@ class SKINCOLLIDE_PT_main(bpy.types.Panel):
         layout.prop(s, "method")
         layout.prop(s, "ignore_rest_contacts")
         row = layout.row(align=True)
+        row.prop(s, "crossing_only")
+        row.prop(s, "min_length")
+        layout.prop(s, "ignore_bones")
+        ob = context.active_object
+        if ob is not None and ob.type == "MESH":
+            layout.prop_search(ob.skin_collide, "ignore_group", ob, "vertex_groups")
+        row = layout.row(align=True)
         row.operator("skin_collide.toggle_overlay", depress=s.live,
                      icon="HIDE_OFF" if s.live else "HIDE_ON",
                      text="Live Overlay: On" if s.live else "Live Overlay: Off")
         row.prop(s, "overlay_color", text="")
+        row.prop(s, "show_triangles", toggle=True)
         row = layout.row(align=True)
         row.prop(s, "show_spheres")
         sub = row.row()
@@ -73,6 +81,7 @@ class SKINCOLLIDE_PT_main(bpy.types.Panel):
                                  icon="INFO")
                 if res.warning:
                     layout.label(text=res.warning, icon="ERROR")
+                _draw_contacts(layout, res)
         row = layout.row(align=True)
         row.operator("skin_collide.select_colliding", icon="RESTRICT_SELECT_OFF")
         row.operator("skin_collide.bake_highlight", text="", icon="BRUSH_DATA")
@@ -80,6 +89,7 @@ class SKINCOLLIDE_PT_main(bpy.types.Panel):
         row = layout.row(align=True)
         row.operator("skin_collide.scan", icon="TIME")
         row.prop(s, "add_markers", text="", icon="MARKER_HLT")
+        row.prop(s, "strip_length", text="", icon="CURVE_PATH")
         layout.operator("skin_collide.export_report", icon="EXPORT")
         if len(s.frame_counts):
             hits = sum(1 for item in s.frame_counts if item.pairs > 0)
@@ -94,6 +104,31 @@ class SKINCOLLIDE_PT_main(bpy.types.Panel):
             box = layout.box()
             for chunk in s.last_report.split(", "):
                 box.label(text=chunk)
+
+
+#: Contacts listed in the panel (the longest first).
+CONTACTS_LISTED = 8
+
+
+def _draw_contacts(layout, res) -> None:
+    """The frame's contacts, the longest first: bones, length, kind; a click frames the
+    view on one and selects its faces (`skin_collide.frame_contact`)."""
+    from ..core.contact_groups import length_text
+
+    found = getattr(res, "contacts", None) or []
+    if not found:
+        return
+    col = layout.column(align=True)
+    order = sorted(range(len(found)), key=lambda k: -found[k].length)
+    for k in order[:CONTACTS_LISTED]:
+        c = found[k]
+        what = f"{length_text(c.length)} crossing" if c.kind == "crossing" else "touching"
+        op = col.operator("skin_collide.frame_contact",
+                          text=f"{c.bones[0] or c.a} × {c.bones[1] or c.b}: {what}",
+                          icon="VIEWZOOM" if c.kind == "crossing" else "DOT")
+        op.index = k
+    if len(found) > CONTACTS_LISTED:
+        col.label(text=f"and {len(found) - CONTACTS_LISTED} more contacts")
 
 
 CLASSES = (SKINCOLLIDE_PT_main,)

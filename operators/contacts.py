@@ -1,0 +1,75 @@
+"""Operators on the frame's contacts (issue 28): frame the 3D view on one and select its
+faces (the panel lists the live result's contacts; clicking one runs this)."""
+from __future__ import annotations
+
+import bpy
+import numpy as np
+
+from ..addon import identity, session
+from .stepping import guard_operators
+
+
+def contact_view(contact) -> tuple[np.ndarray, float]:
+    """Where the 3D view looks to frame a contact: its centre and a view distance that
+    shows its whole curve (or its neighbourhood, for a touching contact)."""
+    pts = contact.segments.reshape(-1, 3) if contact.segments.size else \
+        np.asarray(contact.center, dtype=np.float64).reshape(1, 3)
+    centre = 0.5 * (pts.min(0) + pts.max(0))
+    radius = float(np.linalg.norm(pts - centre, axis=1).max()) if len(pts) else 0.0
+    return centre, max(3.0 * radius, 0.05)
+
+
+def contact_faces(contact) -> dict[str, set[int]]:
+    """Per object name, the contact's polygons on it (both sides of a self-contact)."""
+    out: dict[str, set[int]] = {}
+    for side, name in enumerate((contact.a, contact.b)):
+        out.setdefault(name, set()).update(int(p) for p in contact.pairs[:, side].tolist())
+    return out
+
+
+class SKINCOLLIDE_OT_frame_contact(bpy.types.Operator):
+    """Frame the 3D view on this contact and select its faces"""
+
+    bl_idname = "skin_collide.frame_contact"
+    bl_label = "Frame Contact"
+    bl_options = {"REGISTER", "UNDO"}
+
+    index: bpy.props.IntProperty(name="Contact", default=0, min=0)
+
+    def execute(self, context):
+        from . import live
+
+        scene = context.scene
+        res = session.live_result(scene)
+        found = getattr(res, "contacts", None) or [] if res is not None else []
+        if not 0 <= self.index < len(found):
+            self.report({"ERROR"}, "no such contact at this frame: refresh the overlay")
+            return {"CANCELLED"}
+        if context.mode != "OBJECT":
+            self.report({"ERROR"}, "Frame Contact selects faces in Object Mode")
+            return {"CANCELLED"}
+        c = found[self.index]
+        by_name = {identity.name(ob): ob for ob in scene.objects if ob.type == "MESH"}
+        selected = 0
+        for name, polys in contact_faces(c).items():
+            ob = by_name.get(name)
+            if ob is None or identity.linked_mesh_reason(ob):
+                continue
+            faces = live._own_faces(ob, polys)
+            live.select_faces(ob.data, faces)
+            selected += len(faces)
+        centre, distance = contact_view(c)
+        for area in (context.screen.areas if context.screen else []):
+            if area.type == "VIEW_3D":
+                r3d = area.spaces.active.region_3d
+                r3d.view_location = tuple(centre)
+                r3d.view_distance = distance
+                area.tag_redraw()
+        bones = " × ".join(b or "-" for b in c.bones)
+        self.report({"INFO"}, f"{bones}: {c.kind}, {len(c.pairs)} pairs; selected "
+                              f"{selected} face(s)")
+        return {"FINISHED"}
+
+
+CLASSES = (SKINCOLLIDE_OT_frame_contact,)
+guard_operators(CLASSES)

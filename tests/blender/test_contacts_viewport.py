@@ -1,0 +1,91 @@
+"""The intersection curves in the viewport (issue 28), drawn by the real viewport on Mesa's
+llvmpipe with the add-on's draw callback, as `tests/test_viewport_gpu.py` does: on a
+frame with collisions the curves are drawn where the surfaces cross (the triangles
+switched off, so that every overlay pixel is a curve's); on a clean frame, nothing."""
+import numpy as np
+import pytest
+
+from test_viewport_gpu import SIZE, mesa_egl_present, project
+
+pytestmark = pytest.mark.blender
+bpy = pytest.importorskip("bpy")
+
+COLOUR = (1.0, 0.1, 0.05, 0.7)
+OPAQUE = COLOUR[:3] + (1.0,)             # the curves are drawn opaque
+
+
+@pytest.fixture(scope="module")
+def curves_demo():
+    import skin_collide
+    from skin_collide.addon import demo_rig, snapshot
+
+    skin_collide.register()
+    try:
+        snapshot.ensure_gpu()
+    except snapshot.GPUUnavailable as exc:
+        skin_collide.unregister()
+        if mesa_egl_present():
+            raise
+        pytest.skip(f"Mesa's EGL is not installed: {exc}")
+    a, b = demo_rig.build_demo_scene(rings=16, segments=10, frames=24)
+    for ob in (a, b):
+        ob.select_set(True)
+    bpy.context.view_layer.objects.active = a
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    assert bpy.ops.skin_collide.toggle_overlay() == {"FINISHED"}
+    bpy.context.scene.skin_collide.show_triangles = False
+    yield a, b
+    bpy.ops.wm.read_homefile(use_empty=True)
+    skin_collide.unregister()
+
+
+def draw(frame, overlay_on=True):
+    from skin_collide.addon import overlay, session, snapshot
+
+    scene = bpy.context.scene
+    scene.frame_set(frame)
+    res = session.live_result(scene)
+    segs = [c.segments.reshape(-1, 3) for c in res.contacts if c.segments.size]
+    pts = np.concatenate(segs) if segs else np.zeros((0, 3))
+    center, radius, direction = snapshot.framing(res.positions, [pts] if len(pts) else [])
+    view, proj = snapshot.look_at(center, radius, direction, SIZE[0] / SIZE[1])
+    px = snapshot.render_view(scene, view, proj, *SIZE,
+                              draw=overlay._draw_view3d if overlay_on else None)
+    return px, view, proj, res, pts
+
+
+def test_curves_are_drawn_where_the_surfaces_cross(curves_demo):
+    from skin_collide.addon import snapshot
+
+    px, view, proj, res, pts = draw(4)
+    assert res.n_pairs > 0 and res.contacts and len(pts)
+    assert any(c.kind == "crossing" for c in res.contacts)
+    mask = snapshot.overlay_mask(px, OPAQUE)
+    assert mask.sum() > 20
+    xy = project(pts, view, proj)
+    ys, xs = np.nonzero(mask)
+    lo, hi = xy.min(0) - 3, xy.max(0) + 3             # the line's half width
+    assert ((xs >= lo[0]) & (xs <= hi[0]) & (ys >= lo[1]) & (ys <= hi[1])).all()
+    bare, *_ = draw(4, overlay_on=False)
+    assert snapshot.overlay_mask(bare, OPAQUE).sum() == 0
+
+
+def test_nothing_is_drawn_on_a_clean_frame(curves_demo):
+    from skin_collide.addon import snapshot
+
+    px, _, _, res, pts = draw(1)
+    assert res.n_pairs == 0 and not res.contacts
+    assert px[..., :3].max() > 0.2
+    assert snapshot.overlay_mask(px, OPAQUE).sum() == 0
+
+
+def test_snapshot_frames_the_largest_contact_and_draws_its_curve(curves_demo):
+    from skin_collide.addon import scanner, snapshot
+
+    a, b = curves_demo
+    sc = scanner.Scanner([a, b])
+    res, px = snapshot.frame_snapshot(sc, bpy.context.scene, 4, None, size=SIZE)
+    assert res.contacts and any(c.segments.size for c in res.contacts)
+    assert snapshot.overlay_mask(px, OPAQUE).sum() > 20          # the curve, opaque
+    _, clean = snapshot.frame_snapshot(sc, bpy.context.scene, 1, None, size=SIZE)
+    assert snapshot.overlay_mask(clean, OPAQUE).sum() == 0
