@@ -198,6 +198,7 @@ def register() -> None:
 
 def unregister() -> None:
     overlay.disable_drawing()
+    STATE.reset()
     if bpy.app.timers.is_registered(_timer):
         bpy.app.timers.unregister(_timer)
     for lst, fn in _HANDLERS:

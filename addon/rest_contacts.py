@@ -20,22 +20,20 @@ import numpy as np
 
 from ..core import contacts
 from . import scanner, storage
+from .state import STATE
 
 Contact = tuple[str, int, str, int]
 
 # Parsed contacts per scene: (version, participants' data) -> ContactIndex. The version is
 # bumped by every write of ours, so frames never decode the stored contacts again.
-_version = 0
-_index: dict[str, tuple[tuple, contacts.ContactIndex]] = {}
 
 
 def _changed() -> None:
-    global _version
-    _version += 1
+    STATE.rest_contacts_version += 1
 
 
 def forget_index(scene) -> None:
-    _index.pop(scene.name_full, None)
+    STATE.rest_contacts_index.pop(scene.name_full, None)
 
 
 def _groups(meshes: list) -> list[tuple[tuple[str, str], np.ndarray]]:
@@ -61,12 +59,12 @@ def _groups(meshes: list) -> list[tuple[tuple[str, str], np.ndarray]]:
 def index(scene, meshes: list) -> contacts.ContactIndex:
     """The rest contacts of `meshes` (and the scene's, from earlier versions), decoded
     once per change of what is stored."""
-    key = (_version, _legacy_pointer(scene), tuple(_data_key(ob) for ob in meshes))
-    hit = _index.get(scene.name_full)
+    key = (STATE.rest_contacts_version, _legacy_pointer(scene), tuple(_data_key(ob) for ob in meshes))
+    hit = STATE.rest_contacts_index.get(scene.name_full)
     if hit is not None and hit[0] == key:
         return hit[1]
     found = contacts.ContactIndex.from_arrays(_groups(meshes) + _legacy_groups(scene))
-    _index[scene.name_full] = (key, found)
+    STATE.rest_contacts_index[scene.name_full] = (key, found)
     return found
 
 

@@ -265,10 +265,7 @@ def pipeline(scene, meshes: list, objects: list, first_hit: bool = False) -> sca
 
 def _mesh_was_changed(me) -> bool:
     """Whether mesh data `me` changed since its last full check (`mark_mesh_changed`)."""
-    changed = globals().get("_changed_meshes")
-    if changed is None:              # the session's state kept in `STATE` (issue 27)
-        changed = globals()["STATE"].changed_meshes
-    return me.as_pointer() in changed
+    return me.as_pointer() in STATE.changed_meshes
 
 
 def query(scene, depsgraph, meshes: list, objects: list | None = None,

@@ -30,6 +30,16 @@ class State:
         # meshes whose data changed since (`session.mark_mesh_changed`).
         self.verified: dict = {}
         self.changed_meshes: set[int] = set()
+        # The panel's ignore zones per (mesh data, object, groups, size), read once: a
+        # weight change marks the mesh changed, which makes them read again (addon/zones.py).
+        self.zone_masks: dict = {}
+        # -- built data and rest contacts (addon/storage.py, addon/rest_contacts.py) --
+        # (Text full name, object pointer) -> (build id, the decoded `CollisionObject` named
+        # after that object): a link and an override of one asset may share a Text.
+        self.objects: dict = {}
+        self.missing_data: set[str] = set()   # meshes to rebuild when first needed
+        self.rest_contacts_version = 0  # bumped when any character's rest contacts change
+        self.rest_contacts_index: dict = {}   # scene name -> (key, its ContactIndex)
         # -- the overlay (addon/overlay.py) --
         self.drawn: dict = {}       # scene name -> the arrays drawn for its last result
         self.build_count = 0        # how many times they were (re)built (tests read it)

@@ -66,6 +66,7 @@ from ..core import persist
 from ..core.methods import registry
 from ..core.scan import CollisionObject
 from . import identity
+from .state import STATE
 
 TEXT_PREFIX = ".skin_collide/"
 OWNER_KEY = "skin_collide_owner"        # the owner's name (earlier versions; kept as a note)
@@ -87,11 +88,6 @@ CACHE_DIR = "//skin_collide_cache/"
 CACHE_SUFFIX = ".skcb"
 BODY = ("skin_collide collision data for '{}': binary, in this Text's custom property or "
         "in //skin_collide_cache/; do not edit.\n")
-# (Text full name, object pointer) -> (build id, decoded object named after that object):
-# a link and an override of one asset may use the same Text, each under its own name.
-_cache: dict[tuple[str, int], tuple[str, CollisionObject]] = {}
-# Full names of meshes whose data will be rebuilt when first needed (`scan_missing`).
-missing: set[str] = set()
 
 # Modifier properties that only change the user interface, never the evaluated mesh.
 _UI_ONLY = {"name", "show_expanded", "is_active", "show_on_cage", "show_in_editmode",
@@ -518,7 +514,7 @@ def save(ob, obj: CollisionObject) -> None:
         props.signature = signature
         props.shape = text[SHAPE_KEY]
     _forget_cached(text)
-    missing.discard(ob.name_full)
+    STATE.missing_data.discard(ob.name_full)
 
 
 def signature_of_text(ob, text) -> str:
@@ -527,8 +523,8 @@ def signature_of_text(ob, text) -> str:
 
 
 def _forget_cached(text) -> None:
-    for key in [k for k in _cache if k[0] == text.name_full]:
-        del _cache[key]
+    for key in [k for k in STATE.objects if k[0] == text.name_full]:
+        del STATE.objects[key]
 
 
 def _read_cache(ob, text) -> CollisionObject | None:
@@ -610,7 +606,7 @@ def needs_rebuild(ob) -> bool:
         return False
     if not text.get(CACHE_KEY):
         return False               # earlier versions' base64 body (or damaged: `load` says)
-    hit = _cache.get((text.name_full, ob.as_pointer()))
+    hit = STATE.objects.get((text.name_full, ob.as_pointer()))
     if hit is not None and hit[0] == str(text.get(BUILD_KEY)):
         return False
     path = cache_path(str(text[CACHE_KEY]), _home_file(text))
@@ -632,10 +628,10 @@ def scan_missing() -> set[str]:
     needed (nothing is built or read here, so opening never blocks)."""
     import bpy
 
-    missing.clear()
+    STATE.missing_data.clear()
     for ob in bpy.data.objects:
         if ob.type == "MESH" and has_data(ob) and needs_rebuild(ob):
-            missing.add(ob.name_full)
+            STATE.missing_data.add(ob.name_full)
     return missing
 
 
@@ -649,7 +645,7 @@ def load(ob) -> CollisionObject | None:
     # and redraw; every build gets a new one.
     key = str(text.get(BUILD_KEY) or signature_of_text(ob, text))
     cache_key = (text.name_full, ob.as_pointer())
-    hit = _cache.get(cache_key)
+    hit = STATE.objects.get(cache_key)
     if hit is not None and hit[0] == key:
         return _bind(hit[1], ob)          # cheap; follows a rename
     blob = text.get(BLOB_KEY)
@@ -669,8 +665,8 @@ def load(ob) -> CollisionObject | None:
         except Exception as exc:      # noqa: BLE001 - damaged or foreign text
             raise ValueError(f"the collision data of '{ob.name_full}' cannot be read ({exc}); "
                              "rebuild it") from None
-    _cache[cache_key] = (key, _bind(obj, ob))
-    missing.discard(ob.name_full)
+    STATE.objects[cache_key] = (key, _bind(obj, ob))
+    STATE.missing_data.discard(ob.name_full)
     return obj
 
 

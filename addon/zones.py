@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .state import STATE
+
 
 def group_polygons(ob, rig, group_names) -> np.ndarray:
     """(P,) bool: the rig's polygons with a vertex in one of `group_names` (weight > 0).
@@ -51,9 +53,6 @@ def zone_masks(meshes, objects, ignore_groups: dict) -> dict:
     return out
 
 
-# The panel's zones per (mesh data, object, groups, size), read once: a weight change marks
-# the mesh changed (`session.mark_mesh_changed`), which makes them read again.
-_cache: dict[tuple, np.ndarray] = {}
 
 
 def cached_zone_masks(meshes, objects, groups: dict, changed=lambda me: True) -> dict:
@@ -68,10 +67,10 @@ def cached_zone_masks(meshes, objects, groups: dict, changed=lambda me: True) ->
         me = ob.data
         key = (me.as_pointer(), ob.name_full, tuple(sorted(g)), len(me.vertices),
                len(me.polygons))
-        mask = _cache.get(key)
+        mask = STATE.zone_masks.get(key)
         if mask is None or changed(me):
-            if len(_cache) > 64:
-                _cache.clear()
-            mask = _cache[key] = group_polygons(ob, obj.rig, g)
+            if len(STATE.zone_masks) > 64:
+                STATE.zone_masks.clear()
+            mask = STATE.zone_masks[key] = group_polygons(ob, obj.rig, g)
         out[k] = mask
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 import bpy
 
 from ..addon import session, storage
+from ..addon.state import STATE
 
 
 class SKINCOLLIDE_PT_main(bpy.types.Panel):
@@ -39,7 +40,7 @@ class SKINCOLLIDE_PT_main(bpy.types.Panel):
         else:
             box.label(text="No collision data yet", icon="INFO")
         for ob in built:
-            if ob.name_full in storage.missing:
+            if ob.name_full in STATE.missing_data:
                 box.label(text=f"{ob.name_full}: cache missing, rebuilt when first needed",
                           icon="FILE_REFRESH")
         row = layout.row(align=True)

@@ -8,6 +8,8 @@ import os
 import numpy as np
 import pytest
 
+from skin_collide.addon.state import STATE
+
 pytestmark = pytest.mark.blender
 bpy = pytest.importorskip("bpy")
 
@@ -125,7 +127,7 @@ def test_disk_cache_keeps_the_file_lean_and_scans_identically(demo, tmp_path):
     assert os.path.getsize(lean) < os.path.getsize(in_file)
     reopen(lean)
     a = bpy.data.objects["Left"]
-    assert storage.location(a) == "DISK" and not storage.missing
+    assert storage.location(a) == "DISK" and not STATE.missing_data
     obj = storage.load(a)
     assert persist.rig_signature(obj.rig) == sig
     assert scan() == before
@@ -163,21 +165,21 @@ def test_bad_cache_is_detected_and_rebuilt_when_first_needed(demo, tmp_path, dam
         file_a.write_bytes(persist.to_bytes(core_scan.prepare(rig)))
     else:
         file_a.write_bytes(b"SKCB\x01\x02" + os.urandom(64))
-    storage._cache.clear()                         # as in a new Blender session
+    STATE.objects.clear()                         # as in a new Blender session
     reopen(path)
     a = bpy.data.objects["Left"]
     text = a.skin_collide.data
     assert storage.has_data(a) and storage.stale_reason(a) == ""
-    assert not storage._cache                          # opening decoded nothing
+    assert not STATE.objects                          # opening decoded nothing
     if damage == "missing":
-        assert storage.missing == {"Left"}             # noted at load, not built
+        assert STATE.missing_data == {"Left"}             # noted at load, not built
     build_id = text[storage.BUILD_KEY]
     obj = storage.load(a)                              # first need: rebuilt here
     assert text[storage.BUILD_KEY] != build_id
     assert obj.method == ("box-tree" if damage == "missing" else "sphere-tree")
     assert persist.rig_signature(obj.rig) == sig_a == a.skin_collide.signature
     assert persist.rig_signature(persist.from_bytes(file_a.read_bytes()).rig) == sig_a
-    assert "Left" not in storage.missing
+    assert "Left" not in STATE.missing_data
     assert storage.load(a) is obj                      # cached, not rebuilt twice
     assert scan() == before
 
@@ -198,6 +200,6 @@ def test_files_of_earlier_versions_still_load(demo):
     del text[storage.BLOB_KEY]
     text.from_string(base64.encodebytes(buf.getvalue()).decode("ascii"))
     text[storage.BUILD_KEY] = "old"
-    storage._cache.clear()
+    STATE.objects.clear()
     assert np.array_equal(storage.load(a).data.tree.radii, obj.data.tree.radii)
     assert scan() == before
