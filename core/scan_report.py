@@ -1,0 +1,133 @@
+"""The report model of a scan: one `FrameRecord` per frame (named polygon pairs after the
+filters, contacts, timings, the method per object), the `ScanReport` of a run (its JSON
+document, the one schema of the headless scan and the panel's Scan Frame Range, and its
+episodes), and the report's `source` (what `core.merge` checks). Pure Python over the
+pipeline's results: `addon.scanner.Scanner` fills it, `core.report` writes it.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from . import contact_groups, contacts
+from . import report as core_report
+
+
+@dataclass
+class FrameRecord:
+    """One scanned frame: its polygon pairs (named, after the filters; `pairs_total` is the
+    exact count when `pairs` was capped), query and evaluation ms, the method used per
+    object, and why the frame was not checked (empty when it was)."""
+
+    frame: int
+    pairs: list[tuple[str, int, str, int]]
+    ms: float
+    eval_ms: float
+    modes: list[str] = field(default_factory=list)
+    not_checked: str = ""
+    pairs_total: int = -1
+    #: the frame's contacts (`core.contact_groups.Contact`), partitioning `pairs`
+    contacts: list = field(default_factory=list)
+
+    @property
+    def n_pairs(self) -> int:
+        return self.pairs_total if self.pairs_total >= 0 else len(self.pairs)
+
+
+@dataclass
+class ScanReport:
+    """A scan's frames so far. `refit` maps each object to the method actually used
+    (registry ids; several joined by "+" if it changed between frames); `complete` is
+    False until every frame was scanned; `interrupted` is True when the scan was stopped
+    (Ctrl-C)."""
+
+    objects: list[str]
+    frames: list[FrameRecord]
+    refit: dict[str, str]
+    build_seconds: dict[str, float]
+    complete: bool = True
+    interrupted: bool = False
+    frames_requested: int = 0
+    #: what was scanned and how ({file, method, self, first_hit, filters}); `core.merge`
+    #: refuses to merge reports whose sources differ. None: not written.
+    source: dict | None = None
+    #: per object whose method's own self test leaves something out (`Method.coverage`,
+    #: e.g. sphere chains): what it leaves out and how it is decided. Empty: not written.
+    uncovered: dict = field(default_factory=dict)
+    #: per object whose asked method was passed over (`registry.resolve`): why, one
+    #: "<method>: <reason>" per method skipped, joined by "; ". Empty: not written.
+    fallback: dict = field(default_factory=dict)
+    #: per object, which surface is checked (`extract.describe_surface`: "evaluated
+    #: surface: 15,900 vertices after Subdivision Surface", "own mesh: 3,273 vertices"),
+    #: when some object is checked on an evaluated surface. Empty: not written.
+    surface: dict = field(default_factory=dict)
+
+    def episodes(self) -> list[contacts.Episode]:
+        return contacts.episodes([(f.frame, f.pairs) for f in self.frames if not f.not_checked])
+
+    def contact_episodes(self) -> list:
+        """Episodes by bone pair (`core.contact_groups.ContactEpisode`)."""
+        return contact_groups.contact_episodes(
+            [(f.frame, [c.summary_json() for c in f.contacts])
+             for f in self.frames if not f.not_checked])
+
+    def to_json(self, max_total: int | None = None) -> dict:
+        """The report document, the one schema of the headless scan and the panel's Scan
+        Frame Range. `max_total` caps the pairs listed in all (the panel's stored Text):
+        later frames keep their exact count (`pairs_total`) and `truncated`."""
+        frames, room = [], (max_total if max_total is not None else -1)
+        for f in self.frames:
+            pairs = f.pairs if room < 0 else f.pairs[:room]
+            if room >= 0:
+                room -= len(pairs)
+            entry = {"frame": f.frame, "pairs": [list(p) for p in pairs], "ms": round(f.ms, 4)}
+            if f.not_checked:
+                entry["not_checked"] = f.not_checked
+            else:
+                entry["contacts"] = contact_groups.to_json(f.contacts)
+                if len(pairs) < f.n_pairs:
+                    entry["pairs_total"] = f.n_pairs
+                    entry["truncated"] = True
+                    for c in entry["contacts"]:      # pairs listed up to the limit
+                        c["n_pairs"] = len(c.pop("pairs"))
+            frames.append(entry)
+        doc = {
+            "objects": self.objects,
+            "refit": self.refit,
+            **({"uncovered": self.uncovered} if self.uncovered else {}),
+            **({"fallback": self.fallback} if self.fallback else {}),
+            **({"surface": self.surface} if self.surface else {}),
+            "complete": self.complete,
+            "interrupted": self.interrupted,
+            "frames_requested": self.frames_requested or len(self.frames),
+            "frames": frames,
+            "episodes": [e.to_json() for e in self.episodes()],
+            "contact_episodes": [e.to_json() for e in
+                                 contact_groups.episodes_of_report(frames)],
+            "segments_limit": contact_groups.SEGMENTS_LIMIT_TEXT,
+        }
+        if any(f.get("truncated") for f in frames):
+            doc["limit"] = ("pairs are listed up to a limit (per frame, and "
+                            f"{max_total} in all); pairs_total gives the exact counts")
+        if self.source is not None:
+            doc["source"] = self.source
+        return doc
+
+    def write_json(self, path: str) -> None:
+        """Atomic: the file is always a whole document (old or new)."""
+        core_report.write_atomic(path, core_report.dumps(self.to_json()))
+
+
+def report_source(file: str, method: str, self_collision: bool, first_hit: bool,
+                  ignore_rest_contacts: bool, allow: str | None = None,
+                  sha256: str | None = None) -> dict:
+    """The report's "source": what `core.merge` checks before combining reports. The file
+    is identified by `sha256`, a digest of its content (`core.merge.file_digest`; None
+    where the file on disk is not what was scanned, e.g. the panel's unsaved scene): farm
+    machines mount one file at different paths, and two shots may hold files of one name.
+    "path" (absolute) names it in messages, "file" is its base name; `allow` is a digest
+    of the allow-list's content (None without one)."""
+    return {"file": os.path.basename(file), "path": os.path.abspath(file) if file else "",
+            "sha256": sha256, "method": method, "self": bool(self_collision),
+            "first_hit": bool(first_hit),
+            "filters": {"ignore_rest_contacts": bool(ignore_rest_contacts), "allow": allow}}
