@@ -98,7 +98,10 @@ CORNER_ENTRY_LIMIT = 64
 #: holding about this many (node, vertex) memberships (`_node_chunks`); a node larger than
 #: that is a chunk of its own. Chunking changes no value: every per-node quantity depends
 #: on the node's own vertices only (tests/test_refit.py compares tiny chunks with one).
-BUILD_CHUNK_MEMBERSHIPS = 1 << 20
+BUILD_CHUNK_MEMBERSHIPS = 1 << 18
+#: The mean-weight bounds gather K influences per membership: their chunks hold about this
+#: many (membership, influence) entries.
+MEAN_WEIGHT_CHUNK_ENTRIES = 1 << 20
 
 
 def _node_chunks(node_vert_ptr: np.ndarray, memberships: int) -> np.ndarray:
@@ -113,13 +116,14 @@ def _node_chunks(node_vert_ptr: np.ndarray, memberships: int) -> np.ndarray:
 def _mean_weight_bounds(tree: SphereTree, joints: np.ndarray, weights: np.ndarray,
                         chunk_memberships: int | None = None):
     """Distinct joints per node with their mean weight and weight deviation δ, built over
-    chunks of nodes (`_node_chunks`; default about 2²² (membership, influence) entries)."""
+    chunks of nodes (`_node_chunks`; default `MEAN_WEIGHT_CHUNK_ENTRIES` (membership,
+    influence) entries per chunk)."""
     N = tree.n_nodes
     nv = np.diff(tree.node_vert_ptr)
     K = joints.shape[1]
     nj = int(joints.max()) + 1
     if chunk_memberships is None:
-        chunk_memberships = max(1, (1 << 22) // max(K, 1))
+        chunk_memberships = max(1, MEAN_WEIGHT_CHUNK_ENTRIES // max(K, 1))
     parts = []
     cuts = _node_chunks(tree.node_vert_ptr, chunk_memberships)
     for a, b in zip(cuts[:-1], cuts[1:]):
@@ -132,6 +136,8 @@ def _mean_weight_bounds(tree: SphereTree, joints: np.ndarray, weights: np.ndarra
         key = (np.repeat(node, K).reshape(-1, K)[valid] * nj + jn[valid])
         w = wn[valid]
         del node, verts, jn, wn, valid
+        if key.size == 0:
+            continue
         order = np.argsort(key, kind="stable")
         key, w = key[order], w[order]
         del order

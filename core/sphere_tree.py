@@ -123,15 +123,17 @@ def _split_binary(centroids: np.ndarray, leaf_size: int):
 #: Build-time memory bound of `_node_vertices`: nodes are processed in chunks of about this
 #: many (node, triangle) memberships (a larger node is a chunk of its own). Chunks change no
 #: value: each node's vertex set is its own, and the chunks are concatenated in node order.
-NODE_VERTEX_CHUNK = 1 << 20
+NODE_VERTEX_CHUNK = 1 << 18
 
 
 def _node_vertices(tri_vert_ptr: np.ndarray, tri_verts: np.ndarray, order: np.ndarray,
                    start: np.ndarray, end: np.ndarray, n_vertices: int,
-                   chunk: int = NODE_VERTEX_CHUNK):
+                   chunk: int | None = None):
     """CSR of the distinct vertices of each node's triangle range, where triangle t stands
     for the vertices tri_verts[tri_vert_ptr[t]:tri_vert_ptr[t + 1]] (its polygon's).
-    Built over chunks of consecutive nodes of about `chunk` (node, triangle) memberships."""
+    Built over chunks of consecutive nodes of about `chunk` (node, triangle) memberships
+    (default `NODE_VERTEX_CHUNK`)."""
+    chunk = NODE_VERTEX_CHUNK if chunk is None else chunk
     size = end - start
     ptr = np.concatenate([[0], np.cumsum(size)])
     N = start.size

@@ -130,6 +130,24 @@ def _fix_sum(w: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return w
 
 
+def _other_sums(d: np.ndarray, k: int) -> np.ndarray:
+    """(G, 2^(n−1)) for every bit pattern m over the coordinates other than k (bit i of m
+    for the i-th of them, ascending): the sum of their `d` where the bit is set.
+
+    Built by doubling, so each sum adds its terms in ascending coordinate order starting
+    from 0 (the order of BLAS's blocked ``d @ bits.T``, whose small-batch paths sum in
+    another order): a row's sums do not depend on the other rows of the batch, and
+    chunking never changes a corner's bits."""
+    G, n = d.shape
+    out = np.zeros((G, 1 << (n - 1)))
+    size = 1
+    for j in range(n):
+        if j != k:
+            np.add(out[:, :size], d[:, j, None], out=out[:, size:2 * size])
+            size *= 2
+    return out
+
+
 def box_simplex_corners(lo: np.ndarray, hi: np.ndarray, *, tol: float = DEFAULT_TOL,
                         chunk_elems: int = _DEFAULT_CHUNK) -> tuple[np.ndarray, np.ndarray]:
     """Corners of ``{w : lo ≤ w ≤ hi, Σ w = 1}`` for a batch of boxes of one dimension n.
@@ -177,7 +195,8 @@ def box_simplex_corners(lo: np.ndarray, hi: np.ndarray, *, tol: float = DEFAULT_
         dup = ((d == 0).astype(np.float64) @ bitsf.T) > 0
         lk = l[:, free]
         hk = h[:, free]
-        wk = 1.0 - ((l.sum(axis=1)[:, None] - lk) + d @ bitsf.T)
+        wk = 1.0 - ((l.sum(axis=1)[:, None] - lk)
+                    + np.concatenate([_other_sums(d, k) for k in range(n)], axis=1))
         ok = (wk >= lk - tol) & (wk <= hk + tol) & ~dup
         gi, ci = np.nonzero(ok)
         if gi.size == 0:
@@ -248,7 +267,7 @@ def _interior_counts(lo: np.ndarray, hi: np.ndarray, k: int,
         h = hi[g0:g0 + step]
         d = h - l
         dup = ((d == 0).astype(np.float64) @ pats.T) > 0
-        wk = 1.0 - ((l.sum(axis=1) - l[:, k])[:, None] + d @ pats.T)
+        wk = 1.0 - ((l.sum(axis=1) - l[:, k])[:, None] + _other_sums(d, k))
         inside = ((wk > (l[:, k] + _INTERIOR_MARGIN)[:, None])
                   & (wk < (h[:, k] - _INTERIOR_MARGIN)[:, None]) & ~dup)
         out[g0:g0 + step] = inside.sum(axis=1)

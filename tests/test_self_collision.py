@@ -317,3 +317,49 @@ def test_culling_stats_count_the_surface_that_reaches_an_exact_test(tube):
         assert st["triangle_tests"] == 0 or st["tested_triangles"] > 0
         counts.append((st["tested_triangles"], len(pairs)))
     assert counts[0][1] == 0 and counts[1][1] > 0
+
+
+def _seeds_with_isin(tree):
+    """The per-level seeds as built before issue 29: all levels' touching pairs at once
+    and `np.isin` against them."""
+    from skin_collide.core.self_collision.tree import rest_adjacent_pairs
+    H = tree.height
+    ta, tb = rest_adjacent_pairs(tree.rest_keys)
+    sa, sb = tree.tri_slot[ta], tree.tri_slot[tb]
+    sa, sb = np.minimum(sa, sb), np.maximum(sa, sb)
+    occupied = tree.slot_tri >= 0
+    touch, occ = [], []
+    for level in range(H + 1):
+        a, b = sa >> (H - level), sb >> (H - level)
+        m = a != b
+        touch.append(np.unique(a[m].astype(np.int64) * (1 << level) + b[m]))
+        occ.append(occupied.reshape(1 << level, -1).any(axis=1))
+    seeds = [(np.zeros(0, np.intp), np.zeros(0, np.intp))]
+    for level in range(1, H + 1):
+        n_prev, n = 1 << (level - 1), 1 << level
+        pa, pb = touch[level - 1] // n_prev, touch[level - 1] % n_prev
+        ca = np.concatenate([(2 * pa[:, None] + np.array([0, 0, 1, 1])).ravel(),
+                             2 * np.arange(n_prev)])
+        cb = np.concatenate([(2 * pb[:, None] + np.array([0, 1, 0, 1])).ravel(),
+                             2 * np.arange(n_prev) + 1])
+        keep = ~np.isin(ca.astype(np.int64) * n + cb, touch[level]) & occ[level][ca] & occ[level][cb]
+        seeds.append((ca[keep].astype(np.intp), cb[keep].astype(np.intp)))
+    return seeds
+
+
+def test_chunked_seed_build_equals_isin_build(monkeypatch, tube):
+    """Issue 29: seeds generated per chunk of touching pairs (a sorted search instead of
+    `np.isin`) are the same arrays in the same order, whatever the chunk size."""
+    from skin_collide.core.self_collision import tree as st
+    rig, weld, tree = tube
+    want = _seeds_with_isin(tree)
+    for chunk in (4, 64, 1 << 20):
+        monkeypatch.setattr(st, "_SEED_CHUNK", chunk)
+        t = st.build(rig.rest_positions, rig.triangles, weld)
+        assert len(t.seeds) == len(want)
+        for (a, b), (wa, wb), (fa, fb), (ga, gb) in zip(t.seeds, want, t.seed_cols,
+                                                        tree.seed_cols):
+            assert np.array_equal(a, wa) and np.array_equal(b, wb)
+            assert a.dtype == wa.dtype and b.dtype == wb.dtype
+            assert np.array_equal(fa, ga) and np.array_equal(fb, gb)
+    assert sum(a.size for a, _ in want) > 0
