@@ -260,6 +260,10 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
     bones collapse space raises `DegeneratePose` (the frame is not checked).
     """
     objects = objects or load_objects(meshes)
+    for o in objects:
+        # Live: a pose edit re-checks only the triangles that moved since the last
+        # answer, carrying the other self pairs over (`self_collision.object_self_pairs`).
+        o.carry_self_pairs = not exact_count
     sc = pipeline(scene, meshes, objects, first_hit=first_hit)
     if not exact_count:             # a dense frame stops counting past the cap
         sc.max_pairs = MAX_PAIRS

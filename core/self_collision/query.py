@@ -129,9 +129,34 @@ def _seeds(tree: SelfTree, level: int, rows) -> tuple[np.ndarray, np.ndarray, in
     return np.take(sa, ok), np.take(sb, ok), fa.size
 
 
-def candidate_leaf_pairs(tree: SelfTree, boxes: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, int]:
+def moved_levels(tree: SelfTree, moved: np.ndarray) -> list[np.ndarray]:
+    """Per level 0..H, (2**l,) bool: the node holds a triangle of the (T,) bool `moved`."""
+    m = np.zeros(tree.n_slots, bool)
+    m[tree.tri_slot] = moved
+    out = [m]
+    for _ in range(tree.height):
+        out.append(out[-1].reshape(-1, 2).any(axis=1))
+    out.reverse()
+    return out
+
+
+def _with_moved(moved: list[np.ndarray] | None, level: int, pa: np.ndarray,
+                pb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The node pairs of `level` of which at least one node holds a moved triangle (all
+    of them without `moved`). Every leaf pair with a moved triangle has only such
+    ancestors, so the filter loses none of them (docs/self_collision.md)."""
+    if moved is None or not pa.size:
+        return pa, pb
+    ml = moved[level]
+    keep = np.flatnonzero(np.take(ml, pa) | np.take(ml, pb))
+    return np.take(pa, keep), np.take(pb, keep)
+
+
+def candidate_leaf_pairs(tree: SelfTree, boxes: list[np.ndarray],
+                         moved: list[np.ndarray] | None = None
+                         ) -> tuple[np.ndarray, np.ndarray, int]:
     """Leaf slot pairs (a < b, not rest-touching) whose boxes overlap, and the number of
-    box tests made."""
+    box tests made. With `moved` (`moved_levels`), only the pairs with a moved triangle."""
     pa = np.zeros(0, np.intp)
     pb = np.zeros(0, np.intp)
     tests = 0
@@ -154,6 +179,7 @@ def candidate_leaf_pairs(tree: SelfTree, boxes: list[np.ndarray]) -> tuple[np.nd
             continue
         pa = np.concatenate(parts_a) if len(parts_a) > 1 else parts_a[0]
         pb = np.concatenate(parts_b) if len(parts_b) > 1 else parts_b[0]
+        pa, pb = _with_moved(moved, level, pa, pb)
     return pa, pb, tests
 
 
@@ -166,7 +192,7 @@ CANDIDATE_BUDGET = 500_000
 
 
 def _capped_leaf_blocks(tree: SelfTree, boxes: list[np.ndarray], budget: int,
-                        counts: dict):
+                        counts: dict, moved: list[np.ndarray] | None = None):
     """Blocks (a, b) of candidate leaf slot pairs, as `candidate_leaf_pairs` finds them
     (the union of the blocks is its answer when they are all taken), generated lazily for
     a capped frame: level by level over the whole frame while that stays small; once a
@@ -193,16 +219,17 @@ def _capped_leaf_blocks(tree: SelfTree, boxes: list[np.ndarray], budget: int,
             parts_a.append(ca)
             parts_b.append(cb)
         if len(parts_a) == 1:
-            return parts_a[0], parts_b[0]
+            return _with_moved(moved, level, parts_a[0], parts_b[0])
         if not parts_a:
             return pa[:0], pb[:0]
-        return np.concatenate(parts_a), np.concatenate(parts_b)
+        return _with_moved(moved, level, np.concatenate(parts_a), np.concatenate(parts_b))
 
     pa = np.zeros(0, np.intp)
     pb = np.zeros(0, np.intp)
     for level in range(1, H + 1):
         ca, cb = expand(level, pa, pb)
         sa, sb, t = _seeds(tree, level, level_rows(level))
+        sa, sb = _with_moved(moved, level, sa, sb)
         counts["box_tests"] += t
         pa = np.concatenate([ca, sa]) if sa.size else ca
         pb = np.concatenate([cb, sb]) if sb.size else cb
@@ -235,7 +262,7 @@ def _capped_leaf_blocks(tree: SelfTree, boxes: list[np.ndarray], budget: int,
             m += 1
             sa, sb, t = _seeds(tree, m, level_rows(m))
             counts["box_tests"] += t
-            items.append((m, sa, sb))
+            items.append((m, *_with_moved(moved, m, sa, sb)))
 
 
 #: Candidate pairs gathered and tested per block by `exact_test`. Gathering all of a
@@ -289,7 +316,8 @@ def _resplit_pairs(tree: SelfTree, keys: np.ndarray, tri_box: np.ndarray) -> tup
 
 def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
                weld_ids: np.ndarray, stats: dict | None = None,
-               enough=None, budget: int | None = None) -> np.ndarray:
+               enough=None, budget: int | None = None,
+               moved: np.ndarray | None = None) -> np.ndarray:
     """Every intersecting, non-adjacent pair of triangles of one mesh in one frame.
 
     Args:
@@ -312,6 +340,10 @@ def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
             at most this many candidate pairs go through the exact test. A frame with
             more (a dense frame) is traversed a prefix at a time and stops there:
             ``stopped`` and ``dense`` are set and the pairs are a subset.
+        moved: optional (T,) bool: only the pairs with at least one triangle of `moved`
+            are traversed, tested and returned (the pairs of two unmoved triangles are
+            the caller's, carried over from a frame with the same geometry for them:
+            `object_self_pairs`).
     Returns:
         (K, 2) int64 pairs (t < u), lexicographically sorted.
     """
@@ -321,9 +353,16 @@ def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
     tri_box = triangle_boxes(positions, tris)
     boxes = level_boxes(tree, tri_box)
     ra, rb = _resplit_pairs(tree, keys, tri_box)
+    levels = None
+    if moved is not None:
+        moved = np.asarray(moved, bool)
+        levels = moved_levels(tree, moved)
+        if ra.size:
+            keep = np.flatnonzero(moved[ra] | moved[rb])
+            ra, rb = ra[keep], rb[keep]
     stopped = dense = False
     if enough is None and budget is None:
-        sa, sb, tests = candidate_leaf_pairs(tree, boxes)
+        sa, sb, tests = candidate_leaf_pairs(tree, boxes, levels)
         ta, tb = tree.slot_tri[sa], tree.slot_tri[sb]
         if ra.size:
             ta, tb = np.concatenate([ta, ra]), np.concatenate([tb, rb])
@@ -339,7 +378,7 @@ def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
         if budget is None:
             budget = CANDIDATE_BUDGET
         counts = {"box_tests": 0}
-        blocks = _capped_leaf_blocks(tree, boxes, budget, counts)
+        blocks = _capped_leaf_blocks(tree, boxes, budget, counts, levels)
         parts_a, parts_b, n_found, n_tested = [], [], 0, 0
         touched = np.zeros(tris.shape[0], dtype=bool)
         first = (ra, rb) if ra.size else None
