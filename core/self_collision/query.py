@@ -111,15 +111,21 @@ def _children(rows, qa: np.ndarray, qb: np.ndarray) -> tuple[np.ndarray, np.ndar
     return ca, cb, ok.size
 
 
-def _seeds(tree: SelfTree, level: int, rows) -> tuple[np.ndarray, np.ndarray, int]:
-    """The seeds of `level` whose boxes overlap, and the number of box tests."""
+def _seeds(tree: SelfTree, level: int, rows,
+           moved: list[np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+    """The seeds of `level` whose boxes overlap, and the number of box tests. With `moved`
+    (`moved_levels`), only the seeds with a moved node are tested."""
     sa, sb = tree.seeds[level]
+    fa, fb = tree.seed_cols[level]
+    if moved is not None and sa.size:
+        ml = moved[level]
+        keep = np.flatnonzero(np.take(ml, sa) | np.take(ml, sb))
+        sa, sb, fa, fb = (np.take(x, keep) for x in (sa, sb, fa, fb))
     if not sa.size:
         return sa, sb, 0
     X, Xs = rows[0], rows[1]
     # First the one coordinate that separated the pair most at rest (most seeds are
     # neighbours that stay apart along it), then all six for the others.
-    fa, fb = tree.seed_cols[level]
     flat = X.ravel()
     maybe = np.flatnonzero(np.take(flat, fa) + np.take(flat, fb) <= 0)
     sa, sb = np.take(sa, maybe), np.take(sb, maybe)
@@ -169,7 +175,7 @@ def candidate_leaf_pairs(tree: SelfTree, boxes: list[np.ndarray],
             tests += t
             parts_a.append(ca)
             parts_b.append(cb)
-        sa, sb, t = _seeds(tree, level, rows)
+        sa, sb, t = _seeds(tree, level, rows, moved)
         tests += t
         if sa.size:
             parts_a.append(sa)
@@ -228,8 +234,7 @@ def _capped_leaf_blocks(tree: SelfTree, boxes: list[np.ndarray], budget: int,
     pb = np.zeros(0, np.intp)
     for level in range(1, H + 1):
         ca, cb = expand(level, pa, pb)
-        sa, sb, t = _seeds(tree, level, level_rows(level))
-        sa, sb = _with_moved(moved, level, sa, sb)
+        sa, sb, t = _seeds(tree, level, level_rows(level), moved)
         counts["box_tests"] += t
         pa = np.concatenate([ca, sa]) if sa.size else ca
         pb = np.concatenate([cb, sb]) if sb.size else cb
@@ -260,9 +265,9 @@ def _capped_leaf_blocks(tree: SelfTree, boxes: list[np.ndarray], budget: int,
         if not items and m < H:
             # The seeds of the next deeper level are the next item.
             m += 1
-            sa, sb, t = _seeds(tree, m, level_rows(m))
+            sa, sb, t = _seeds(tree, m, level_rows(m), moved)
             counts["box_tests"] += t
-            items.append((m, *_with_moved(moved, m, sa, sb)))
+            items.append((m, sa, sb))
 
 
 #: Candidate pairs gathered and tested per block by `exact_test`. Gathering all of a
