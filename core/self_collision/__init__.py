@@ -62,8 +62,11 @@ def object_self_pairs(obj, positions: np.ndarray, tris: np.ndarray | None = None
     moved = None
     if (last is not None and last[0] is tree and last[1].shape == positions.shape
             and last[2].shape == tris.shape):
-        moved_v = (positions != last[1]).any(axis=1)
-        moved = moved_v[tris].any(axis=1) | (tris != last[2]).any(axis=1)
+        d = positions != last[1]
+        moved_v = d[:, 0] | d[:, 1] | d[:, 2]
+        mt = np.take(moved_v, tris)
+        st = tris != last[2]
+        moved = mt[:, 0] | mt[:, 1] | mt[:, 2] | st[:, 0] | st[:, 1] | st[:, 2]
         if np.count_nonzero(moved) > CARRY_MAX_MOVED * moved.size:
             moved = None
     counts: dict = {}

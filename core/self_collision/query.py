@@ -141,7 +141,7 @@ def moved_levels(tree: SelfTree, moved: np.ndarray) -> list[np.ndarray]:
     m[tree.tri_slot] = moved
     out = [m]
     for _ in range(tree.height):
-        out.append(out[-1].reshape(-1, 2).any(axis=1))
+        out.append(out[-1][0::2] | out[-1][1::2])
     out.reverse()
     return out
 
