@@ -32,7 +32,7 @@ def _update(scene, depsgraph) -> None:
     t0 = time.perf_counter()
     try:
         meshes = session.built(scene, _live_meshes(scene))
-        res = session.query(scene, depsgraph, meshes)
+        res = session.query(scene, depsgraph, meshes, carry=True)
         pairs = res.n_pairs
     except (session.SessionError, ValueError) as exc:
         session.record_error(scene, str(exc))

@@ -269,7 +269,8 @@ def _mesh_was_changed(me) -> bool:
 
 
 def query(scene, depsgraph, meshes: list, objects: list | None = None,
-          first_hit: bool = False, exact_count: bool = False) -> LiveResult:
+          first_hit: bool = False, exact_count: bool = False,
+          carry: bool = False) -> LiveResult:
     """Collide `meshes` at the scene's current (already evaluated) frame, through the
     scene's `pipeline`.
 
@@ -282,8 +283,15 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
     traversal between objects after `core.query.multi.live_budget` triangle tests (a dense
     frame: `dense`): then `more_than` is set and the count is a lower bound. A pose whose
     bones collapse space raises `DegeneratePose` (the frame is not checked).
+
+    `carry` (the live overlay's updates): each object's self pairs are re-checked only
+    where triangles moved since its last complete answer, the others carried over
+    (`core.self_collision.object_self_pairs`; the same answer). A query without it (Refresh,
+    Scan Frame Range) starts afresh and drops the kept answer.
     """
     objects = objects or load_objects(meshes)
+    for o in objects:
+        o.carry_self_pairs = carry and not exact_count
     sc = pipeline(scene, meshes, objects, first_hit=first_hit)
     if not exact_count:             # a dense frame stops counting past the cap
         sc.max_pairs = MAX_PAIRS

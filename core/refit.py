@@ -94,25 +94,62 @@ class LbsBounds:
 CORNER_ENTRY_LIMIT = 64
 
 
-def _mean_weight_bounds(tree: SphereTree, joints: np.ndarray, weights: np.ndarray):
-    """Distinct joints per node with their mean weight and weight deviation δ."""
+#: Build-time memory bound: the per-node bounds are built over chunks of consecutive nodes
+#: holding about this many (node, vertex) memberships (`_node_chunks`); a node larger than
+#: that is a chunk of its own. Chunking changes no value: every per-node quantity depends
+#: on the node's own vertices only (tests/test_refit.py compares tiny chunks with one).
+BUILD_CHUNK_MEMBERSHIPS = 1 << 18
+#: The mean-weight bounds gather K influences per membership: their chunks hold about this
+#: many (membership, influence) entries.
+MEAN_WEIGHT_CHUNK_ENTRIES = 1 << 20
+
+
+def _node_chunks(node_vert_ptr: np.ndarray, memberships: int) -> np.ndarray:
+    """Node boundaries (C + 1,) int64 from 0 to N: chunks of consecutive nodes holding about
+    `memberships` memberships each (at least one node per chunk)."""
+    N = node_vert_ptr.size - 1
+    targets = np.arange(0, int(node_vert_ptr[-1]), max(1, int(memberships)))
+    cuts = np.searchsorted(node_vert_ptr[:-1], targets, side="left")
+    return np.unique(np.concatenate(([0], cuts, [N]))).astype(np.int64)
+
+
+def _mean_weight_bounds(tree: SphereTree, joints: np.ndarray, weights: np.ndarray,
+                        chunk_memberships: int | None = None):
+    """Distinct joints per node with their mean weight and weight deviation δ, built over
+    chunks of nodes (`_node_chunks`; default `MEAN_WEIGHT_CHUNK_ENTRIES` (membership,
+    influence) entries per chunk)."""
     N = tree.n_nodes
     nv = np.diff(tree.node_vert_ptr)
-    node = np.repeat(np.arange(N), nv)
-    verts = tree.node_verts
     K = joints.shape[1]
     nj = int(joints.max()) + 1
-    jn = joints[verts]                                           # (M, K)
-    wn = weights[verts]
-    valid = jn >= 0
-    key = (np.repeat(node, K).reshape(-1, K)[valid] * nj + jn[valid])
-    w = wn[valid]
-    order = np.argsort(key, kind="stable")
-    key, w = key[order], w[order]
-    uniq, start, count = np.unique(key, return_index=True, return_counts=True)
-    wsum = np.add.reduceat(w, start)
-    wmin = np.minimum.reduceat(w, start)
-    wmax = np.maximum.reduceat(w, start)
+    if chunk_memberships is None:
+        chunk_memberships = max(1, MEAN_WEIGHT_CHUNK_ENTRIES // max(K, 1))
+    parts = []
+    cuts = _node_chunks(tree.node_vert_ptr, chunk_memberships)
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        m0, m1 = tree.node_vert_ptr[a], tree.node_vert_ptr[b]
+        node = np.repeat(np.arange(a, b), nv[a:b])
+        verts = tree.node_verts[m0:m1]
+        jn = joints[verts]                                           # (Mc, K)
+        wn = weights[verts]
+        valid = jn >= 0
+        key = (np.repeat(node, K).reshape(-1, K)[valid] * nj + jn[valid])
+        w = wn[valid]
+        del node, verts, jn, wn, valid
+        if key.size == 0:
+            continue
+        order = np.argsort(key, kind="stable")
+        key, w = key[order], w[order]
+        del order
+        uniq, start, count = np.unique(key, return_index=True, return_counts=True)
+        del key
+        parts.append((uniq, np.add.reduceat(w, start), np.minimum.reduceat(w, start),
+                      np.maximum.reduceat(w, start), count))
+    if parts:
+        uniq, wsum, wmin, wmax, count = (np.concatenate(x) for x in zip(*parts))
+    else:
+        uniq, wsum, wmin, wmax = (np.zeros(0, dtype=np.int64),) + (np.zeros(0),) * 3
+        count = np.zeros(0, dtype=np.int64)
     u_node = uniq // nj
     # A vertex without the joint has weight 0 for it.
     lo = np.where(count < nv[u_node], 0.0, wmin)
@@ -151,26 +188,47 @@ def lbs_bounds(tree: SphereTree, rig: Rig, corner_entry_limit: int = CORNER_ENTR
 
 
 def _corner_rows(tree: SphereTree, joints: np.ndarray, weights: np.ndarray,
-                 joint_ptr: np.ndarray, pair_key: np.ndarray, nj: int, corner_entry_limit: int):
+                 joint_ptr: np.ndarray, pair_key: np.ndarray, nj: int, corner_entry_limit: int,
+                 chunk_memberships: int = BUILD_CHUNK_MEMBERSHIPS):
     """The corner rows of the nodes whose corners are affordable: corner_ptr (N + 1,),
-    entry_ptr (R + 1,), entry_slot (E,) and entry_weight (E,) (see `LbsBounds`)."""
-    nc = weight_bounds.node_corners(joints, weights, tree.node_vert_ptr, tree.node_verts)
+    entry_ptr (R + 1,), entry_slot (E,) and entry_weight (E,) (see `LbsBounds`).
+
+    Built over chunks of nodes (`_node_chunks`), each chunk's corners compacted to entries
+    before the next; `node_corners` skips the nodes it proves over the limit (most of the
+    corners near the root), the exact count below decides the rest."""
     N = tree.n_nodes
-    nz = nc.joints >= 0
-    row_entries = nz.sum(axis=1)
-    row_node = np.repeat(np.arange(N), np.diff(nc.ptr))
-    node_entries = np.bincount(row_node, weights=row_entries, minlength=N)
-    keep_node = node_entries <= corner_entry_limit
-    rows = np.nonzero(keep_node[row_node])[0]
+    ptr = tree.node_vert_ptr
+    corner_count = np.zeros(N, dtype=np.int64)
+    ent_parts, slot_parts, weight_parts = [], [], []
+    cuts = _node_chunks(ptr, chunk_memberships)
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        nc = weight_bounds.node_corners(joints, weights, ptr[a:b + 1] - ptr[a],
+                                        tree.node_verts[ptr[a]:ptr[b]],
+                                        entry_limit=corner_entry_limit)
+        n = int(b - a)
+        nz = nc.joints >= 0
+        row_entries = nz.sum(axis=1)
+        row_node = np.repeat(np.arange(n), np.diff(nc.ptr))
+        node_entries = np.bincount(row_node, weights=row_entries, minlength=n)
+        keep_node = node_entries <= corner_entry_limit
+        rows = np.nonzero(keep_node[row_node])[0]
+        corner_count[a:b] = np.bincount(row_node[rows], minlength=n)
+        mask = nz[rows]
+        e_joint = nc.joints[rows][mask]
+        e_node = np.repeat(row_node[rows] + a, row_entries[rows])
+        slot = np.searchsorted(pair_key, e_node * nj + e_joint) - joint_ptr[e_node]
+        ent_parts.append(row_entries[rows])
+        slot_parts.append(slot.astype(np.int32))
+        weight_parts.append(nc.weights[rows][mask])
+        del nc, nz, mask, e_joint, e_node, slot
     corner_ptr = np.zeros(N + 1, dtype=np.int64)
-    np.cumsum(np.bincount(row_node[rows], minlength=N), out=corner_ptr[1:])
-    entry_ptr = np.zeros(rows.size + 1, dtype=np.int64)
-    np.cumsum(row_entries[rows], out=entry_ptr[1:])
-    mask = nz[rows]
-    e_joint = nc.joints[rows][mask]
-    e_node = np.repeat(row_node[rows], row_entries[rows])
-    slot = np.searchsorted(pair_key, e_node * nj + e_joint) - joint_ptr[e_node]
-    return corner_ptr, entry_ptr, slot, nc.weights[rows][mask]
+    np.cumsum(corner_count, out=corner_ptr[1:])
+    row_entries = np.concatenate(ent_parts) if ent_parts else np.zeros(0, dtype=np.int64)
+    entry_ptr = np.zeros(row_entries.size + 1, dtype=np.int64)
+    np.cumsum(row_entries, out=entry_ptr[1:])
+    slot = np.concatenate(slot_parts) if slot_parts else np.zeros(0, dtype=np.int32)
+    entry_weight = np.concatenate(weight_parts) if weight_parts else np.zeros(0)
+    return corner_ptr, entry_ptr, slot, entry_weight
 
 
 @dataclass

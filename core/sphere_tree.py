@@ -120,25 +120,45 @@ def split_binary(centroids: np.ndarray, leaf_size: int):
             np.concatenate(parents), np.concatenate(depths))
 
 
+#: Build-time memory bound of `node_vertex_sets_of`: nodes are processed in chunks of about this
+#: many (node, triangle) memberships (a larger node is a chunk of its own). Chunks change no
+#: value: each node's vertex set is its own, and the chunks are concatenated in node order.
+NODE_VERTEX_CHUNK = 1 << 18
+
+
 def node_vertex_sets_of(tri_vert_ptr: np.ndarray, tri_verts: np.ndarray, order: np.ndarray,
-                   start: np.ndarray, end: np.ndarray, n_vertices: int):
+                   start: np.ndarray, end: np.ndarray, n_vertices: int,
+                   chunk: int | None = None):
     """CSR of the distinct vertices of each node's triangle range, where triangle t stands
-    for the vertices tri_verts[tri_vert_ptr[t]:tri_vert_ptr[t + 1]] (its polygon's)."""
+    for the vertices tri_verts[tri_vert_ptr[t]:tri_vert_ptr[t + 1]] (its polygon's).
+    Built over chunks of consecutive nodes of about `chunk` (node, triangle) memberships
+    (default `NODE_VERTEX_CHUNK`)."""
+    chunk = NODE_VERTEX_CHUNK if chunk is None else chunk
     size = end - start
     ptr = np.concatenate([[0], np.cumsum(size)])
-    seg = _segment_ids(ptr)
-    tri = order[start[seg] + (np.arange(ptr[-1]) - ptr[seg])]
-    counts = tri_vert_ptr[tri + 1] - tri_vert_ptr[tri]
-    node = np.repeat(seg, counts)
-    cptr = np.zeros(tri.size + 1, dtype=np.int64)
-    np.cumsum(counts, out=cptr[1:])
-    owner = np.repeat(np.arange(tri.size), counts)
-    vert = tri_verts[tri_vert_ptr[tri][owner] + (np.arange(cptr[-1]) - cptr[owner])]
-    key = np.unique(node * n_vertices + vert.astype(np.int64))
-    node_u, vert_u = key // n_vertices, key % n_vertices
-    vptr = np.zeros(start.size + 1, dtype=np.int64)
-    np.cumsum(np.bincount(node_u, minlength=start.size), out=vptr[1:])
-    return vptr, vert_u
+    N = start.size
+    cuts = np.searchsorted(ptr[:-1], np.arange(0, int(ptr[-1]), max(1, int(chunk))))
+    cuts = np.unique(np.concatenate(([0], cuts, [N]))).astype(np.int64)
+    per_node = np.zeros(N, dtype=np.int64)
+    parts = []
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        sub = ptr[a:b + 1] - ptr[a]
+        seg = _segment_ids(sub)
+        tri = order[start[a:b][seg] + (np.arange(sub[-1]) - sub[seg])]
+        counts = tri_vert_ptr[tri + 1] - tri_vert_ptr[tri]
+        node = np.repeat(seg, counts)
+        cptr = np.zeros(tri.size + 1, dtype=np.int64)
+        np.cumsum(counts, out=cptr[1:])
+        owner = np.repeat(np.arange(tri.size), counts)
+        vert = tri_verts[tri_vert_ptr[tri][owner] + (np.arange(cptr[-1]) - cptr[owner])]
+        del seg, tri, counts, cptr, owner
+        key = np.unique(node * n_vertices + vert.astype(np.int64))
+        del node, vert
+        per_node[a:b] = np.bincount(key // n_vertices, minlength=int(b - a))
+        parts.append(key % n_vertices)
+    vptr = np.zeros(N + 1, dtype=np.int64)
+    np.cumsum(per_node, out=vptr[1:])
+    return vptr, np.concatenate(parts)
 
 
 def polygon_vertex_sets(triangles: np.ndarray, tri_polygon: np.ndarray | None,
@@ -211,7 +231,15 @@ def build(positions: np.ndarray, triangles: np.ndarray, collapse_c: float = COLL
     order, start, end, parent, depth = split_binary(centroids, leaf_size)
     tv_ptr, tv = polygon_vertex_sets(triangles, tri_polygon, poly_ptr, poly_verts)
     vptr, verts = node_vertex_sets_of(tv_ptr, tv, order, start, end, positions.shape[0])
-    centers, radii = minimal_balls(positions[verts], vptr)
+    # The balls of consecutive node chunks (a node's ball depends on its points only), so
+    # the gathered points and the solver's work arrays stay bounded.
+    centers = np.empty((start.size, 3))
+    radii = np.empty(start.size)
+    cuts = np.searchsorted(vptr[:-1], np.arange(0, int(vptr[-1]), NODE_VERTEX_CHUNK))
+    cuts = np.unique(np.concatenate(([0], cuts, [start.size]))).astype(np.int64)
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        centers[a:b], radii[a:b] = minimal_balls(positions[verts[vptr[a]:vptr[b]]],
+                                                 vptr[a:b + 1] - vptr[a])
     is_leaf = (end - start) <= leaf_size
     keep, new_parent = _collapse(radii, parent, depth, is_leaf, collapse_c)
     # New depth of the kept nodes, top-down (parents were created before children).

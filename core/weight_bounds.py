@@ -130,6 +130,24 @@ def _fix_sum(w: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return w
 
 
+def _other_sums(d: np.ndarray, k: int) -> np.ndarray:
+    """(G, 2^(n−1)) for every bit pattern m over the coordinates other than k (bit i of m
+    for the i-th of them, ascending): the sum of their `d` where the bit is set.
+
+    Built by doubling, so each sum adds its terms in ascending coordinate order starting
+    from 0 (the order of BLAS's blocked ``d @ bits.T``, whose small-batch paths sum in
+    another order): a row's sums do not depend on the other rows of the batch, and
+    chunking never changes a corner's bits."""
+    G, n = d.shape
+    out = np.zeros((G, 1 << (n - 1)))
+    size = 1
+    for j in range(n):
+        if j != k:
+            np.add(out[:, :size], d[:, j, None], out=out[:, size:2 * size])
+            size *= 2
+    return out
+
+
 def box_simplex_corners(lo: np.ndarray, hi: np.ndarray, *, tol: float = DEFAULT_TOL,
                         chunk_elems: int = _DEFAULT_CHUNK) -> tuple[np.ndarray, np.ndarray]:
     """Corners of ``{w : lo ≤ w ≤ hi, Σ w = 1}`` for a batch of boxes of one dimension n.
@@ -177,7 +195,8 @@ def box_simplex_corners(lo: np.ndarray, hi: np.ndarray, *, tol: float = DEFAULT_
         dup = ((d == 0).astype(np.float64) @ bitsf.T) > 0
         lk = l[:, free]
         hk = h[:, free]
-        wk = 1.0 - ((l.sum(axis=1)[:, None] - lk) + d @ bitsf.T)
+        wk = 1.0 - ((l.sum(axis=1)[:, None] - lk)
+                    + np.concatenate([_other_sums(d, k) for k in range(n)], axis=1))
         ok = (wk >= lk - tol) & (wk <= hk + tol) & ~dup
         gi, ci = np.nonzero(ok)
         if gi.size == 0:
@@ -214,6 +233,73 @@ def box_simplex_corners(lo: np.ndarray, hi: np.ndarray, *, tol: float = DEFAULT_
     # grouped; a stable sort keeps that guarantee explicit at negligible cost.
     order = np.argsort(owner, kind="stable")
     return owner[order], corner[order]
+
+
+#: Margin (weight units) by which a candidate's solved coordinate must lie inside its open
+#: interval for `_interior_counts` to count it. It is 1000× `DEFAULT_TOL` and ~10⁶× the
+#: rounding of ``1 − Σ others`` however that sum is ordered, so a counted candidate is
+#: accepted and not snapped by `box_simplex_corners` (it becomes one row there).
+_INTERIOR_MARGIN = 1e-9
+
+
+def _interior_counts(lo: np.ndarray, hi: np.ndarray, k: int,
+                     chunk_elems: int = _DEFAULT_CHUNK) -> np.ndarray:
+    """Per box, how many candidates with free coordinate `k` land strictly inside
+    (by `_INTERIOR_MARGIN`) their interval and are not skipped as duplicates.
+
+    Each such candidate is an unsnapped corner that `box_simplex_corners` returns as a row
+    of its own (unsnapped corners are generated exactly once), so the count is a lower
+    bound on the box's corner rows, whatever the rounding of either computation.
+
+    Args:
+        lo, hi: (G, n) float64 boxes, n ≥ 2; k: the free coordinate, 0 ≤ k < n.
+
+    Returns:
+        (G,) int64 counts.
+    """
+    G, n = lo.shape
+    free, _, bitsf = _patterns(n)
+    pats = bitsf[free == k]                                       # (2^(n−1), n), bit k = 0
+    step = max(1, chunk_elems // pats.shape[0])
+    out = np.zeros(G, dtype=np.int64)
+    for g0 in range(0, G, step):
+        l = lo[g0:g0 + step]
+        h = hi[g0:g0 + step]
+        d = h - l
+        dup = ((d == 0).astype(np.float64) @ pats.T) > 0
+        wk = 1.0 - ((l.sum(axis=1) - l[:, k])[:, None] + _other_sums(d, k))
+        inside = ((wk > (l[:, k] + _INTERIOR_MARGIN)[:, None])
+                  & (wk < (h[:, k] - _INTERIOR_MARGIN)[:, None]) & ~dup)
+        out[g0:g0 + step] = inside.sum(axis=1)
+    return out
+
+
+def _over_limit(lo: np.ndarray, hi: np.ndarray, group_n: np.ndarray, group_node: np.ndarray,
+                N: int, entry_limit: int, chunk_elems: int) -> np.ndarray:
+    """(N,) bool: nodes whose corner rows provably hold more than `entry_limit` entries.
+
+    A group of joint-set size n contributes n entries per corner row and has at least one
+    row, and at least as many as `_interior_counts` finds for any of its free coordinates
+    (distinct free coordinates give distinct rows). Free coordinates are tried one at a
+    time, only for groups of nodes not yet shown to be over the limit, so the few nodes
+    that stay under it cost about one full enumeration more and the many over it cost a
+    fraction of one."""
+    found = np.zeros(group_n.size, dtype=np.int64)
+
+    def bound():
+        return np.bincount(group_node, weights=group_n * np.maximum(found, 1), minlength=N)
+
+    over = bound() > entry_limit
+    for k in range(int(group_n.max(initial=0))):
+        live = np.flatnonzero((group_n > k) & ~over[group_node])
+        if live.size == 0:
+            break
+        for n in np.unique(group_n[live]):
+            sel = live[group_n[live] == n]
+            n = int(n)
+            found[sel] += _interior_counts(lo[sel, :n], hi[sel, :n], k, chunk_elems)
+        over = bound() > entry_limit
+    return over
 
 
 def _joint_sets(vert_joints: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -276,7 +362,8 @@ def _group_intervals(w: np.ndarray, pv: np.ndarray, starts: np.ndarray,
 
 def node_corners(vert_joints: np.ndarray, vert_weights: np.ndarray, node_ptr: np.ndarray,
                  node_verts: np.ndarray, *, tol: float = DEFAULT_TOL,
-                 chunk_elems: int = _DEFAULT_CHUNK) -> NodeCorners:
+                 chunk_elems: int = _DEFAULT_CHUNK,
+                 entry_limit: int | None = None) -> NodeCorners:
     """Corner weight vectors of every node's per-joint-set weight polytopes.
 
     For node i and each distinct joint-set J among its vertices, the intervals
@@ -298,6 +385,11 @@ def node_corners(vert_joints: np.ndarray, vert_weights: np.ndarray, node_ptr: np
             may be empty and then has no corners).
         tol: slack for accepting / snapping candidate corners, see `DEFAULT_TOL`.
         chunk_elems: memory bound (elements) for temporary work arrays.
+        entry_limit: when given, nodes whose corner rows would hold more than this many
+            joint entries in total (a row of joint-set size n holds n) and that a cheap
+            lower bound proves so (`_over_limit`) get no groups and no rows, as if empty;
+            every other node's rows are exactly those computed without the limit. The
+            refit keeps only nodes under its limit, so it never enumerates the large ones.
 
     Returns:
         `NodeCorners` with ``ptr`` (N+1,) int64, ``joints`` (R, K) int32, ``weights``
@@ -372,6 +464,15 @@ def node_corners(vert_joints: np.ndarray, vert_weights: np.ndarray, node_ptr: np
     del order
 
     group_n = set_n[group_set]
+    if entry_limit is not None:
+        over = _over_limit(lo, hi, group_n, group_node, N, entry_limit, chunk_elems)
+        if over.any():
+            kept = np.flatnonzero(~over[group_node])
+            group_node, group_set, group_n = group_node[kept], group_set[kept], group_n[kept]
+            lo, hi = lo[kept], hi[kept]
+            G = kept.size
+            if G == 0:
+                return empty
     cg_parts, cw_parts = [], []
     for n in np.unique(group_n):
         n = int(n)

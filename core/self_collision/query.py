@@ -70,15 +70,21 @@ def _children(rows, qa: np.ndarray, qb: np.ndarray) -> tuple[np.ndarray, np.ndar
     return ca, cb, ok.size
 
 
-def _seeds(tree: SelfTree, level: int, rows) -> tuple[np.ndarray, np.ndarray, int]:
-    """The seeds of `level` whose boxes overlap, and the number of box tests."""
+def _seeds(tree: SelfTree, level: int, rows,
+           moved: list[np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+    """The seeds of `level` whose boxes overlap, and the number of box tests. With `moved`
+    (`moved_levels`), only the seeds with a moved node are tested."""
     sa, sb = tree.seeds[level]
+    fa, fb = tree.seed_cols[level]
+    if moved is not None and sa.size:
+        ml = moved[level]
+        keep = np.flatnonzero(np.take(ml, sa) | np.take(ml, sb))
+        sa, sb, fa, fb = (np.take(x, keep) for x in (sa, sb, fa, fb))
     if not sa.size:
         return sa, sb, 0
     X, Xs = rows[0], rows[1]
     # First the one coordinate that separated the pair most at rest (most seeds are
     # neighbours that stay apart along it), then all six for the others.
-    fa, fb = tree.seed_cols[level]
     flat = X.ravel()
     maybe = np.flatnonzero(np.take(flat, fa) + np.take(flat, fb) <= 0)
     sa, sb = np.take(sa, maybe), np.take(sb, maybe)
@@ -88,9 +94,34 @@ def _seeds(tree: SelfTree, level: int, rows) -> tuple[np.ndarray, np.ndarray, in
     return np.take(sa, ok), np.take(sb, ok), fa.size
 
 
-def candidate_leaf_pairs(tree: SelfTree, boxes: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, int]:
+def moved_levels(tree: SelfTree, moved: np.ndarray) -> list[np.ndarray]:
+    """Per level 0..H, (2**l,) bool: the node holds a triangle of the (T,) bool `moved`."""
+    m = np.zeros(tree.n_slots, bool)
+    m[tree.tri_slot] = moved
+    out = [m]
+    for _ in range(tree.height):
+        out.append(out[-1][0::2] | out[-1][1::2])
+    out.reverse()
+    return out
+
+
+def _with_moved(moved: list[np.ndarray] | None, level: int, pa: np.ndarray,
+                pb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The node pairs of `level` of which at least one node holds a moved triangle (all
+    of them without `moved`). Every leaf pair with a moved triangle has only such
+    ancestors, so the filter loses none of them (docs/self_collision.md)."""
+    if moved is None or not pa.size:
+        return pa, pb
+    ml = moved[level]
+    keep = np.flatnonzero(np.take(ml, pa) | np.take(ml, pb))
+    return np.take(pa, keep), np.take(pb, keep)
+
+
+def candidate_leaf_pairs(tree: SelfTree, boxes: list[np.ndarray],
+                         moved: list[np.ndarray] | None = None
+                         ) -> tuple[np.ndarray, np.ndarray, int]:
     """Leaf slot pairs (a < b, not rest-touching) whose boxes overlap, and the number of
-    box tests made."""
+    box tests made. With `moved` (`moved_levels`), only the pairs with a moved triangle."""
     pa = np.zeros(0, np.intp)
     pb = np.zeros(0, np.intp)
     tests = 0
@@ -103,7 +134,7 @@ def candidate_leaf_pairs(tree: SelfTree, boxes: list[np.ndarray]) -> tuple[np.nd
             tests += t
             parts_a.append(ca)
             parts_b.append(cb)
-        sa, sb, t = _seeds(tree, level, rows)
+        sa, sb, t = _seeds(tree, level, rows, moved)
         tests += t
         if sa.size:
             parts_a.append(sa)
@@ -113,6 +144,7 @@ def candidate_leaf_pairs(tree: SelfTree, boxes: list[np.ndarray]) -> tuple[np.nd
             continue
         pa = np.concatenate(parts_a) if len(parts_a) > 1 else parts_a[0]
         pb = np.concatenate(parts_b) if len(parts_b) > 1 else parts_b[0]
+        pa, pb = _with_moved(moved, level, pa, pb)
     return pa, pb, tests
 
 
@@ -125,7 +157,7 @@ CANDIDATE_BUDGET = 500_000
 
 
 def _capped_leaf_blocks(tree: SelfTree, boxes: list[np.ndarray], budget: int,
-                        counts: dict):
+                        counts: dict, moved: list[np.ndarray] | None = None):
     """Blocks (a, b) of candidate leaf slot pairs, as `candidate_leaf_pairs` finds them
     (the union of the blocks is its answer when they are all taken), generated lazily for
     a capped frame: level by level over the whole frame while that stays small; once a
@@ -152,16 +184,16 @@ def _capped_leaf_blocks(tree: SelfTree, boxes: list[np.ndarray], budget: int,
             parts_a.append(ca)
             parts_b.append(cb)
         if len(parts_a) == 1:
-            return parts_a[0], parts_b[0]
+            return _with_moved(moved, level, parts_a[0], parts_b[0])
         if not parts_a:
             return pa[:0], pb[:0]
-        return np.concatenate(parts_a), np.concatenate(parts_b)
+        return _with_moved(moved, level, np.concatenate(parts_a), np.concatenate(parts_b))
 
     pa = np.zeros(0, np.intp)
     pb = np.zeros(0, np.intp)
     for level in range(1, H + 1):
         ca, cb = expand(level, pa, pb)
-        sa, sb, t = _seeds(tree, level, level_rows(level))
+        sa, sb, t = _seeds(tree, level, level_rows(level), moved)
         counts["box_tests"] += t
         pa = np.concatenate([ca, sa]) if sa.size else ca
         pb = np.concatenate([cb, sb]) if sb.size else cb
@@ -192,7 +224,7 @@ def _capped_leaf_blocks(tree: SelfTree, boxes: list[np.ndarray], budget: int,
         if not items and m < H:
             # The seeds of the next deeper level are the next item.
             m += 1
-            sa, sb, t = _seeds(tree, m, level_rows(m))
+            sa, sb, t = _seeds(tree, m, level_rows(m), moved)
             counts["box_tests"] += t
             items.append((m, sa, sb))
 
@@ -248,7 +280,8 @@ def _resplit_pairs(tree: SelfTree, keys: np.ndarray, tri_box: np.ndarray) -> tup
 
 def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
                weld_ids: np.ndarray, stats: dict | None = None,
-               enough=None, budget: int | None = None) -> np.ndarray:
+               enough=None, budget: int | None = None,
+               moved: np.ndarray | None = None) -> np.ndarray:
     """Every intersecting, non-adjacent pair of triangles of one mesh in one frame.
 
     Args:
@@ -271,6 +304,10 @@ def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
             at most this many candidate pairs go through the exact test. A frame with
             more (a dense frame) is traversed a prefix at a time and stops there:
             ``stopped`` and ``dense`` are set and the pairs are a subset.
+        moved: optional (T,) bool: only the pairs with at least one triangle of `moved`
+            are traversed, tested and returned (the pairs of two unmoved triangles are
+            the caller's, carried over from a frame with the same geometry for them:
+            `object_self_pairs`).
     Returns:
         (K, 2) int64 pairs (t < u), lexicographically sorted.
     """
@@ -280,9 +317,16 @@ def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
     tri_box = triangle_boxes(positions, tris)
     boxes = level_boxes(tree, tri_box)
     ra, rb = _resplit_pairs(tree, keys, tri_box)
+    levels = None
+    if moved is not None:
+        moved = np.asarray(moved, bool)
+        levels = moved_levels(tree, moved)
+        if ra.size:
+            keep = np.flatnonzero(moved[ra] | moved[rb])
+            ra, rb = ra[keep], rb[keep]
     stopped = dense = False
     if enough is None and budget is None:
-        sa, sb, tests = candidate_leaf_pairs(tree, boxes)
+        sa, sb, tests = candidate_leaf_pairs(tree, boxes, levels)
         ta, tb = tree.slot_tri[sa], tree.slot_tri[sb]
         if ra.size:
             ta, tb = np.concatenate([ta, ra]), np.concatenate([tb, rb])
@@ -298,7 +342,7 @@ def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
         if budget is None:
             budget = CANDIDATE_BUDGET
         counts = {"box_tests": 0}
-        blocks = _capped_leaf_blocks(tree, boxes, budget, counts)
+        blocks = _capped_leaf_blocks(tree, boxes, budget, counts, levels)
         parts_a, parts_b, n_found, n_tested = [], [], 0, 0
         touched = np.zeros(tris.shape[0], dtype=bool)
         first = (ra, rb) if ra.size else None

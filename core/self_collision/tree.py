@@ -127,6 +127,12 @@ def rest_adjacent_pairs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (code // T).astype(np.intp), (code % T).astype(np.intp)
 
 
+#: Build-time memory bound: child pairs are generated from at most this many / 4 touching
+#: pairs of the level above at a time, and the rest separating columns are chosen for this
+#: many seeds at a time (the seeds and columns are the same, in the same order).
+_SEED_CHUNK = 1 << 20
+
+
 def build(rest_positions: np.ndarray, triangles: np.ndarray, weld_ids: np.ndarray) -> SelfTree:
     """Build the self-collision tree of a mesh.
 
@@ -153,32 +159,55 @@ def build(rest_positions: np.ndarray, triangles: np.ndarray, weld_ids: np.ndarra
     adj_ptr = np.zeros(T + 1, np.intp)
     np.cumsum(np.bincount(src, minlength=T), out=adj_ptr[1:])
     adj_idx = dst[o]
+    del src, dst, o
 
     sa, sb = tri_slot[ta], tri_slot[tb]
+    del ta, tb
     sa, sb = np.minimum(sa, sb), np.maximum(sa, sb)
     occupied = np.zeros(S, bool)
     occupied[tri_slot] = True
-    # Per level: touching pairs (codes a * n_l + b, a < b) and non-empty nodes.
-    touch = []
-    occ = []
-    for level in range(H + 1):
+    # Per level: touching pairs (codes a * n_l + b, a < b, sorted) and non-empty nodes,
+    # made one level ahead of their use and dropped after it (bounded memory).
+    def touching(level: int) -> np.ndarray:
         shift = H - level
         a, b = sa >> shift, sb >> shift
         m = a != b
-        touch.append(np.unique(a[m].astype(np.int64) * (1 << level) + b[m]))
-        occ.append(occupied.reshape(1 << level, -1).any(axis=1))
+        return np.unique(a[m].astype(np.int64) * (1 << level) + b[m])
+
+    def generated(pa: np.ndarray, pb: np.ndarray, n: int, touch: np.ndarray,
+                  occ: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The child pairs (ca, cb) of node pairs (pa, pb) of the level above (every
+        child pair of a pair, or the two children of a node when pa == pb is given as
+        the sibling pairs), kept where they do not touch and both are non-empty."""
+        ca, cb = pa, pb
+        code = ca.astype(np.int64) * n + cb
+        at = np.minimum(np.searchsorted(touch, code), max(touch.size - 1, 0))
+        hit = touch[at] == code if touch.size else np.zeros(code.size, bool)
+        keep = ~hit & occ[ca] & occ[cb]
+        return ca[keep].astype(np.intp), cb[keep].astype(np.intp)
+
     seeds = [(np.zeros(0, np.intp), np.zeros(0, np.intp))]
+    touch_prev = touching(0)
+    step = _SEED_CHUNK // 4
     for level in range(1, H + 1):
         n_prev, n = 1 << (level - 1), 1 << level
-        pa = touch[level - 1] // n_prev
-        pb = touch[level - 1] % n_prev
-        ca = np.concatenate([(2 * pa[:, None] + np.array([0, 0, 1, 1])).ravel(),
-                             2 * np.arange(n_prev)])
-        cb = np.concatenate([(2 * pb[:, None] + np.array([0, 1, 0, 1])).ravel(),
-                             2 * np.arange(n_prev) + 1])
-        code = ca.astype(np.int64) * n + cb
-        keep = ~np.isin(code, touch[level]) & occ[level][ca] & occ[level][cb]
-        seeds.append((ca[keep].astype(np.intp), cb[keep].astype(np.intp)))
+        touch = touching(level)
+        occ = occupied.reshape(n, -1).any(axis=1)
+        parts_a, parts_b = [], []
+        for i0 in range(0, touch_prev.size, step):
+            pa = touch_prev[i0:i0 + step] // n_prev
+            pb = touch_prev[i0:i0 + step] % n_prev
+            ga, gb = generated((2 * pa[:, None] + np.array([0, 0, 1, 1])).ravel(),
+                               (2 * pb[:, None] + np.array([0, 1, 0, 1])).ravel(),
+                               n, touch, occ)
+            parts_a.append(ga)
+            parts_b.append(gb)
+        ga, gb = generated(2 * np.arange(n_prev), 2 * np.arange(n_prev) + 1, n, touch, occ)
+        parts_a.append(ga)
+        parts_b.append(gb)
+        seeds.append((np.concatenate(parts_a), np.concatenate(parts_b)))
+        touch_prev = touch
+    del touch_prev, touch, sa, sb
     # Per seed, the box column (of [lo, -hi]) and its partner that separated the pair
     # most at rest, as flat indices into a level's (n, 8) rows: a cheap first test.
     rest_boxes = level_boxes(SelfTree(H, S, tri_slot, slot_tri, seeds, keys, adj_ptr, adj_idx,
@@ -187,7 +216,9 @@ def build(rest_positions: np.ndarray, triangles: np.ndarray, weld_ids: np.ndarra
     seed_cols = []
     for level, (a, b) in enumerate(seeds):
         X = rest_boxes[level]
-        col = np.argmax(X[a, :6] + X[b][:, SWAP[:6]], axis=1) if a.size else a
+        col = np.concatenate([np.argmax(X[a[i:i + _SEED_CHUNK], :6]
+                                        + X[b[i:i + _SEED_CHUNK]][:, SWAP[:6]], axis=1)
+                              for i in range(0, a.size, _SEED_CHUNK)]) if a.size else a
         seed_cols.append((a * 8 + col, b * 8 + SWAP[col]))
     return SelfTree(H, S, tri_slot, slot_tri, seeds, keys, adj_ptr, adj_idx,
                     np.asarray(weld_ids, np.int64), seed_cols, time.perf_counter() - t0)

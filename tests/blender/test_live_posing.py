@@ -161,3 +161,45 @@ def test_a_failing_draw_callback_reports_once(live_demo, capsys, monkeypatch):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "3D View" in err[0] and "broken data" in err[0]
     assert "broken data" in STATE.draw_errors["3D View"]
+
+
+def test_pose_edits_with_self_collision_carry_pairs_and_equal_refresh(live_demo, monkeypatch):
+    """Issue 29 item 1 through the handlers: with self-collision on, each pose edit's live
+    answer (pairs carried over where nothing moved) equals a fresh Refresh of that pose,
+    and the edits after the first re-check only part of the mesh."""
+    import math
+
+    from skin_collide.addon import session
+    from skin_collide.core import self_collision as sc
+
+    a, b, arm = live_demo
+    scene = bpy.context.scene
+    scene.skin_collide.self_collision = True
+    moved = []
+    real = sc.self_pairs
+
+    def spy(*args, **kw):
+        if kw.get("moved") is not None:
+            moved.append(int(kw["moved"].sum()))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(sc, "self_pairs", spy)
+    bones = list(arm.pose.bones)
+    for k, pb in enumerate(bones):             # fold Left onto itself
+        pb.rotation_mode = "XYZ"
+        pb.rotation_euler = (math.radians(70) if k else 0.0, 0.0, 0.0)
+    bpy.context.view_layer.update()
+    for step, angle in enumerate((75, 80, 70, 85)):   # edit the last bone only, and undo
+        bones[-1].rotation_euler = (math.radians(angle - 3), 0.0, 0.0)
+        bpy.context.view_layer.update()                # a full answer to carry from
+        n_moved = len(moved)
+        bones[-1].rotation_euler = (math.radians(angle), 0.0, 0.0)
+        bpy.context.view_layer.update()
+        assert len(moved) > n_moved, step              # this update re-checked what moved
+        live = session.live_result(scene)
+        assert live.error == "" and live.n_pairs > 0
+        assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
+        fresh = session.live_result(scene)
+        assert set(live.polygon_pairs) == set(fresh.polygon_pairs), step
+        assert live.n_pairs == fresh.n_pairs
+    assert max(moved) > 0                              # the edits did move triangles

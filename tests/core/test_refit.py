@@ -111,3 +111,69 @@ def test_exact_is_tightest_and_on_demand_is_close_at_the_leaves(setup):
     leaves = tree.first_child < 0
     # A guard against the bound growing loose: measured 1.24 here.
     assert np.median(r_od[leaves] / r_ex[leaves]) < 1.5
+
+
+def _unchunked_corner_rows(tree, joints, weights, joint_ptr, pair_key, nj, limit):
+    """The corner rows as built before issue 29: every node's corners at once
+    (`node_corners` without a limit), then the nodes over the limit dropped."""
+    from skin_collide.core import weight_bounds
+    nc = weight_bounds.node_corners(joints, weights, tree.node_vert_ptr, tree.node_verts)
+    N = tree.n_nodes
+    nz = nc.joints >= 0
+    row_entries = nz.sum(axis=1)
+    row_node = np.repeat(np.arange(N), np.diff(nc.ptr))
+    keep = np.bincount(row_node, weights=row_entries, minlength=N) <= limit
+    rows = np.nonzero(keep[row_node])[0]
+    corner_ptr = np.zeros(N + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row_node[rows], minlength=N), out=corner_ptr[1:])
+    entry_ptr = np.zeros(rows.size + 1, dtype=np.int64)
+    np.cumsum(row_entries[rows], out=entry_ptr[1:])
+    e_node = np.repeat(row_node[rows], row_entries[rows])
+    slot = np.searchsorted(pair_key, e_node * nj + nc.joints[rows][nz[rows]]) - joint_ptr[e_node]
+    return corner_ptr, entry_ptr, slot.astype(np.int32), nc.weights[rows][nz[rows]]
+
+
+def _same_bits(a, b) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("limit", [0, 12, 30, refit.CORNER_ENTRY_LIMIT, 10**9])
+def test_chunked_build_equals_one_chunk_bit_for_bit(monkeypatch, limit):
+    """Issue 29: the bounds built over node chunks (here one node or a few memberships at
+    a time) equal those built in one chunk, and the corner rows equal the unchunked,
+    unpruned construction, bit for bit."""
+    rig = awkward_rig()
+    tree = sphere_tree.build(rig.rest_positions, rig.triangles)
+    joints, weights = rig.padded_influences()
+    monkeypatch.setattr(refit, "BUILD_CHUNK_MEMBERSHIPS", 10**12)
+    monkeypatch.setattr(refit, "MEAN_WEIGHT_CHUNK_ENTRIES", 10**12)
+    one = refit.lbs_bounds(tree, rig, corner_entry_limit=limit).arrays()
+    for chunk in (1, 7, 100):
+        monkeypatch.setattr(refit, "BUILD_CHUNK_MEMBERSHIPS", chunk)
+        monkeypatch.setattr(refit, "MEAN_WEIGHT_CHUNK_ENTRIES", chunk)
+        many = refit.lbs_bounds(tree, rig, corner_entry_limit=limit).arrays()
+        for k in one:
+            assert _same_bits(one[k], many[k]), (chunk, k)
+    jp, _, _, _, pair_key, nj = refit._mean_weight_bounds(tree, joints, weights)
+    ref = _unchunked_corner_rows(tree, joints, weights, jp, pair_key, nj, limit)
+    for k, want in zip(("corner_ptr", "entry_ptr", "entry_slot", "entry_weight"), ref):
+        assert _same_bits(one[k], want), k
+    kept = np.diff(one["corner_ptr"]) > 0
+    if 0 < limit < 10**9:
+        assert kept.any() and not kept.all()     # some nodes kept corners, some were over
+
+
+def test_chunked_tree_build_is_the_same_tree(monkeypatch):
+    """Issue 29: node vertex sets and minimal balls built over tiny node chunks give the
+    same tree, bit for bit (polygons re-split: quads of the tube)."""
+    import dataclasses
+    rig = procedural.tube_rig(rings=14, segments=10, n_bones=4)
+    from skin_collide.core.methods.sphere_tree import build_tree
+    one = build_tree(rig)
+    monkeypatch.setattr(sphere_tree, "NODE_VERTEX_CHUNK", 5)
+    many = build_tree(rig)
+    for f in dataclasses.fields(one):
+        a = getattr(one, f.name)
+        if isinstance(a, np.ndarray):
+            assert _same_bits(a, getattr(many, f.name)), f.name

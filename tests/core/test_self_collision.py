@@ -317,3 +317,212 @@ def test_culling_stats_count_the_surface_that_reaches_an_exact_test(tube):
         assert st["triangle_tests"] == 0 or st["tested_triangles"] > 0
         counts.append((st["tested_triangles"], len(pairs)))
     assert counts[0][1] == 0 and counts[1][1] > 0
+
+
+def _seeds_with_isin(tree):
+    """The per-level seeds as built before issue 29: all levels' touching pairs at once
+    and `np.isin` against them."""
+    from skin_collide.core.self_collision.tree import rest_adjacent_pairs
+    H = tree.height
+    ta, tb = rest_adjacent_pairs(tree.rest_keys)
+    sa, sb = tree.tri_slot[ta], tree.tri_slot[tb]
+    sa, sb = np.minimum(sa, sb), np.maximum(sa, sb)
+    occupied = tree.slot_tri >= 0
+    touch, occ = [], []
+    for level in range(H + 1):
+        a, b = sa >> (H - level), sb >> (H - level)
+        m = a != b
+        touch.append(np.unique(a[m].astype(np.int64) * (1 << level) + b[m]))
+        occ.append(occupied.reshape(1 << level, -1).any(axis=1))
+    seeds = [(np.zeros(0, np.intp), np.zeros(0, np.intp))]
+    for level in range(1, H + 1):
+        n_prev, n = 1 << (level - 1), 1 << level
+        pa, pb = touch[level - 1] // n_prev, touch[level - 1] % n_prev
+        ca = np.concatenate([(2 * pa[:, None] + np.array([0, 0, 1, 1])).ravel(),
+                             2 * np.arange(n_prev)])
+        cb = np.concatenate([(2 * pb[:, None] + np.array([0, 1, 0, 1])).ravel(),
+                             2 * np.arange(n_prev) + 1])
+        keep = ~np.isin(ca.astype(np.int64) * n + cb, touch[level]) & occ[level][ca] & occ[level][cb]
+        seeds.append((ca[keep].astype(np.intp), cb[keep].astype(np.intp)))
+    return seeds
+
+
+def test_chunked_seed_build_equals_isin_build(monkeypatch, tube):
+    """Issue 29: seeds generated per chunk of touching pairs (a sorted search instead of
+    `np.isin`) are the same arrays in the same order, whatever the chunk size."""
+    from skin_collide.core.self_collision import tree as st
+    rig, weld, tree = tube
+    want = _seeds_with_isin(tree)
+    for chunk in (4, 64, 1 << 20):
+        monkeypatch.setattr(st, "_SEED_CHUNK", chunk)
+        t = st.build(rig.rest_positions, rig.triangles, weld)
+        assert len(t.seeds) == len(want)
+        for (a, b), (wa, wb), (fa, fb), (ga, gb) in zip(t.seeds, want, t.seed_cols,
+                                                        tree.seed_cols):
+            assert np.array_equal(a, wa) and np.array_equal(b, wb)
+            assert a.dtype == wa.dtype and b.dtype == wb.dtype
+            assert np.array_equal(fa, ga) and np.array_equal(fb, gb)
+    assert sum(a.size for a, _ in want) > 0
+
+
+def _chain_pose(rig, local):
+    """The pose of a bone chain from per-bone local transforms (J, 4, 4)."""
+    J = rig.n_bones
+    pose_mats = np.zeros((J, 4, 4))
+    for j in range(J):
+        p = rig.bone_parents[j]
+        if p < 0:
+            pose_mats[j] = rig.bone_rest[j] @ local[j]
+        else:
+            off = np.linalg.solve(rig.bone_rest[p], rig.bone_rest[j])
+            pose_mats[j] = pose_mats[p] @ off @ local[j]
+    return Pose(pose_mats @ np.linalg.inv(rig.bone_rest), np.eye(4), np.eye(4))
+
+
+def _rotation(rng, max_angle):
+    axis = rng.normal(size=3)
+    axis /= np.linalg.norm(axis)
+    a = rng.uniform(-max_angle, max_angle)
+    K = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+    m = np.eye(4)
+    m[:3, :3] = np.eye(3) + math.sin(a) * K + (1 - math.cos(a)) * K @ K
+    return m
+
+
+def test_carried_pairs_equal_full_query_on_pose_edits(monkeypatch):
+    """Issue 29 item 1: with carried pairs, each pose edit re-checks only the triangles
+    whose positions (or split) changed; the answer equals the full query and brute force
+    after every edit: one bone at a time, undo to an earlier pose, weights changed
+    between edits (some vertices moved alone), re-split quads, and switching between two
+    characters. Both the complete and the capped (`enough`) paths."""
+    rigs = [procedural.tube_rig(rings=30, segments=16, n_bones=6, length=2.0, radius=0.3),
+            procedural.tube_rig(rings=22, segments=12, n_bones=5, length=1.6, radius=0.25)]
+    full = [scan.prepare(r) for r in rigs]
+    carry = [[scan.prepare(r) for r in rigs] for _ in range(2)]   # complete, capped
+    for objs in carry:
+        for o in objs:
+            o.carry_self_pairs = True
+    seen = []
+    real = sc.self_pairs
+
+    def spy(*args, **kw):
+        if kw.get("moved") is not None:
+            seen.append(int(np.count_nonzero(kw["moved"])))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(sc, "self_pairs", spy)
+    rng = np.random.default_rng(29)
+    local = []
+    for r in rigs:
+        m = np.repeat(np.eye(4)[None], r.n_bones, 0)
+        c, s = math.cos(math.radians(170)), math.sin(math.radians(170))
+        m[r.n_bones // 2, 1:3, 1:3] = [[c, -s], [s, c]]          # folded: pairs to carry
+        local.append(m)
+    history = [[m.copy()] for m in local]
+    carried_total = 0
+    for step in range(36):
+        i = 0 if step % 6 else 1                                  # switch characters
+        rig = rigs[i]
+        kind = step % 4
+        if kind == 1 and len(history[i]) > 2:                     # undo
+            local[i] = history[i][int(rng.integers(len(history[i]) - 1))].copy()
+        else:                                                     # one bone, mostly the end
+            j = int(rng.choice(rig.n_bones, p=np.r_[np.ones(rig.n_bones - 2),
+                                                    4, 4] / (rig.n_bones + 6)))
+            local[i][j] = local[i][j] @ _rotation(rng, math.radians(40))
+        history[i].append(local[i].copy())
+        pos = skinning.lbs_rig(rig, _chain_pose(rig, local[i]))
+        if kind == 2:                                             # weights edited
+            some = rng.choice(pos.shape[0], 5, replace=False)
+            pos[some] += rng.normal(scale=0.02, size=(5, 3))
+        tris = resplit(rig, rng, 0.05) if kind == 3 else rig.triangles
+        want = sc.object_self_pairs(full[i], pos, tris)
+        bf = scan.brute_force_pairs(pos, tris, keys=full[i].vertex_keys[tris])
+        assert as_set(want) == as_set(bf), step
+        got = sc.object_self_pairs(carry[0][i], pos, tris)
+        assert np.array_equal(got, want), step
+        got = sc.object_self_pairs(carry[1][i], pos, tris, enough=lambda p: False)
+        assert np.array_equal(got, want), step
+        last = carry[0][i]._self_last
+        carried_total += len(want) if seen and seen[-1] < tris.shape[0] else 0
+        assert last is not None and last[3] is got or np.array_equal(last[3], want)
+    n = rigs[0].n_triangles
+    assert len(seen) >= 10 and min(seen) < n // 2         # incremental queries did run
+    assert carried_total > 0
+
+
+def test_carried_pairs_not_kept_from_a_stopped_query():
+    """A capped query that stopped is a subset: nothing is carried from it."""
+    rig = procedural.tube_rig(rings=30, segments=16, n_bones=6, length=2.0, radius=0.3)
+    obj = scan.prepare(rig)
+    obj.carry_self_pairs = True
+    pos = skinning.lbs_rig(rig, elbow_fold(rig))
+    st = traversal.QueryStats()
+    part = sc.object_self_pairs(obj, pos, enough=lambda p: len(p) > 0, stats=st)
+    assert st.extra["stopped"] and obj._self_last is None
+    full = sc.object_self_pairs(obj, pos)
+    assert as_set(part) <= as_set(full) and obj._self_last is not None
+
+
+def _edit_bone(rig, deform, j, R):
+    """The skinning matrices after rotating bone `j` by R about its posed head: the bone
+    and its descendants turn rigidly (one pose edit in the viewport)."""
+    sub = np.zeros(rig.n_bones, bool)
+    sub[j] = True
+    parents = np.asarray(rig.bone_parents)
+    for _ in range(rig.n_bones):
+        grow = ~sub & (parents >= 0) & sub[np.maximum(parents, 0)]
+        if not grow.any():
+            break
+        sub |= grow
+    head = deform[j] @ np.r_[rig.bone_rest[j][:3, 3], 1.0]
+    T = np.eye(4)
+    T[:3, :3] = R[:3, :3]
+    T[:3, 3] = head[:3] - R[:3, :3] @ head[:3]
+    out = deform.copy()
+    out[sub] = T @ deform[sub]
+    return out
+
+
+@pytest.mark.asset
+@pytest.mark.blender
+def test_carried_pairs_equal_full_query_on_asset_pose_edits():
+    """Issue 29 item 1 on every shared asset: random single-bone pose edits (and undos)
+    from a posed start; the carried answer equals the full query after every edit."""
+    from conftest import ASSET_FILES, ASSETS
+
+    if ASSETS is None:
+        pytest.skip("../shared/assets is not present on this machine")
+    bpy = pytest.importorskip("bpy")
+    from skin_collide.addon import extract, files
+
+    rng = np.random.default_rng(29)
+    incremental = 0
+    for asset in ASSET_FILES:
+        files.load_file(str(ASSETS / asset))
+        meshes = extract.skinned_meshes(bpy.context.scene)
+        ob = max(meshes, key=lambda o: len(o.data.polygons))
+        full = scan.prepare(extract.rig_from_object(ob))
+        carry = scan.prepare(full.rig)
+        carry.carry_self_pairs = True
+        rig = full.rig
+        pose = procedural.random_pose(rig, rng, max_angle=math.radians(30),
+                                      scale_range=(1.0, 1.0))
+        history = [pose.deform]
+        for step in range(8):
+            if step % 4 == 3:
+                d = history[int(rng.integers(len(history)))]
+            else:
+                j = int(rng.integers(rig.n_bones))
+                d = _edit_bone(rig, history[-1], j, _rotation(rng, math.radians(60)))
+            history.append(d)
+            pos = skinning.lbs_rig(rig, Pose(d, pose.armature_world, pose.mesh_world))
+            want = sc.object_self_pairs(full, pos)
+            last = getattr(carry, "_self_last", None)
+            got = sc.object_self_pairs(carry, pos)
+            assert np.array_equal(got, want), (asset, step)
+            if last is not None and carry._self_last is not None:
+                moved = (pos != last[1]).any(axis=1)[rig.triangles].any(axis=1)
+                incremental += int(np.count_nonzero(moved) <= sc.CARRY_MAX_MOVED * moved.size)
+        bpy.ops.wm.read_homefile(use_empty=True)
+    assert incremental > 10

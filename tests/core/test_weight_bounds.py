@@ -476,3 +476,70 @@ def test_realistic_tree_sizes_small():
     assert res.sets_per_node[0] == len({tuple(r) for r in joints.tolist()})
     assert np.all(res.corners_per_node >= res.sets_per_node)
     assert np.all(res.sets_per_node[np.diff(ptr) > 0] >= 1)
+
+
+# -- entry_limit (issue 29: the refit keeps corners only for nodes under its limit) -----------
+
+
+def _random_boxes(rng, G, n, V=12):
+    """Boxes of random (not dyadic) weight vectors, as a node's vertices give them."""
+    w = rng.dirichlet(np.ones(n) * 0.7, size=(G, V))
+    w[:, :, int(rng.integers(n))] *= rng.uniform(0, 3)
+    w /= w.sum(axis=2, keepdims=True)
+    return w.min(axis=1), w.max(axis=1)
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 7])
+def test_interior_counts_bound_the_rows(n):
+    """The lemma behind the pruning: the strictly interior candidates of any one free
+    coordinate, and of all of them together, are rows `box_simplex_corners` returns."""
+    from skin_collide.core.weight_bounds import _interior_counts
+    rng = np.random.default_rng(n)
+    lo, hi = _random_boxes(rng, 200, n)
+    hi[:20, 0] = lo[:20, 0]                      # fixed coordinates (the `dup` patterns)
+    owner, _ = box_simplex_corners(lo, hi)
+    rows = np.bincount(owner, minlength=lo.shape[0])
+    counts = np.stack([_interior_counts(lo, hi, k, chunk_elems=64) for k in range(n)])
+    assert (counts <= rows).all() and (counts.sum(axis=0) <= rows).all()
+    # Not vacuous (two joints: every corner of such a box sits at bounds, so none counts).
+    assert counts.sum() > 0 or n == 2
+
+
+@pytest.mark.parametrize("seed,K,dyadic", [(0, 6, True), (1, 8, False), (2, 4, False)])
+def test_entry_limit_keeps_every_node_under_it_bit_for_bit(seed, K, dyadic):
+    rng = np.random.default_rng(seed)
+    V = 240
+    if dyadic:
+        joints, weights = dyadic_skin(rng, V, n_joints=K + 3, K=K)
+    else:
+        joints = np.full((V, K), -1, dtype=np.int32)
+        weights = np.zeros((V, K))
+        for v in range(V):
+            n = int(rng.integers(1, K + 1))
+            joints[v, :n] = np.sort(rng.choice(K + 3, n, replace=False))
+            weights[v, :n] = rng.dirichlet(np.ones(n))
+    ptr, verts = _random_tree_csr(rng, V)
+    full = node_corners(joints, weights, ptr, verts)
+    # Batches of any size give the same bits (the sums run in a fixed order).
+    small = node_corners(joints, weights, ptr, verts, chunk_elems=37)
+    assert full.weights.tobytes() == small.weights.tobytes()
+    assert np.array_equal(full.ptr, small.ptr) and np.array_equal(full.joints, small.joints)
+    N = ptr.size - 1
+    rows = np.diff(full.ptr)
+    row_node = np.repeat(np.arange(N), rows)
+    entries = np.bincount(row_node, weights=(full.joints >= 0).sum(axis=1), minlength=N)
+    pruned_any = False
+    for limit in (0, 3, 12, 40, 64, 10**9):
+        lim = node_corners(joints, weights, ptr, verts, entry_limit=limit, chunk_elems=37)
+        for i in range(N):
+            a = slice(full.ptr[i], full.ptr[i + 1])
+            b = slice(lim.ptr[i], lim.ptr[i + 1])
+            same = (full.joints[a].tobytes() == lim.joints[b].tobytes()
+                    and full.weights[a].tobytes() == lim.weights[b].tobytes())
+            if entries[i] <= limit:
+                assert same, (limit, i)
+            else:
+                assert same or (b.stop == b.start and lim.sets_per_node[i] == 0), (limit, i)
+                pruned_any |= b.stop == b.start and rows[i] > 0
+        assert lim.set_ptr[-1] == lim.ptr[-1] and lim.group_node.size == lim.set_ptr.size - 1
+    assert pruned_any                              # the limit did skip some nodes
