@@ -903,9 +903,7 @@ def _add_snapshot_parser(sub) -> None:
 
 def cmd_demo(args) -> int:
     bpy = _import_bpy()
-    from .addon import demo_rig
-
-    from .addon import report
+    from .addon import demo_rig, report
     from .core import report as core_report
 
     # The demo is a generator: like --out, the folder of its --json report is created
@@ -1059,7 +1057,6 @@ def _add_farm_parser(sub) -> None:
 
 def _plan_from_args(args) -> dict:
     from . import farm_commands as farm
-    from .core import chunks
 
     start, end = parse_frames(args.frames)
     if args.chunk < 1:

@@ -62,10 +62,8 @@ def _scan(path_or_objects, frames, self_collision, ignore_rest_contacts, objects
           crossing_only=False, min_length=0.0, ignore_bones=None, ignore_groups=None):
     import bpy
 
-    from .addon import zones
+    from .addon import extract, files, report, scanner, zones
     from .core import contact_filters
-
-    from .addon import extract, files, report, scanner
 
     if isinstance(path_or_objects, (str, os.PathLike)):
         try:

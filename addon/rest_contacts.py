@@ -94,7 +94,7 @@ def store(scene, meshes: list, objects: list, self_collision: bool) -> int:
     except ValueError:
         others, other_objs = [], []
     group = list(meshes) + others
-    from .state import quiet     # the rest-pose switch is not a pose edit
+    from .state import quiet  # the rest-pose switch is not a pose edit
 
     with quiet():
         pairs = scanner.rest_pose_pairs(group, list(objects) + other_objs, self_collision)

@@ -17,11 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core import contact_filters
-from ..core import contact_groups
-from ..core import contacts
+from ..core import contact_filters, contact_groups, contacts, welds
 from ..core import scan as core_scan
-from ..core import welds
 from ..core.methods import registry
 from ..core.scan_report import FrameRecord, ScanReport, report_source  # noqa: F401
 from . import extract

@@ -61,7 +61,7 @@ import uuid
 
 import numpy as np
 
-from ..core import blob as container   # (`blob` names the stored bytes below)
+from ..core import blob as container  # (`blob` names the stored bytes below)
 from ..core import persist
 from ..core.methods import registry
 from ..core.scan import CollisionObject
@@ -228,7 +228,7 @@ def owns(ob, text) -> bool:
             return True                   # cheap: every frame asks this for each mesh
         if owner is not None and _text_of(owner) == text and _linked(owner):
             return False
-        import bpy            # owner removed (or re-pointed): the only pointer left adopts
+        import bpy  # owner removed (or re-pointed): the only pointer left adopts
 
         return not any(o != ob and _text_of(o) == text and _linked(o)
                        for o in bpy.data.objects if o.type == "MESH")
@@ -632,7 +632,7 @@ def scan_missing() -> set[str]:
     for ob in bpy.data.objects:
         if ob.type == "MESH" and has_data(ob) and needs_rebuild(ob):
             STATE.missing_data.add(ob.name_full)
-    return missing
+    return STATE.missing_data
 
 
 def load(ob) -> CollisionObject | None:

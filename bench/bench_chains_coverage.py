@@ -91,7 +91,8 @@ def main() -> None:
     import bpy
 
     from skin_collide.addon import extract, files, scanner
-    from skin_collide.core import triangles as tri_test, welds
+    from skin_collide.core import triangles as tri_test
+    from skin_collide.core import welds
     from skin_collide.core.methods import registry
     from skin_collide.core.methods.base import Frame
     from skin_collide.core.methods.chains import chains, self_tree

@@ -10,7 +10,6 @@ import time
 
 import bpy
 from mathutils.bvhtree import BVHTree
-import numpy as np
 
 import skin_collide  # noqa: E402
 from skin_collide.addon import files, session  # noqa: E402

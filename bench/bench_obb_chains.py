@@ -165,7 +165,8 @@ def main() -> None:
     from skin_collide.core.methods import registry
 
     ob, arm, ob2, arm2 = crossing(args.asset)
-    from skin_collide.core import triangles as tri_test, welds
+    from skin_collide.core import triangles as tri_test
+    from skin_collide.core import welds
     from skin_collide.core.methods.chains import chains
 
     selfsc = scanner.Scanner([ob], self_collision=True)
@@ -182,7 +183,7 @@ def main() -> None:
     rows = {h: Row() for h in ("aabb", "covariance", "cab")}
     t_blender = t_sphere = 0.0
     n = n_pairs = 0
-    for state in states(arm, arm2, args.frames, args.poses, args.seed):
+    for _state in states(arm, arm2, args.frames, args.poses, args.seed):
         pos, poses = obb.evaluate(bpy.context.evaluated_depsgraph_get())
         tris = obb.triangles
         s = time.perf_counter()

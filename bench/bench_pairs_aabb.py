@@ -11,7 +11,6 @@ medians. Checks that the AABB pairs equal the sphere query's pairs on every fram
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 import time

@@ -97,7 +97,8 @@ def main() -> None:
     alln = np.arange(o.data.tree.n_nodes)
     radii = {
         "Reference": o.data.tree.radii,
-        "LBS refit": refit.refit_on_demand(lo.data.tree, lo.data.bounds, refit.frame_transforms(pose, lo.data.tree), alln)[1],
+        "LBS refit": refit.refit_on_demand(lo.data.tree, lo.data.bounds,
+                                           refit.frame_transforms(pose, lo.data.tree), alln)[1],
         "PV refit": refit_dqs.refit_on_demand_dqs(o.data.tree, o.data.bounds,
                                                   refit_dqs.dqs_frame(pose, o.data.tree, o.rig.bone_rest), alln)[1],
         "Exact (PV)": refit.refit_exact(o.data.tree, pos[0])[1],

@@ -45,11 +45,11 @@ def main() -> None:
     p.add_argument("--redraws", type=int, default=5, help="cached redraws timed per frame")
     args = p.parse_args()
 
+    import bench_table3
     import bpy
     import gpu
     from mathutils import Matrix
 
-    import bench_table3
     import skin_collide
     from skin_collide.addon import overlay, session, snapshot
 

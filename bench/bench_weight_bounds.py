@@ -13,8 +13,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
-from skin_collide.core.weight_bounds import node_corners  # noqa: E402
 from test_weight_bounds import smooth_skin, triangle_tree, vertex_tree  # noqa: E402
+
+from skin_collide.core.weight_bounds import node_corners  # noqa: E402
 
 
 def benchmark(V=50_000, K=4, n_joints=30, repeats=3, seed=0):

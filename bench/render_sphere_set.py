@@ -53,8 +53,8 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     W, H = (int(x) for x in a.size.split("x"))
 
-    import bpy
     import bmesh  # noqa: I001 - importable only after bpy
+    import bpy
     from mathutils import Vector
 
     from skin_collide.addon import extract, files

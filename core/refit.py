@@ -375,7 +375,7 @@ def _world_terms_uncached(A: np.ndarray, M: np.ndarray) -> tuple | None:
     Q = X @ A                                        # postmat, exact
     P = np.linalg.inv(Q)                             # premat, exact
     sg, Fg, ig, tg = _norms(np.stack([A, M, X, Q, P]))   # one batched SVD
-    (sA, sM, sX, sQ, sP), (FA, _, FX, FQ, FP) = sg.tolist(), Fg.tolist()
+    (sA, sM, _, sQ, sP), (FA, _, FX, FQ, FP) = sg.tolist(), Fg.tolist()
     inv_min_A, inv_min_P = float(ig[0]), float(ig[4])      # 1/σ_min
     tA, tM, tX, tQ, tP = tg.tolist()
     # §F.3 postmat: X̂ = fl(M⁻¹) (its translation errs by the linear bound times |t_M|),

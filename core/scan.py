@@ -122,7 +122,7 @@ def seam_ids(objects: list[CollisionObject]) -> list[np.ndarray | None]:
     seams). Computed once per set and cached; the per-frame seam test is an index compare.
     """
     key = tuple(id(o) for o in objects)
-    for k, objs, ids in _SEAM_CACHE:
+    for k, _objs, ids in _SEAM_CACHE:
         if k == key:
             return ids
     names = [o.rig.armature for o in objects]
@@ -413,7 +413,7 @@ def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candid
                                  for v in vols], [t.shape[0] for t in tris_all])
             stop = None
             if enough is not None:
-                def stop(so_far, before=list(found)):
+                def stop(so_far, before=list(found)):  # noqa: B006 - a snapshot, never mutated
                     return enough(multi.split_pairs(np.concatenate(before + [so_far]),
                                                     tri_off))
             more, st2 = multi.collide_many(vols, trav[rest], stk, test,

@@ -289,7 +289,8 @@ def build(positions: np.ndarray, triangles: np.ndarray, collapse_c: float = COLL
 
 def node_vertices(parent: np.ndarray, leaf_tri: np.ndarray, level_ptr: np.ndarray,
                   rig) -> tuple[np.ndarray, np.ndarray]:
-    """`SphereTree.node_vert_ptr, node_verts` again (what storage leaves out, docs/storage.md §3) from the tree's structure and the rig:
+    """`SphereTree.node_vert_ptr, node_verts` again (what storage leaves out,
+    docs/storage.md §3) from the tree's structure and the rig:
     a leaf's set is its triangle's polygon corners (`polygon_vertex_sets`), an
     inner node's the union of its children's (its triangles are its leaves'), sorted.
 

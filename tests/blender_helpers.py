@@ -91,8 +91,9 @@ def judged_against_blender(bpy, meshes, self_collision: bool = False, max_judged
     report must intersect, or touch within float32 precision (Blender's test skips
     touching and coplanar contacts). Returns (our polygon pairs, unexplained misses,
     unexplained extras, number of Blender's triangle pairs)."""
-    from skin_collide.addon import scanner
     from test_scan_assets import judge
+
+    from skin_collide.addon import scanner
 
     sc = scanner.Scanner(meshes, mode="on-demand", self_collision=self_collision)
     pos, poses = sc.evaluate(bpy.context.evaluated_depsgraph_get())

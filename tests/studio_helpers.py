@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
 from test_strong_poses_blender import judge, reference_pairs
 
 
@@ -61,7 +60,7 @@ def compare(sc, meshes, dg, self_collision: bool, tag: str, keys: list | None = 
     pairs, ours-only, Blender-only)."""
     pos, poses = sc.evaluate(dg)
     theirs, ev = truth(meshes, dg, self_collision, keys)
-    for m, t, (p, tr, _) in zip(meshes, sc.triangles, ev):
+    for m, t, (_p, tr, _) in zip(meshes, sc.triangles, ev):
         assert np.array_equal(t, tr), (tag, m.name, "not the drawn triangles")
     res, _, _ = sc.query(pos, poses)
     ours = set()

@@ -13,16 +13,12 @@ Adding a method touches only its own module and `core.methods.registry`.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from typing import Callable, ClassVar, Protocol
+from typing import ClassVar
 
 import numpy as np
 
 from ..rig import Pose, Rig
-
-
-from ..types import (Drawable, Frame, Hierarchy, LazySphereVolumes, Prepared,  # noqa: F401
-                     Volumes)
+from ..types import Drawable, Frame, Hierarchy, LazySphereVolumes, Prepared, Volumes  # noqa: F401
 
 
 class Method(ABC):

@@ -12,8 +12,16 @@ import numpy as np
 from .. import refit_dqs, sphere_tree
 from ..rig import Pose, Rig
 from .base import Frame
-from .sphere_tree import (SphereTreeMethod, SphereVolumes, TreeData, bottom_up_volumes, build_tree,
-                          on_demand_or_bottom_up, on_demand_volumes, rig_limits)
+from .sphere_tree import (
+    SphereTreeMethod,
+    SphereVolumes,
+    TreeData,
+    bottom_up_volumes,
+    build_tree,
+    on_demand_or_bottom_up,
+    on_demand_volumes,
+    rig_limits,
+)
 
 
 @dataclass

@@ -21,7 +21,6 @@ import numpy as np
 from ..types import Hierarchy, Volumes
 from .traversal import FIRST_HIT_CHUNK, QueryStats, children, leaf_triangle_pairs
 
-
 #: A capped (live) traversal stops as dense once it has made this many triangle tests
 #: per triangle of the objects it traverses (`live_budget`) and at least
 #: `DENSE_HIT_SHARE` of them hit. Blender's reference builds a tree over every one of

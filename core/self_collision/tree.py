@@ -14,9 +14,8 @@ touch (or are one node), see ``docs/self_collision.md`` for why this loses no pa
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -170,7 +169,7 @@ def build(rest_positions: np.ndarray, triangles: np.ndarray, weld_ids: np.ndarra
     # made one level ahead of their use and dropped after it (bounded memory).
     def touching(level: int) -> np.ndarray:
         shift = H - level
-        a, b = sa >> shift, sb >> shift
+        a, b = sa >> shift, sb >> shift  # noqa: F821 - deleted after the last level
         m = a != b
         return np.unique(a[m].astype(np.int64) * (1 << level) + b[m])
 

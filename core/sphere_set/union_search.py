@@ -376,7 +376,8 @@ class UnionState:
         return kept
 
 def search(centres: np.ndarray, radii: np.ndarray, S: np.ndarray, O: np.ndarray, *,
-           attempts: int = 40, max_failed: int = 12, densify: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+           attempts: int = 40, max_failed: int = 12,
+           densify: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
            densify_rounds: int = 2, pair_sweeps: int = 3, check: Callable[[], None] | None = None,
            progress: Callable[[float], None] | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
     """Minimize the union's O count over N balls that keep every S point covered.

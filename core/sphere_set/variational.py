@@ -17,9 +17,16 @@ from typing import Callable
 import numpy as np
 
 from . import union_search
-from .outside_volume import (FOUR_PI, PreparedMesh, classify_inside, mesh_volume,
-                             prepare_mesh, random_surface_points, sphere_outside_volume,
-                             union_outside_volume_estimate)
+from .outside_volume import (
+    FOUR_PI,
+    PreparedMesh,
+    classify_inside,
+    mesh_volume,
+    prepare_mesh,
+    random_surface_points,
+    sphere_outside_volume,
+    union_outside_volume_estimate,
+)
 from .types import SphereSet
 
 
@@ -283,7 +290,8 @@ class _Solver:
         np.maximum.at(out, cand_of, d)
         return out
 
-    def fit(self, centres: np.ndarray, labels: np.ndarray, iterations: int = 40) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def fit(self, centres: np.ndarray, labels: np.ndarray, iterations: int = 40
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Minimize each cluster's SOV over its centre (radius = what bounds the cluster),
         all clusters at once, by pattern search: try 14 moves of length `step` (the 6 axes
         and 8 diagonals of a frame turned 45° every other step), take the best improving move, halve
@@ -621,7 +629,8 @@ def fit(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int = 0,
         SphereSet with centres (N, 3), radii (N,), outside_volume (union outside the mesh),
         mesh_volume, build_seconds and info: "triangle_sphere" (T,) int64 (the ball reaching
         deepest past each triangle's centroid: a grouping for the collision method, NOT a
-        ball containing the triangle; the union contains every triangle), "iterations", "teleports", "sum_sov" (the paper's error, overlaps
+        ball containing the triangle; the union contains every triangle), "iterations",
+        "teleports", "sum_sov" (the paper's error, overlaps
         counted twice), "outside_volume_stderr", "samples", "stopped", "cover" (the cover
         pass's patch counts and eps, absolute), "polish_rounds".
     """

@@ -3,7 +3,6 @@ Blender's evaluated meshes within 1e-5 of the model's size, with Preserve Volume
 shipped) and switched on."""
 import numpy as np
 import pytest
-
 from conftest import ASSET_FILES
 
 pytestmark = [pytest.mark.asset, pytest.mark.blender]

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from blender_helpers import random_blender_pose
 from conftest import ASSET_FILES
 from contacts_judge import check_frame, mesh_data_from_blender

@@ -4,7 +4,6 @@ frame with collisions the curves are drawn where the surfaces cross (the triangl
 switched off, so that every overlay pixel is a curve's); on a clean frame, nothing."""
 import numpy as np
 import pytest
-
 from test_viewport_gpu import SIZE, mesa_egl_present, project
 
 pytestmark = pytest.mark.blender

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from test_scan_assets import judge
 
 pytestmark = [pytest.mark.asset, pytest.mark.blender]
@@ -66,6 +65,7 @@ def test_crowd_in_strong_poses_equals_blender(bpy_module, assets_dir, monkeypatc
     `traverse`, every object pair goes through the method's volumes (no shortcut to
     triangle boxes for small pairs), so the Preserve Volume sphere refit itself is judged."""
     from blender_helpers import random_blender_pose
+
     from skin_collide.addon import extract, files, scanner
     from skin_collide.core import scan as core_scan
 

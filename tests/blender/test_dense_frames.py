@@ -3,11 +3,11 @@ The exact tests run in blocks (memory-bound otherwise); a capped live query stop
 once the cap is passed and says "more than N"; every other path stays exact."""
 import numpy as np
 import pytest
+from test_self_collision import as_set, elbow_fold, position_ids
 
 from skin_collide.core import procedural, scan, skinning
 from skin_collide.core import self_collision as sc
 from skin_collide.core.self_collision import query as q
-from test_self_collision import as_set, elbow_fold, position_ids
 
 
 @pytest.fixture(scope="module")
@@ -202,6 +202,7 @@ def test_a_dense_live_frame_tests_a_budget_and_says_so(folded, monkeypatch):
 @pytest.mark.blender
 def test_a_dense_frame_between_objects_stops_counting_too(registered_addon, monkeypatch):
     from blender_helpers import selected_demo
+
     from skin_collide.addon import session
     from skin_collide.core import scan as core_scan
     from skin_collide.core.query import multi

@@ -8,7 +8,6 @@
 * the same with one character split into two meshes on its armature: the seam between the
   parts is never reported, the crossing pairs still are.
 """
-import math
 
 import numpy as np
 import pytest
@@ -73,9 +72,10 @@ def split_mesh(ob):
 
 
 def check(meshes, expect_parts=(), method="sphere-tree"):
+    from test_scan_assets import judge
+
     from skin_collide.addon import scanner
     from skin_collide.core import scan as core_scan
-    from test_scan_assets import judge
 
     sc = scanner.Scanner(meshes, mode="on-demand")
     scene = bpy.context.scene

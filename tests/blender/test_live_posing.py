@@ -2,6 +2,7 @@
 throttled; `live_pairs` holds the last live update's pair count; draw callbacks that raise
 report once."""
 import pytest
+
 from skin_collide.addon.state import STATE
 
 pytestmark = pytest.mark.blender
@@ -17,6 +18,7 @@ def addon(registered_addon):
 def live_demo():
     """Two built tube characters, live overlay on, at frame 1 (no collision); throttle off."""
     from blender_helpers import selected_demo
+
     from skin_collide.addon import handlers
 
     a, b = selected_demo(bpy, build=True)

@@ -14,7 +14,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import inside_blender_binary
 from studio_helpers import compare, no_coincident_vertices, report_pairs, strong_poses
 
@@ -257,8 +256,9 @@ def test_a_real_character_under_a_subdivision_surface(bpy_module, assets_dir):
     come out of the modifier a few ulps apart; they are welded (`core.welds.snap_seams`),
     so the seams are not reported as contacts: what we report beyond Blender (touching
     contacts it skips) stays a handful per frame."""
-    from skin_collide.addon import extract, files, scanner
     from test_strong_poses_blender import weld_keys
+
+    from skin_collide.addon import extract, files, scanner
 
     files.load_file(str(assets_dir / "cesium_man.glb"))
     ob = extract.skinned_meshes(bpy.context.scene)[0]

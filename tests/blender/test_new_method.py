@@ -15,8 +15,9 @@ pytestmark = pytest.mark.usefixtures("registered_addon")
 
 @pytest.fixture
 def runs():
-    from skin_collide.core.methods import registry
     from toy_method import TriangleRuns
+
+    from skin_collide.core.methods import registry
 
     m = registry.register(TriangleRuns())
     yield m

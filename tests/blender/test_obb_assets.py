@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from blender_helpers import random_blender_pose
 from conftest import ASSET_FILES
 
@@ -144,9 +143,10 @@ def test_obb_crowd_through_the_boxes_equals_blender(bpy_module, assets_dir, monk
     themselves are judged). Equal to Blender's overlap, disagreements judged exactly: zero
     missed pairs."""
     from blender_helpers import random_blender_pose
+    from test_scan_assets import judge
+
     from skin_collide.addon import extract, files, scanner
     from skin_collide.core import scan as core_scan
-    from test_scan_assets import judge
 
     if asset not in ASSET_FILES:
         pytest.skip(f"{asset} missing")

@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import inside_blender_binary
 
 pytestmark = pytest.mark.blender
@@ -30,7 +29,7 @@ def demo_file(tmp_path_factory):
 
     bpy.ops.wm.read_homefile(use_empty=True)
     a, b = demo_rig.build_demo_scene(rings=12, segments=8, frames=16)
-    c = demo_rig.build_character("Third", location=(-0.3, 0.0, 0.0), swing=0.0,
+    demo_rig.build_character("Third", location=(-0.3, 0.0, 0.0), swing=0.0,
                                  rings=12, segments=8, frames=16)
     path = tmp_path_factory.mktemp("pipe") / "demo.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(path))

@@ -13,7 +13,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import inside_blender_binary
 from studio_helpers import compare, no_coincident_vertices, report_pairs, strong_poses
 
@@ -75,6 +74,7 @@ def props_demo():
     parented to an animated Empty that carries it across the tubes, and a static,
     unparented Icosphere. Returns (Left, Right, Helmet, Shield, Icosphere)."""
     from mathutils import Matrix
+
     from skin_collide.addon import demo_rig
 
     a, b = demo_rig.build_demo_scene(rings=12, segments=8, frames=FRAMES)
@@ -240,8 +240,9 @@ def test_robot_expressive_rigid_parts_equal_blender(bpy_module, assets_dir):
     empties under bones); all 19 take part, self-collision, against Blender in its
     running action and a strong pose (three head parts carry shape keys: refitted
     bottom-up)."""
-    from skin_collide.addon import animation, extract, files, scanner
     from test_strong_poses_blender import weld_keys
+
+    from skin_collide.addon import animation, extract, files, scanner
 
     files.load_file(str(assets_dir / "robot_expressive.glb"))
     scene = bpy.context.scene

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import ASSET_FILES, ASSETS, inside_blender_binary
+
 from skin_collide.addon.state import STATE
 
 pytestmark = pytest.mark.blender
@@ -265,6 +265,7 @@ def test_weights_and_rest_positions_are_stale_on_every_use(demo, change):
     Select Colliding Faces and Bake say the data is stale instead of answering (before,
     only Scan re-read weights and rest positions). A rebuild gives Blender's answer."""
     from blender_helpers import judged_against_blender
+
     from skin_collide.addon import overlay, session
 
     a, b = demo
@@ -636,6 +637,7 @@ def test_joined_away_mesh_data_is_not_saved(demo, tmp_path):
                                        "mirrored mesh", "names"])
 def test_scales_mirrors_and_names_equal_blender(transform):
     from blender_helpers import judged_against_blender, selected_demo
+
     from skin_collide.addon import session
 
     a, b = selected_demo(bpy)

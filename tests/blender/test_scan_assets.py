@@ -20,7 +20,6 @@ import math
 
 import numpy as np
 import pytest
-
 from blender_helpers import random_blender_pose
 from conftest import ASSET_FILES
 from test_triangles import reference as exact_intersect

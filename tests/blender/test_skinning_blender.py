@@ -3,7 +3,6 @@ import math
 
 import numpy as np
 import pytest
-
 from blender_helpers import awkward_character, deviation, random_blender_pose
 
 pytestmark = pytest.mark.blender

@@ -145,7 +145,6 @@ def test_build_button_and_a_missing_disk_cache_keep_the_count(demo, tmp_path, mo
     import shutil
 
     from skin_collide.addon import storage
-    from skin_collide.core.methods import sphere_set as ss
 
     scene = bpy.context.scene
     s = scene.skin_collide
@@ -179,9 +178,9 @@ def test_posed_sets_hold_blenders_vertices_10_km_out(demo, monkeypatch, preserve
     import math
 
     from blender_helpers import random_blender_pose
+
     from skin_collide.addon import scanner
     from skin_collide.core.methods import registry
-    from skin_collide.core.methods import sphere_set as ss
     from skin_collide.core.methods.base import Frame
 
     quick_fit(monkeypatch)       # the refit is what is tested here
@@ -225,9 +224,10 @@ def _threaded(meshes, count):
     """(fake operator, fake context, job) as `invoke` leaves them, the thread not started."""
     from types import SimpleNamespace
 
+    from test_stepping import FakeWM
+
     from skin_collide.addon import extract
     from skin_collide.operators import sphere_set as op_mod
-    from test_stepping import FakeWM
 
     Op = op_mod.SKINCOLLIDE_OT_build_sphere_set
     job = op_mod._Job([extract.rig_from_object(ob) for ob in meshes], count, 0)

@@ -140,7 +140,8 @@ def test_disk_cache_keeps_the_file_lean_and_scans_identically(demo, tmp_path):
 @pytest.mark.parametrize("damage", ["missing", "foreign", "stale", "garbage"])
 def test_bad_cache_is_detected_and_rebuilt_when_first_needed(demo, tmp_path, damage):
     from skin_collide.addon import storage
-    from skin_collide.core import persist, scan as core_scan
+    from skin_collide.core import persist
+    from skin_collide.core import scan as core_scan
 
     a, b = demo
     bpy.context.scene.skin_collide.data_location = "DISK"

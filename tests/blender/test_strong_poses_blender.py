@@ -1,6 +1,7 @@
 """Ground truth in strong random poses on EVERY shared asset (issue 7), not the shipped
 actions: 170° twists about random axes, per-axis bone scale 0.6–1.5, small bone
-translations (a quarter of the median bone length at most), set on the armatures by the test. Per asset, two poses: the first at the
+translations (a quarter of the median bone length at most), set on the armatures by the
+test. Per asset, two poses: the first at the
 asset's own place, the second with both characters moved 1 km from the origin
 (1000, −1000, 500 m). In each pose:
 
@@ -29,7 +30,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from blender_helpers import random_blender_pose
 from conftest import ASSET_FILES
 from test_triangles import reference as exact_intersect

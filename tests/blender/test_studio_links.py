@@ -8,7 +8,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import inside_blender_binary
 
 pytestmark = [pytest.mark.blender, pytest.mark.asset]

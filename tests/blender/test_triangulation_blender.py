@@ -14,7 +14,6 @@ import math
 
 import numpy as np
 import pytest
-
 from blender_helpers import random_blender_pose
 from conftest import ASSET_FILES
 from test_triangles import reference as exact_intersect
@@ -202,7 +201,7 @@ def makehuman_posed():
 
 @pytest.mark.parametrize("kind", ["self", "two characters"])
 def test_scan_pairs_are_blenders_on_the_drawn_triangles(makehuman_posed, kind):
-    from skin_collide.addon import extract, scanner
+    from skin_collide.addon import scanner
 
     bpy, ob, arm, ob2, arm2 = makehuman_posed
     meshes = [ob] if kind == "self" else [ob, ob2]

@@ -5,6 +5,7 @@ import ctypes
 
 import numpy as np
 import pytest
+
 from skin_collide.addon.state import STATE
 
 pytestmark = pytest.mark.blender
@@ -105,7 +106,6 @@ def test_no_overlay_pixels_without_collisions(gpu_demo):
 
 
 def test_redraws_reuse_the_batches(gpu_demo):
-    from skin_collide.addon import overlay
 
     draw_live(5)
     built = STATE.build_count

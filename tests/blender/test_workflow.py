@@ -375,7 +375,7 @@ def test_show_spheres_draws_the_methods_own_volumes(demo):
     for level in (0, 3):
         _, lines = overlay.result_arrays(res, objs, True, level)
         n_boxes = 0
-        for k, name in enumerate(res.names):
+        for _k, name in enumerate(res.names):
             tree = objs[name].data.tree
             n_boxes += int((tree.slot_tri.reshape(2 ** level, -1) >= 0).any(axis=1).sum())
         assert lines.shape == (24 * n_boxes, 3)

@@ -4,7 +4,6 @@ and the frames a scan already finished stay in its report, marked incomplete."""
 import json
 
 import pytest
-
 from conftest import inside_blender_binary
 
 pytestmark = pytest.mark.blender

@@ -12,7 +12,6 @@ import re
 import stat
 
 import pytest
-
 from test_cli_ci import _save, run
 
 pytestmark = pytest.mark.blender

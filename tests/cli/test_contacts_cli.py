@@ -374,7 +374,6 @@ def test_panel_lists_contacts_and_clicking_one_frames_and_selects(tmp_path, regi
 
 
 def test_timeline_strip_by_crossing_length(tmp_path, registered_addon):
-    import numpy as np
 
     from skin_collide.addon import overlay
 

@@ -93,6 +93,7 @@ def test_snapshot_of_a_held_out_scene(assets_dir, tmp_path):
     """Two copies of the fox (never used while writing the snapshot code), crossing."""
     sys.path.insert(0, str(REPO / "bench"))
     import scenes
+
     from skin_collide.addon import extract, files, scanner
 
     files.load_file(str(assets_dir / "fox.glb"))

@@ -16,8 +16,8 @@ import math
 
 import numpy as np
 import pytest
-
 from chains_helpers import star_rig
+
 from skin_collide.core import procedural, skinning
 from skin_collide.core.methods.chains import chains, march
 
@@ -128,7 +128,7 @@ def _check_enclosure(data, P, tris=None):
 
 def test_pivot_spheres_enclose_in_strong_poses_1km_out(built):
     rng = np.random.default_rng(11)
-    for name, (rig, data) in built.items():
+    for _name, (rig, data) in built.items():
         assert np.diff(data.pivot_ptr).min() > 0
         for _ in range(6):
             pose = procedural.random_pose(rig, rng, max_angle=math.radians(170),
@@ -144,6 +144,7 @@ def test_pivot_spheres_enclose_in_strong_poses_1km_out(built):
 @pytest.mark.parametrize("asset", ["fox.glb", "cesium_man.glb"])
 def test_pivot_spheres_enclose_blender_evaluated(bpy_module, assets_dir, asset):
     from blender_helpers import random_blender_pose
+
     from skin_collide.addon import animation, extract, files, scanner
 
     if not (assets_dir / asset).is_file():

@@ -19,12 +19,11 @@ import sys
 
 import numpy as np
 import pytest
-
 from chains_helpers import star_rig
+
 from skin_collide.core import merge, persist, procedural, scan, skinning
 from skin_collide.core.methods import registry
 from skin_collide.core.methods.base import Frame
-from skin_collide.core.methods.chains import chains as ch
 
 
 @pytest.fixture(scope="module")
@@ -185,6 +184,7 @@ def _judge():
 def test_scan_chains_self_equals_blender_on_a_generated_character(bpy_module):
     from blender_helpers import random_blender_pose
     from chains_helpers import star_character
+
     from skin_collide.addon import scanner
 
     bpy = bpy_module
@@ -221,6 +221,7 @@ def test_cli_scan_chains_self_with_a_one_limb_character(bpy_module, tmp_path):
     if inside_blender_binary():
         pytest.skip("subprocess CLI tests need the pip bpy module")
     from chains_helpers import star_character
+
     from skin_collide.addon import demo_rig, scanner
 
     bpy = bpy_module
@@ -266,6 +267,7 @@ def test_scan_chains_self_equals_blender_on_assets(bpy_module, assets_dir, asset
     """Strong random poses (170° twists, bone scale 0.5-2) and two frames of the shipped
     animation, 50 m out: every self pair equals Blender's (disagreements judged exactly)."""
     from blender_helpers import random_blender_pose
+
     from skin_collide.addon import animation, extract, files, scanner
 
     if not (assets_dir / asset).is_file():
@@ -324,6 +326,7 @@ def test_panel_builds_chains_and_obb_and_shows_their_volumes(registered_addon):
 
 def _panel_build_and_show(bpy):
     from chains_helpers import star_character
+
     from skin_collide.addon import overlay, session, storage
 
     scene = bpy.context.scene

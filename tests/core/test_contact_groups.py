@@ -7,12 +7,11 @@ import math
 
 import numpy as np
 import pytest
+from contacts_judge import MeshData, check_frame, same_vertex_ids
 
 from skin_collide.core import contact_groups as cg
 from skin_collide.core import procedural, scan, skinning
 from skin_collide.core.rig import Pose
-
-from contacts_judge import MeshData, check_frame, same_vertex_ids
 
 
 def mesh_data(obj, positions, tris) -> MeshData:
@@ -192,7 +191,8 @@ def test_episodes_by_bone_pair_csv_and_filters():
     kept = left[0][2] if left else np.zeros((0, 2), int)
     assert not (objs[i].rig.tri_polygon[kept[:, 0]] == hit).any()
     assert kept.shape[0] == int((objs[i].rig.tri_polygon[tp[:, 0]] != hit).sum()) - \
-        (int(((objs[j].rig.tri_polygon[tp[:, 1]] == hit) & (objs[i].rig.tri_polygon[tp[:, 0]] != hit)).sum()) if i == j else 0)
+        (int(((objs[j].rig.tri_polygon[tp[:, 1]] == hit)
+              & (objs[i].rig.tri_polygon[tp[:, 0]] != hit)).sum()) if i == j else 0)
 
 
 def test_parse_bone_pairs():

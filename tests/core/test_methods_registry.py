@@ -168,7 +168,7 @@ def test_leaves_with_several_triangles():
     trees have) yields every triangle pair of overlapping leaves, and a leaf's own pairs
     in self-collision."""
     from skin_collide.core.methods.base import Hierarchy
-    from skin_collide.core.query.traversal import leaf_triangle_pairs, _unordered_pairs
+    from skin_collide.core.query.traversal import _unordered_pairs, leaf_triangle_pairs
 
     h = Hierarchy(np.array([1, -1, -1], np.int32), np.array([2, 0, 0], np.int32),
                   np.array([0, 0, 2, 5]), np.array([7, 8, 1, 2, 3]))

@@ -7,13 +7,11 @@ import math
 
 import numpy as np
 import pytest
-
 from blender_helpers import awkward_character, random_blender_pose
 from conftest import ASSETS
 from test_refit import awkward_rig, excess, poses
 
-from skin_collide.core import (persist, procedural, refit, refit_dqs, scan,
-                               skinning, sphere_tree)
+from skin_collide.core import persist, procedural, refit, refit_dqs, scan, skinning, sphere_tree
 
 PV_ASSETS = [a for a in ("makehuman_default.blend", "cesium_man.glb", "mannequiny.glb",
                          "fox.glb", "platformer_enemy.glb", "platformer_robot.glb",
@@ -219,7 +217,7 @@ def test_blender_preserve_volume_assets(bpy_module, assets_dir, asset):
     arm.animation_data_clear()
     rng = np.random.default_rng(22)
     n = 1 if asset.startswith("makehuman") else 2
-    for k in range(n):
+    for _k in range(n):
         random_blender_pose(arm, rng, max_angle=math.radians(170), scale=(0.5, 2.0))
         bpy.context.view_layer.update()
         # The segmented mannequin has thousands of designed-in contacts: enclosure only.

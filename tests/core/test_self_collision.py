@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from skin_collide.core import procedural, refit, scan, skinning, triangles, welds
+from skin_collide.core import self_collision as sc
 from skin_collide.core.methods.sphere_tree import SphereVolumes
 from skin_collide.core.query import traversal
-from skin_collide.core import self_collision as sc
-from skin_collide.core.self_collision import query as q
 from skin_collide.core.rig import Pose
+from skin_collide.core.self_collision import query as q
 
 
 def position_ids(rest: np.ndarray) -> np.ndarray:

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from test_obb import _crossing_pair, branching_rig
 
 from skin_collide.core import persist, procedural, scan, skinning, triangles
 from skin_collide.core.methods import registry
@@ -16,7 +17,6 @@ from skin_collide.core.methods.base import Frame
 from skin_collide.core.query import traversal
 from skin_collide.core.rig import Pose
 from skin_collide.core.self_collision import object_self_pairs
-from test_obb import _crossing_pair, branching_rig
 
 FAR = np.array([1e4, -7e3, 3e3])
 
@@ -231,10 +231,10 @@ def test_crossing_cesium_men_equal_the_sphere_tree(bpy_module, assets_dir, monke
     from conftest import ASSET_FILES
     if ASSET not in ASSET_FILES:
         pytest.skip(f"{ASSET} is not in the shared assets")
-    from test_obb_assets import _crossing as crossing, _states as states
-    from skin_collide.addon import scanner
+    from test_obb_assets import _crossing as crossing
+    from test_obb_assets import _states as states
 
-    from skin_collide.addon import extract
+    from skin_collide.addon import extract, scanner
 
     bpy = bpy_module
     ob, arm, ob2, arm2 = crossing(bpy, assets_dir, ASSET)

@@ -542,7 +542,8 @@ def test_pairs_gather() -> None:
     got = triangle_pairs_intersect(va, ta, ia, vb, tb, ib)
     exp = triangles_intersect(va[ta[ia, 0]], va[ta[ia, 1]], va[ta[ia, 2]], vb[tb[ib, 0]], vb[tb[ib, 1]], vb[tb[ib, 2]])
     assert np.array_equal(got, exp)
-    assert np.array_equal(got, reference(va[ta[ia, 0]], va[ta[ia, 1]], va[ta[ia, 2]], vb[tb[ib, 0]], vb[tb[ib, 1]], vb[tb[ib, 2]]))
+    assert np.array_equal(got, reference(va[ta[ia, 0]], va[ta[ia, 1]], va[ta[ia, 2]],
+                                         vb[tb[ib, 0]], vb[tb[ib, 1]], vb[tb[ib, 2]]))
 
 
 # --------------------------------------------------------------------------

@@ -19,8 +19,7 @@ import numpy as np
 import pytest
 
 try:
-    from skin_collide.core.weight_bounds import (NodeCorners, box_simplex_corners,
-                                                 node_corners)
+    from skin_collide.core.weight_bounds import NodeCorners, box_simplex_corners, node_corners
 except ModuleNotFoundError:  # running from a plain checkout without the editable install
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from core.weight_bounds import NodeCorners, box_simplex_corners, node_corners

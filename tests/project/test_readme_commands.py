@@ -4,10 +4,8 @@ second one."""
 import json
 import re
 import subprocess
-from pathlib import Path
 
 import pytest
-
 from repo_copy import REPO, dev_env, fresh_copy
 
 

@@ -26,17 +26,14 @@ regions that follow nothing. Both go to `fallback`.
 """
 from __future__ import annotations
 
-from dataclasses import fields
-
 import numpy as np
 
-from ... import triangles as tri_test
 from ... import self_collision, welds
+from ... import triangles as tri_test
 from ...rig import Rig
 from ..base import Drawable, Frame, Hierarchy, Method, Volumes
 from . import chains
 from .chains import ChainData, build, from_arrays
-from .regions import Regions
 
 #: Said in the JSON's `uncovered` entry of every chains object.
 NOT_TESTED_BY_PAPER = (

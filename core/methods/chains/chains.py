@@ -32,8 +32,8 @@ import numpy as np
 
 from ...query import sweep
 from ...rig import Rig
-from ...types import Hierarchy
 from ...sphere_tree import polygon_vertex_sets
+from ...types import Hierarchy
 from ..obb.build import dominant_bones
 from . import march
 from .march import basis

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...rig import Pose
 from ... import refit
+from ...rig import Pose
 from .build import ObbData
 
 #: |â1 · â2| above this: the children's major axes are parallel (CAB's special case).
