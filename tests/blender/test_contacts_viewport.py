@@ -1,10 +1,10 @@
 """The intersection curves in the viewport (issue 28), drawn by the real viewport on Mesa's
-llvmpipe with the add-on's draw callback, as `tests/test_viewport_gpu.py` does: on a
+llvmpipe with the add-on's draw callback, as `tests/blender/test_viewport_gpu.py` does: on a
 frame with collisions the curves are drawn where the surfaces cross (the triangles
 switched off, so that every overlay pixel is a curve's); on a clean frame, nothing."""
 import numpy as np
 import pytest
-from test_viewport_gpu import SIZE, mesa_egl_present, project
+from test_viewport_gpu import SIZE, overlay_demo, project
 
 pytestmark = pytest.mark.blender
 bpy = pytest.importorskip("bpy")
@@ -13,29 +13,13 @@ COLOUR = (1.0, 0.1, 0.05, 0.7)
 OPAQUE = COLOUR[:3] + (1.0,)             # the curves are drawn opaque
 
 
+def _curves_only(scene):
+    scene.skin_collide.show_triangles = False   # every overlay pixel is a curve's
+
+
 @pytest.fixture(scope="module")
 def curves_demo():
-    import skin_collide
-    from skin_collide.addon import demo_rig, snapshot
-
-    skin_collide.register()
-    try:
-        snapshot.ensure_gpu()
-    except snapshot.GPUUnavailable as exc:
-        skin_collide.unregister()
-        if mesa_egl_present():
-            raise
-        pytest.skip(f"Mesa's EGL is not installed: {exc}")
-    a, b = demo_rig.build_demo_scene(rings=16, segments=10, frames=24)
-    for ob in (a, b):
-        ob.select_set(True)
-    bpy.context.view_layer.objects.active = a
-    assert bpy.ops.skin_collide.build() == {"FINISHED"}
-    assert bpy.ops.skin_collide.toggle_overlay() == {"FINISHED"}
-    bpy.context.scene.skin_collide.show_triangles = False
-    yield a, b
-    bpy.ops.wm.read_homefile(use_empty=True)
-    skin_collide.unregister()
+    yield from overlay_demo(_curves_only)
 
 
 def draw(frame, overlay_on=True):

@@ -25,9 +25,10 @@ def mesa_egl_present() -> bool:
     return False
 
 
-@pytest.fixture(scope="module")
-def gpu_demo():
-    """Two built tube characters with the live overlay on; a GPU context."""
+def overlay_demo(setup=None):
+    """For a module fixture (`yield from`): the add-on registered, a GPU context, two built
+    tube characters with the live overlay on (`setup(scene)` then adjusts the settings);
+    yields (a, b), then empties the scene and unregisters."""
     import skin_collide
     from skin_collide.addon import demo_rig, snapshot
 
@@ -45,9 +46,17 @@ def gpu_demo():
     bpy.context.view_layer.objects.active = a
     assert bpy.ops.skin_collide.build() == {"FINISHED"}
     assert bpy.ops.skin_collide.toggle_overlay() == {"FINISHED"}
+    if setup is not None:
+        setup(bpy.context.scene)
     yield a, b
     bpy.ops.wm.read_homefile(use_empty=True)
     skin_collide.unregister()
+
+
+@pytest.fixture(scope="module")
+def gpu_demo():
+    """Two built tube characters with the live overlay on; a GPU context."""
+    yield from overlay_demo()
 
 
 def draw_live(frame, framed_on_hits=True, overlay_on=True):
