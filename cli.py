@@ -334,8 +334,8 @@ def cmd_scan(args) -> int:
           f"max {ms.max():.2f}" + (f"; wrote {wrote}" if wrote else ""))
     _scan_snapshots(args, sc, scene, report)
     eps = report.episodes()
-    print(contacts.summary(eps))
     _print_contact_episodes(report)
+    print(contacts.summary(eps))          # the verdict stays the last line
     if args.fail_on_collision and eps:
         return EXIT_COLLISIONS
     return EXIT_CLEAN
@@ -718,8 +718,8 @@ def _scan_jobs(args, frames: tuple[int, int], jobs: int) -> int:
         print(f"{colliding} of {n_frames} frames collide; {len(workers)} workers, "
               f"{time.perf_counter() - t0:.1f} s wall" + (f"; wrote {wrote}" if wrote else ""))
         eps = report.episodes()
-        print(contacts.summary(eps))
         _print_contact_episodes(report)
+        print(contacts.summary(eps))
         if args.fail_on_collision and eps:
             return EXIT_COLLISIONS
         return EXIT_CLEAN
@@ -779,8 +779,8 @@ def cmd_merge(args) -> int:
         _write_output(args.junit, xml, "the JUnit XML")
     print(f"merged {len(docs)} reports: {len(doc['frames'])} frames, "
           f"{sum(1 for f in doc['frames'] if f['pairs'])} colliding; wrote {args.json}")
-    print(contacts.summary(eps))
     _print_contact_episodes(_report_from_doc(doc))
+    print(contacts.summary(eps))
     return EXIT_CLEAN
 
 
