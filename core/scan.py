@@ -61,6 +61,11 @@ class CollisionObject:
     # (`Method.for_any_object`), that method's data.
     self_tree: object = field(default=None, repr=False)
     _other_data: dict = field(default_factory=dict, repr=False)
+    #: Set by the live overlay while the artist poses: self-collision keeps its last
+    #: complete answer (`self_last`) and re-checks only what moved
+    #: (`self_collision.object_self_pairs`).
+    carry_self_pairs: bool = field(default=False, repr=False)
+    self_last: object = field(default=None, repr=False)
 
     def data_for(self, method: Method):
         """The prepared data of `method` for this object: its own when it was built for

@@ -49,16 +49,16 @@ def object_self_pairs(obj, positions: np.ndarray, tris: np.ndarray | None = None
     Pairs of two unmoved triangles are carried over (their exact test and adjacency see
     the same numbers); pairs with a moved triangle are traversed and tested as always
     (`self_pairs(moved=...)`). The union is the full query's answer
-    (docs/self_collision.md, "Carried pairs"; tests/test_self_collision.py compares them).
+    (docs/self_collision.md, "Carried pairs"; tests/core/test_self_collision.py compares them).
     """
     tree = for_object(obj)
     if tris is None:
         tris = obj.rig.triangles
     positions = np.asarray(positions, np.float64)
     tris = np.asarray(tris)
-    carry = bool(getattr(obj, "carry_self_pairs", False))
-    last = getattr(obj, "_self_last", None) if carry else None
-    obj._self_last = None
+    carry = bool(obj.carry_self_pairs)
+    last = obj.self_last if carry else None
+    obj.self_last = None
     moved = None
     if (last is not None and last[0] is tree and last[1].shape == positions.shape
             and last[2].shape == tris.shape):
@@ -84,7 +84,7 @@ def object_self_pairs(obj, positions: np.ndarray, tris: np.ndarray | None = None
         pairs = np.concatenate([carried, new])
         pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
     if carry and not counts.get("stopped"):
-        obj._self_last = (tree, positions.copy(), tris.copy(), pairs)
+        obj.self_last = (tree, positions.copy(), tris.copy(), pairs)
     if stats is not None:
         stats.triangle_tests += counts["triangle_tests"]
         stats.extra.update(counts)

@@ -443,7 +443,7 @@ def test_carried_pairs_equal_full_query_on_pose_edits(monkeypatch):
         assert np.array_equal(got, want), step
         got = sc.object_self_pairs(carry[1][i], pos, tris, enough=lambda p: False)
         assert np.array_equal(got, want), step
-        last = carry[0][i]._self_last
+        last = carry[0][i].self_last
         carried_total += len(want) if seen and seen[-1] < tris.shape[0] else 0
         assert last is not None and last[3] is got or np.array_equal(last[3], want)
     n = rigs[0].n_triangles
@@ -459,9 +459,9 @@ def test_carried_pairs_not_kept_from_a_stopped_query():
     pos = skinning.lbs_rig(rig, elbow_fold(rig))
     st = traversal.QueryStats()
     part = sc.object_self_pairs(obj, pos, enough=lambda p: len(p) > 0, stats=st)
-    assert st.extra["stopped"] and obj._self_last is None
+    assert st.extra["stopped"] and obj.self_last is None
     full = sc.object_self_pairs(obj, pos)
-    assert as_set(part) <= as_set(full) and obj._self_last is not None
+    assert as_set(part) <= as_set(full) and obj.self_last is not None
 
 
 def _edit_bone(rig, deform, j, R):
@@ -518,10 +518,10 @@ def test_carried_pairs_equal_full_query_on_asset_pose_edits():
             history.append(d)
             pos = skinning.lbs_rig(rig, Pose(d, pose.armature_world, pose.mesh_world))
             want = sc.object_self_pairs(full, pos)
-            last = getattr(carry, "_self_last", None)
+            last = carry.self_last
             got = sc.object_self_pairs(carry, pos)
             assert np.array_equal(got, want), (asset, step)
-            if last is not None and carry._self_last is not None:
+            if last is not None and carry.self_last is not None:
                 moved = (pos != last[1]).any(axis=1)[rig.triangles].any(axis=1)
                 incremental += int(np.count_nonzero(moved) <= sc.CARRY_MAX_MOVED * moved.size)
         bpy.ops.wm.read_homefile(use_empty=True)
