@@ -93,6 +93,21 @@ def random_rotation(rng: np.random.Generator, max_angle: float, size: int) -> np
     return np.eye(3) + s * K + (1 - c) * (K @ K)
 
 
+def chain_deform(rig: Rig, local: np.ndarray) -> np.ndarray:
+    """(J, 4, 4) armature-space deform matrices of per-bone local transforms `local`
+    (J, 4, 4), parents first (forward kinematics over `rig.bone_parents`)."""
+    J = rig.n_bones
+    pose_mats = np.zeros((J, 4, 4))
+    for j in range(J):                      # over bones (tens), once per pose
+        p = rig.bone_parents[j]
+        if p < 0:
+            pose_mats[j] = rig.bone_rest[j] @ local[j]
+        else:
+            offset = np.linalg.solve(rig.bone_rest[p], rig.bone_rest[j])
+            pose_mats[j] = pose_mats[p] @ offset @ local[j]
+    return pose_mats @ np.linalg.inv(rig.bone_rest)
+
+
 def random_pose(rig: Rig, rng: np.random.Generator, max_angle: float = math.radians(170),
                 scale_range: tuple[float, float] = (0.5, 2.0), uniform_scale: bool = False,
                 translate: float = 0.0) -> Pose:
@@ -113,15 +128,7 @@ def random_pose(rig: Rig, rng: np.random.Generator, max_angle: float = math.radi
     local[:, :3, :3] = R * S[:, None, :]
     local[:, :3, 3] = rng.uniform(-translate, translate, size=(J, 3))
     local[:, 3, 3] = 1.0
-    pose_mats = np.zeros((J, 4, 4))
-    for j in range(J):
-        p = rig.bone_parents[j]
-        if p < 0:
-            pose_mats[j] = rig.bone_rest[j] @ local[j]
-        else:
-            offset = np.linalg.solve(rig.bone_rest[p], rig.bone_rest[j])
-            pose_mats[j] = pose_mats[p] @ offset @ local[j]
-    deform = pose_mats @ np.linalg.inv(rig.bone_rest)
+    deform = chain_deform(rig, local)
     arm = np.eye(4)
     arm[:3, :3] = random_rotation(rng, math.pi, 1)[0] * rng.uniform(0.5, 2.0)
     arm[:3, 3] = rng.uniform(-3, 3, 3)

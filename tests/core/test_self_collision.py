@@ -52,15 +52,7 @@ def elbow_fold(rig, angle=math.radians(170)):
     local = np.repeat(np.eye(4)[None], J, 0)
     c, s = math.cos(angle), math.sin(angle)
     local[J // 2, :3, :3] = [[1, 0, 0], [0, c, -s], [0, s, c]]
-    pose_mats = np.zeros((J, 4, 4))
-    for j in range(J):
-        p = rig.bone_parents[j]
-        if p < 0:
-            pose_mats[j] = rig.bone_rest[j] @ local[j]
-        else:
-            off = np.linalg.solve(rig.bone_rest[p], rig.bone_rest[j])
-            pose_mats[j] = pose_mats[p] @ off @ local[j]
-    return Pose(pose_mats @ np.linalg.inv(rig.bone_rest), np.eye(4), np.eye(4))
+    return _chain_pose(rig, local)
 
 
 def resplit(rig, rng, fraction=0.5):
@@ -367,16 +359,7 @@ def test_chunked_seed_build_equals_isin_build(monkeypatch, tube):
 
 def _chain_pose(rig, local):
     """The pose of a bone chain from per-bone local transforms (J, 4, 4)."""
-    J = rig.n_bones
-    pose_mats = np.zeros((J, 4, 4))
-    for j in range(J):
-        p = rig.bone_parents[j]
-        if p < 0:
-            pose_mats[j] = rig.bone_rest[j] @ local[j]
-        else:
-            off = np.linalg.solve(rig.bone_rest[p], rig.bone_rest[j])
-            pose_mats[j] = pose_mats[p] @ off @ local[j]
-    return Pose(pose_mats @ np.linalg.inv(rig.bone_rest), np.eye(4), np.eye(4))
+    return Pose(procedural.chain_deform(rig, local), np.eye(4), np.eye(4))
 
 
 def _rotation(rng, max_angle):
