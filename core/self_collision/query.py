@@ -19,11 +19,13 @@
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .. import triangles as tri_test
 from .boxes import INF32, SWAP, level_boxes, outward_f32, triangle_boxes  # noqa: F401
-from .tree import SelfTree
+from .tree import SelfTree, seeds_of_nodes
 
 # Box rows are 8 float32: [lo (3), -hi (3), pad, pad]; the swapped copy is
 # [-hi, lo, pad, pad]. The pads are -inf in both, so their sums are -inf <= 0, and a row of
@@ -46,9 +48,79 @@ LEVEL_BLOCK = 1 << 16
 
 def _level_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A level's rows (n, 8), their swapped copy, and both as sibling-pair records (one
-    64-byte record per pair of siblings) for the children gathers."""
+    64-byte record per pair of siblings) for the children gathers (views of the rows: an
+    update of the rows shows in them)."""
     Xs = np.ascontiguousarray(X[:, SWAP])
+    if X.shape[0] == 1:                       # the root has no sibling
+        return X, Xs, X[:0].reshape(0, 16).view(_ROW2).ravel(), X[:0].reshape(0, 16).view(_ROW2).ravel()
     return X, Xs, X.reshape(-1, 16).view(_ROW2).ravel(), Xs.reshape(-1, 16).view(_ROW2).ravel()
+
+
+@dataclass
+class FrameBoxes:
+    """One frame's boxes over a `SelfTree`, and the frame's keys.
+
+    A carried query (pose edits, `object_self_pairs`) keeps them and updates only the
+    rows of moved triangles and their ancestors (`update_frame_boxes`); the result is
+    bit for bit the boxes of a fresh `frame_boxes` (min/max and the outward rounding are
+    the same operations on the same numbers).
+
+    Attributes:
+        tri_box: (T, 8) float32 rows [lo, -hi, -inf, -inf] per triangle.
+        rows: per level 0..H, `_level_rows`' four arrays: (2**l, 8) float32 rows, their
+            swapped copy, and their sibling-pair record views.
+        keys: (T, 3) int64 welded keys of the frame's triangles.
+        resplit: (T,) bool, the triangles whose keys differ from the rest keys (a polygon
+            split the other way): only they can make re-split pairs (`_resplit_pairs`).
+    """
+
+    tri_box: np.ndarray
+    rows: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+    keys: np.ndarray
+    resplit: np.ndarray
+
+
+def frame_boxes(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
+                weld_ids: np.ndarray) -> FrameBoxes:
+    """The boxes of every level of `tree` for one frame: positions (V, 3) float64, tris
+    (T, 3) intp the frame's triangles, weld_ids (V,) int64."""
+    tri_box = triangle_boxes(positions, tris)
+    rows = [_level_rows(X) for X in level_boxes(tree, tri_box)]
+    keys = np.take(weld_ids, tris)
+    d = keys != tree.rest_keys
+    return FrameBoxes(tri_box, rows, keys, d[:, 0] | d[:, 1] | d[:, 2])
+
+
+def update_frame_boxes(fb: FrameBoxes, tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
+                       weld_ids: np.ndarray, changed: np.ndarray) -> None:
+    """Update `fb` in place for a frame in which only the triangles `changed` ((m,) intp,
+    distinct) have other vertex positions or indices than the frame `fb` was made for:
+    their boxes and keys, then, level by level up, the rows of their ancestors (O(m H))."""
+    if not changed.size:
+        return
+    v = np.take(tris, changed, axis=0)
+    lo, hi = outward_f32(np.take(positions, v.ravel(), axis=0))
+    lo = lo.reshape(-1, 3, 3).min(axis=1)
+    neg_hi = (-hi).reshape(-1, 3, 3).min(axis=1)
+    fb.tri_box[changed, :3] = lo
+    fb.tri_box[changed, 3:6] = neg_hi
+    keys = np.take(weld_ids, v)
+    fb.keys[changed] = keys
+    fb.resplit[changed] = (keys != tree.rest_keys[changed]).any(axis=1)
+    H = tree.height
+    order = np.argsort(np.take(tree.tri_slot, changed))
+    changed = np.take(changed, order)
+    nodes = np.take(tree.tri_slot, changed)
+    X, Xs = fb.rows[H][0], fb.rows[H][1]
+    X[nodes] = fb.tri_box[changed]
+    Xs[nodes] = X[nodes][:, SWAP]
+    for level in range(H - 1, -1, -1):
+        nodes = nodes >> 1                    # sorted: equal parents are neighbours
+        nodes = nodes[np.r_[True, nodes[1:] != nodes[:-1]]]
+        C = fb.rows[level + 1][0]
+        X, Xs = fb.rows[level][0], fb.rows[level][1]
+        X[nodes] = np.minimum(C[2 * nodes], C[2 * nodes + 1])
+        Xs[nodes] = X[nodes][:, SWAP]
 
 
 def _children(rows, qa: np.ndarray, qb: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
@@ -77,8 +149,9 @@ def _seeds(tree: SelfTree, level: int, rows,
     sa, sb = tree.seeds[level]
     fa, fb = tree.seed_cols[level]
     if moved is not None and sa.size:
-        ml = moved[level]
-        keep = np.flatnonzero(np.take(ml, sa) | np.take(ml, sb))
+        # The seeds of the moved nodes, from the tree's node -> seeds index (a pose edit
+        # moves a few nodes: no pass over all the level's seeds).
+        keep = seeds_of_nodes(tree, level, np.flatnonzero(moved[level]), moved[level])
         sa, sb, fa, fb = (np.take(x, keep) for x in (sa, sb, fa, fb))
     if not sa.size:
         return sa, sb, 0
@@ -97,7 +170,7 @@ def _seeds(tree: SelfTree, level: int, rows,
 def moved_levels(tree: SelfTree, moved: np.ndarray) -> list[np.ndarray]:
     """Per level 0..H, (2**l,) bool: the node holds a triangle of the (T,) bool `moved`."""
     m = np.zeros(tree.n_slots, bool)
-    m[tree.tri_slot] = moved
+    m[np.take(tree.tri_slot, np.flatnonzero(moved))] = True
     out = [m]
     for _ in range(tree.height):
         out.append(out[-1][0::2] | out[-1][1::2])
@@ -117,16 +190,17 @@ def _with_moved(moved: list[np.ndarray] | None, level: int, pa: np.ndarray,
     return np.take(pa, keep), np.take(pb, keep)
 
 
-def candidate_leaf_pairs(tree: SelfTree, boxes: list[np.ndarray],
+def candidate_leaf_pairs(tree: SelfTree, fb: FrameBoxes,
                          moved: list[np.ndarray] | None = None
                          ) -> tuple[np.ndarray, np.ndarray, int]:
-    """Leaf slot pairs (a < b, not rest-touching) whose boxes overlap, and the number of
-    box tests made. With `moved` (`moved_levels`), only the pairs with a moved triangle."""
+    """Leaf slot pairs (a < b, not rest-touching) whose boxes overlap (the frame's boxes
+    `fb`), and the number of box tests made. With `moved` (`moved_levels`), only the pairs
+    with a moved triangle."""
     pa = np.zeros(0, np.intp)
     pb = np.zeros(0, np.intp)
     tests = 0
     for level in range(1, tree.height + 1):
-        rows = _level_rows(boxes[level])
+        rows = fb.rows[level]
         parts_a, parts_b = [], []
         for s0 in range(0, pa.size, LEVEL_BLOCK):
             # In blocks, so that a dense frame's temporaries stay in cache.
@@ -156,7 +230,7 @@ def candidate_leaf_pairs(tree: SelfTree, boxes: list[np.ndarray],
 CANDIDATE_BUDGET = 500_000
 
 
-def _capped_leaf_blocks(tree: SelfTree, boxes: list[np.ndarray], budget: int,
+def _capped_leaf_blocks(tree: SelfTree, fb: FrameBoxes, budget: int,
                         counts: dict, moved: list[np.ndarray] | None = None):
     """Blocks (a, b) of candidate leaf slot pairs, as `candidate_leaf_pairs` finds them
     (the union of the blocks is its answer when they are all taken), generated lazily for
@@ -167,12 +241,9 @@ def _capped_leaf_blocks(tree: SelfTree, boxes: list[np.ndarray], budget: int,
     after `budget` leaf pairs only pays for the part it took. Box tests are added to
     ``counts["box_tests"]``; ``counts["prefix"]`` is set when the prefix mode starts."""
     H = tree.height
-    rows: dict[int, tuple] = {}
 
     def level_rows(level):
-        if level not in rows:
-            rows[level] = _level_rows(boxes[level])
-        return rows[level]
+        return fb.rows[level]
 
     def expand(level, pa, pb):
         """Pairs of `level` from overlapping pairs (pa, pb) of level - 1 (no seeds)."""
@@ -257,12 +328,12 @@ def _keys_adjacent(keys: np.ndarray, ta: np.ndarray, tb: np.ndarray) -> np.ndarr
     return (a[:, :, None] == b[:, None, :]).any(axis=(1, 2))
 
 
-def _resplit_pairs(tree: SelfTree, keys: np.ndarray, tri_box: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _resplit_pairs(tree: SelfTree, keys: np.ndarray, tri_box: np.ndarray,
+                   resplit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Rest-adjacent triangle pairs that are not adjacent with this frame's keys and whose
-    boxes overlap (only triangles whose keys changed can produce them)."""
-    if np.array_equal(keys, tree.rest_keys):
-        return np.zeros(0, np.intp), np.zeros(0, np.intp)
-    changed = np.flatnonzero((keys != tree.rest_keys).any(axis=1))
+    boxes overlap: only triangles whose keys changed (`resplit`, (T,) bool) can produce
+    them, from their rest-adjacency lists."""
+    changed = np.flatnonzero(resplit)
     if changed.size == 0:
         return np.zeros(0, np.intp), np.zeros(0, np.intp)
     deg = tree.adj_ptr[changed + 1] - tree.adj_ptr[changed]
@@ -281,7 +352,7 @@ def _resplit_pairs(tree: SelfTree, keys: np.ndarray, tri_box: np.ndarray) -> tup
 def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
                weld_ids: np.ndarray, stats: dict | None = None,
                enough=None, budget: int | None = None,
-               moved: np.ndarray | None = None) -> np.ndarray:
+               moved: np.ndarray | None = None, frame: FrameBoxes | None = None) -> np.ndarray:
     """Every intersecting, non-adjacent pair of triangles of one mesh in one frame.
 
     Args:
@@ -308,16 +379,18 @@ def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
             are traversed, tested and returned (the pairs of two unmoved triangles are
             the caller's, carried over from a frame with the same geometry for them:
             `object_self_pairs`).
+        frame: optional `FrameBoxes` of this frame (`frame_boxes`, or a kept one brought
+            up to date by `update_frame_boxes`); made here when None.
     Returns:
         (K, 2) int64 pairs (t < u), lexicographically sorted.
     """
     positions = np.asarray(positions, np.float64)
     tris = np.asarray(tris, np.intp)
-    keys = np.take(np.asarray(weld_ids, np.int64), tris)
-    tri_box = triangle_boxes(positions, tris)
-    boxes = level_boxes(tree, tri_box)
-    ra, rb = _resplit_pairs(tree, keys, tri_box)
+    if frame is None:
+        frame = frame_boxes(tree, positions, tris, np.asarray(weld_ids, np.int64))
+    keys, tri_box = frame.keys, frame.tri_box
     levels = None
+    ra, rb = _resplit_pairs(tree, keys, tri_box, frame.resplit)
     if moved is not None:
         moved = np.asarray(moved, bool)
         levels = moved_levels(tree, moved)
@@ -326,7 +399,7 @@ def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
             ra, rb = ra[keep], rb[keep]
     stopped = dense = False
     if enough is None and budget is None:
-        sa, sb, tests = candidate_leaf_pairs(tree, boxes, levels)
+        sa, sb, tests = candidate_leaf_pairs(tree, frame, levels)
         ta, tb = tree.slot_tri[sa], tree.slot_tri[sb]
         if ra.size:
             ta, tb = np.concatenate([ta, ra]), np.concatenate([tb, rb])
@@ -342,7 +415,7 @@ def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
         if budget is None:
             budget = CANDIDATE_BUDGET
         counts = {"box_tests": 0}
-        blocks = _capped_leaf_blocks(tree, boxes, budget, counts, levels)
+        blocks = _capped_leaf_blocks(tree, frame, budget, counts, levels)
         parts_a, parts_b, n_found, n_tested = [], [], 0, 0
         touched = np.zeros(tris.shape[0], dtype=bool)
         first = (ra, rb) if ra.size else None

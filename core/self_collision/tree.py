@@ -15,7 +15,7 @@ touch (or are one node), see ``docs/self_collision.md`` for why this loses no pa
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -41,6 +41,8 @@ class SelfTree:
             box rows: the coordinate that separated each seed most at rest (a first,
             cheap test; the full test decides).
         build_seconds: time the build took.
+        seed_index: per level, the seeds of each node (`seeds_of_nodes`), made on first
+            use by a carried query (a pose edit) and kept; None before.
     """
 
     height: int
@@ -54,6 +56,7 @@ class SelfTree:
     weld_ids: np.ndarray
     seed_cols: list[tuple[np.ndarray, np.ndarray]] | None = None
     build_seconds: float = 0.0
+    seed_index: list | None = field(default=None, repr=False, compare=False)
 
     @property
     def n_triangles(self) -> int:
@@ -221,3 +224,50 @@ def build(rest_positions: np.ndarray, triangles: np.ndarray, weld_ids: np.ndarra
         seed_cols.append((a * 8 + col, b * 8 + SWAP[col]))
     return SelfTree(H, S, tri_slot, slot_tri, seeds, keys, adj_ptr, adj_idx,
                     np.asarray(weld_ids, np.int64), seed_cols, time.perf_counter() - t0)
+
+
+def seeds_of_nodes(tree: SelfTree, level: int, nodes: np.ndarray,
+                   member: np.ndarray | None = None) -> np.ndarray:
+    """Indices into ``tree.seeds[level]`` of the seeds with a node in `nodes`.
+
+    A pose edit moves a few nodes; their seeds are read from a per-level index (CSR per
+    side of the pair: node -> the seeds it is the first, or the second, member of), built
+    on first use and kept on the tree, instead of scanning every seed of the level.
+
+    Args:
+        level: 0..H. nodes: (m,) intp distinct node indices of that level.
+        member: optional (2**level,) bool, True exactly on `nodes` (made when None).
+    Returns:
+        (k,) intp distinct seed indices (each seed once, in no particular order).
+    """
+    if tree.seed_index is None:
+        tree.seed_index = [None] * (tree.height + 1)
+    if tree.seed_index[level] is None:
+        n = 1 << level
+        sides = []
+        for side in tree.seeds[level]:
+            order = np.argsort(side, kind="stable").astype(np.intp)
+            ptr = np.zeros(n + 1, np.intp)
+            np.cumsum(np.bincount(side, minlength=n), out=ptr[1:])
+            sides.append((ptr, order))
+        tree.seed_index[level] = sides
+    (pa, ia), (pb, ib) = tree.seed_index[level]
+    nodes = np.asarray(nodes, np.intp)
+    first = _ranges(pa, ia, nodes)
+    second = _ranges(pb, ib, nodes)
+    if second.size:
+        # A seed with both members among the nodes is taken once, from its first member.
+        if member is None:
+            member = np.zeros(1 << level, bool)
+            member[nodes] = True
+        second = second[~member[tree.seeds[level][0][second]]]
+    return np.concatenate([first, second])
+
+
+def _ranges(ptr: np.ndarray, idx: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """``idx[ptr[k]:ptr[k + 1]]`` for every k of `nodes`, concatenated, without a loop."""
+    start, count = ptr[nodes], ptr[nodes + 1] - ptr[nodes]
+    total = int(count.sum())
+    if total == 0:
+        return np.zeros(0, np.intp)
+    return idx[np.repeat(start - np.cumsum(count) + count, count) + np.arange(total)]

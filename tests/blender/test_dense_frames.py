@@ -42,7 +42,7 @@ def test_prefix_blocks_of_a_dense_frame_cover_every_candidate(tube, monkeypatch)
     rig, weld, tree = tube
     pos = skinning.lbs_rig(rig, elbow_fold(rig))
     tris = np.asarray(rig.triangles, np.intp)
-    boxes = q.level_boxes(tree, q.triangle_boxes(pos, tris))
+    boxes = q.frame_boxes(tree, pos, tris, tree.weld_ids)
     sa, sb, tests = q.candidate_leaf_pairs(tree, boxes)
     monkeypatch.setattr(q, "EXACT_BLOCK", 16)
     for budget in (8, 100, 10 ** 9):

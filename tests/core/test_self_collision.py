@@ -19,6 +19,7 @@ from skin_collide.core.methods.sphere_tree import SphereVolumes
 from skin_collide.core.query import traversal
 from skin_collide.core.rig import Pose
 from skin_collide.core.self_collision import query as q
+from skin_collide.core.self_collision import tree as sc_tree
 
 
 def position_ids(rest: np.ndarray) -> np.ndarray:
@@ -428,7 +429,17 @@ def test_carried_pairs_equal_full_query_on_pose_edits(monkeypatch):
         assert np.array_equal(got, want), step
         last = carry[0][i].self_last
         carried_total += len(want) if seen and seen[-1] < tris.shape[0] else 0
-        assert last is not None and last[3] is got or np.array_equal(last[3], want)
+        assert last is not None and last.pairs is got or np.array_equal(last.pairs, want)
+        # What is kept (updated in place where triangles moved) is bit for bit a fresh
+        # frame's: positions, triangles, boxes of every level and keys.
+        fresh = q.frame_boxes(last.tree, pos, np.asarray(tris, np.intp), last.tree.weld_ids)
+        assert np.array_equal(last.positions, pos) and np.array_equal(last.tris, tris)
+        assert np.array_equal(last.boxes.tri_box, fresh.tri_box)
+        assert np.array_equal(last.boxes.keys, fresh.keys)
+        assert np.array_equal(last.boxes.resplit, fresh.resplit)
+        for kept_rows, fresh_rows in zip(last.boxes.rows, fresh.rows):
+            assert np.array_equal(kept_rows[0], fresh_rows[0])
+            assert np.array_equal(kept_rows[1], fresh_rows[1])
     n = rigs[0].n_triangles
     assert len(seen) >= 10 and min(seen) < n // 2         # incremental queries did run
     assert carried_total > 0
@@ -501,11 +512,29 @@ def test_carried_pairs_equal_full_query_on_asset_pose_edits():
             history.append(d)
             pos = skinning.lbs_rig(rig, Pose(d, pose.armature_world, pose.mesh_world))
             want = sc.object_self_pairs(full, pos)
-            last = carry.self_last
+            # (a copy: the kept positions are brought up to date in place)
+            last = None if carry.self_last is None else carry.self_last.positions.copy()
             got = sc.object_self_pairs(carry, pos)
             assert np.array_equal(got, want), (asset, step)
             if last is not None and carry.self_last is not None:
-                moved = (pos != last[1]).any(axis=1)[rig.triangles].any(axis=1)
+                moved = (pos != last).any(axis=1)[rig.triangles].any(axis=1)
                 incremental += int(np.count_nonzero(moved) <= sc.CARRY_MAX_MOVED * moved.size)
         bpy.ops.wm.read_homefile(use_empty=True)
     assert incremental > 10
+
+
+def test_seeds_of_nodes_equals_a_scan_of_all_seeds():
+    """The node -> seeds index finds exactly the seeds with a member among the nodes."""
+    rig = procedural.tube_rig(rings=30, segments=16, n_bones=6, length=2.0, radius=0.3)
+    obj = scan.prepare(rig)
+    tree = sc.for_object(obj)
+    rng = np.random.default_rng(3)
+    for level in range(1, tree.height + 1):
+        sa, sb = tree.seeds[level]
+        for k in (0, 1, 7, 1 << level):
+            nodes = np.unique(rng.integers(0, 1 << level, size=min(k, 1 << level)))
+            mask = np.zeros(1 << level, bool)
+            mask[nodes] = True
+            want = np.flatnonzero(mask[sa] | mask[sb])
+            got = sc_tree.seeds_of_nodes(tree, level, nodes)
+            assert np.array_equal(np.sort(got), want), (level, k)      # each seed once
