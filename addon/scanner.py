@@ -116,6 +116,10 @@ class Scanner:
         #: ignore zones (`zones`: object index -> (P,) bool polygons inside the zone).
         self.contact_filter = contact_filters.ContactFilter()
         self.zones: dict = {}
+        #: contacts of object pairs whose counted pairs did not change since the last
+        #: frame (`contact_groups.frame_contacts`' memo): the live overlay keeps one per
+        #: scene while the artist poses; None: contacts are computed afresh.
+        self.contacts_memo: dict | None = None
 
     def refit_label(self, obj) -> str:
         """The method this scan uses for `obj`, in words: id, label and, when the asked
@@ -289,7 +293,8 @@ class Scanner:
             self.first_hit = first_hit
         restrict = bool(self.allow_polygons) or self.first_hit
         found = contact_groups.frame_contacts(self.objects, positions, self.triangles, kept,
-                                              reported=pairs if restrict else None)
+                                              reported=pairs if restrict else None,
+                                              memo=self.contacts_memo)
         if flt.drops_contacts:
             found = [c for c in found if flt.keep(c)]
             kept_pairs = {(c.a, int(x), c.b, int(y)) for c in found

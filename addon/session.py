@@ -286,8 +286,10 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
 
     `carry` (the live overlay's updates): each object's self pairs are re-checked only
     where triangles moved since its last complete answer, the others carried over
-    (`core.self_collision.object_self_pairs`; the same answer). A query without it (Refresh,
-    Scan Frame Range) starts afresh and drops the kept answer.
+    (`core.self_collision.object_self_pairs`; the same answer), and the contacts of an
+    object pair whose pairs and their triangles did not change are those of the last
+    update (`core.contact_groups.frame_contacts`' memo). A query without it (Refresh,
+    Scan Frame Range) starts afresh and drops what was kept.
     """
     objects = objects or load_objects(meshes)
     for o in objects:
@@ -295,6 +297,10 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
     sc = pipeline(scene, meshes, objects, first_hit=first_hit)
     if not exact_count:             # a dense frame stops counting past the cap
         sc.max_pairs = MAX_PAIRS
+    if carry and not exact_count:   # contacts of object pairs whose pairs did not change
+        sc.contacts_memo = STATE.contacts_memo.setdefault(scene.name_full, {})
+    else:
+        STATE.contacts_memo.pop(scene.name_full, None)
     try:
         out = sc.current(scene, depsgraph)
     except extract.RigError as exc:

@@ -33,6 +33,8 @@ class State:
         # The panel's ignore zones per (mesh data, object, groups, size), read once: a
         # weight change marks the mesh changed, which makes them read again (addon/zones.py).
         self.zone_masks: dict = {}
+        # scene name -> the contacts memo of its pose updates (`Scanner.contacts_memo`).
+        self.contacts_memo: dict = {}
         # -- built data and rest contacts (addon/storage.py, addon/rest_contacts.py) --
         # (Text full name, object pointer) -> (build id, the decoded `CollisionObject` named
         # after that object): a link and an override of one asset may share a Text.

@@ -2,7 +2,9 @@
 update after a one-bone edit, full query against carried pairs (only what moved is
 re-checked), against Blender's `BVHTree.FromObject` + self-`overlap` and Blender's own
 evaluation of the edit. One process, the same edits; the pairs of both queries are
-compared on every edit.
+compared on every edit. *Overlay update* is the whole live update the add-on's pose
+handler runs (`addon.handlers._update`: reading the evaluated positions and triangles,
+the carried query, contacts and the overlay's result), on the built object.
 
 Usage (from the repository root):
     bash dev python bench/bench_pose_edits.py --levels 0 1
@@ -41,10 +43,16 @@ def run(asset: str, level: int, bones: list[str], edits: int, frame: int) -> lis
     import bpy
     from mathutils.bvhtree import BVHTree
 
-    from skin_collide.addon import extract, scanner
+    from skin_collide.addon import extract, handlers, scanner
     from skin_collide.addon.session import MAX_PAIRS
+    from skin_collide.addon.state import STATE
 
     ob = load_one(asset, level)
+    for o in bpy.context.scene.objects:
+        o.select_set(o == ob)
+    bpy.context.view_layer.objects.active = ob
+    bpy.ops.skin_collide.build()
+    bpy.context.scene.skin_collide.self_collision = True
     sc = scanner.Scanner([ob], self_collision=True)
     full = sc.objects[0]
     carry = dataclasses.replace(full)
@@ -59,7 +67,8 @@ def run(asset: str, level: int, bones: list[str], edits: int, frame: int) -> lis
     out = []
     for name in bones:
         pb = arm.pose.bones[name]
-        rows = {k: [] for k in ("eval", "full", "carried", "blender", "moved", "pairs")}
+        rows = {k: [] for k in ("eval", "full", "carried", "overlay", "blender", "moved",
+                                "pairs")}
         last = None
         for k in range(edits + 1):
             rotate(pb, math.radians(6.0) * (1 if k % 2 else -1))
@@ -79,6 +88,12 @@ def run(asset: str, level: int, bones: list[str], edits: int, frame: int) -> lis
             if not np.array_equal(pa, pbs) or sc.stopped or sc_carry.stopped:
                 sys.exit(f"MISMATCH {asset} L{level} {name} edit {k}")
             t0 = time.perf_counter()
+            handlers._update(scene, dg)
+            t_overlay = (time.perf_counter() - t0) * 1000
+            live = STATE.live[scene.name_full]
+            if live.error or live.total_pairs != len(sc.polygon_pairs(a)):
+                sys.exit(f"OVERLAY {asset} L{level} {name} edit {k}: {live.error or live.total_pairs}")
+            t0 = time.perf_counter()
             bt = BVHTree.FromObject(ob, dg)
             bt.overlap(bt)
             t_bl = (time.perf_counter() - t0) * 1000
@@ -86,6 +101,7 @@ def run(asset: str, level: int, bones: list[str], edits: int, frame: int) -> lis
             if last is not None and k:                       # edit 0 fills the cache
                 moved = (pos[0] != last).any(axis=1)[tris].any(axis=1)
                 for key, v in (("eval", ev), ("full", t_full), ("carried", t_carry),
+                               ("overlay", t_overlay),
                                ("blender", t_bl), ("moved", int(moved.sum())),
                                ("pairs", len(pa))):
                     rows[key].append(v)
@@ -104,18 +120,24 @@ def main() -> int:
     ap.add_argument("--edits", type=int, default=9)
     ap.add_argument("--frame", type=int, default=25)
     args = ap.parse_args()
+    import skin_collide
+
+    skin_collide.register()
     rows = []
     for level in args.levels:
         rows += run(args.asset, level, args.bones, args.edits, args.frame)
     print("| triangles | bone | moved triangles | pairs | full ms | carried ms | "
-          "Blender FromObject+overlap ms | Blender evaluation ms | carried vs Blender | "
-          "carried vs full | carried / evaluation |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "overlay update ms | Blender FromObject+overlap ms | Blender evaluation ms | "
+          "carried vs Blender | overlay update vs Blender | carried vs full | "
+          "carried / evaluation | overlay update / evaluation |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['triangles']} | {r['bone']} | {r['moved']:.0f} | {r['pairs']:.0f} | "
-              f"{r['full']:.2f} | {r['carried']:.2f} | {r['blender']:.2f} | {r['eval']:.2f} | "
-              f"{r['blender'] / r['carried']:.1f}x | {r['full'] / r['carried']:.1f}x | "
-              f"{r['carried'] / r['eval']:.1f}x |")
+              f"{r['full']:.2f} | {r['carried']:.2f} | {r['overlay']:.2f} | "
+              f"{r['blender']:.2f} | {r['eval']:.2f} | "
+              f"{r['blender'] / r['carried']:.1f}x | {r['blender'] / r['overlay']:.1f}x | "
+              f"{r['full'] / r['carried']:.1f}x | {r['carried'] / r['eval']:.1f}x | "
+              f"{r['overlay'] / r['eval']:.1f}x |")
     return 0
 
 

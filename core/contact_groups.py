@@ -173,7 +173,7 @@ def _reported_rows(reported, names, i: int, j: int) -> np.ndarray | None:
 
 def frame_contacts(objects: Sequence, positions: Sequence[np.ndarray],
                    triangles: Sequence[np.ndarray], tri_pairs, reported=None,
-                   size: float | None = None) -> list[Contact]:
+                   size: float | None = None, memo: dict | None = None) -> list[Contact]:
     """The contacts of a frame.
 
     Args:
@@ -185,6 +185,13 @@ def frame_contacts(objects: Sequence, positions: Sequence[np.ndarray],
             the allow-list, the first hit): only triangle pairs of these polygon pairs
             count. None: every pair of `tri_pairs` (a polygon never pairs with itself).
         size: the frame's size for `kind` (default `frame_size(positions)`).
+        memo: optional dict kept by the caller between frames (the live overlay while the
+            artist poses): an object pair whose counted triangle pairs, their vertices'
+            coordinates (bit for bit) and the frame's size are those of the last call
+            gets that call's contacts again; any other is computed and remembered. The
+            contacts are a function of exactly these inputs and of the two objects
+            (compared by identity: an object's rig and keys never change), so the answer
+            is the same as without the memo.
 
     Returns:
         The contacts, per object pair in the order of `tri_pairs`, each object pair's by
@@ -213,7 +220,22 @@ def frame_contacts(objects: Sequence, positions: Sequence[np.ndarray],
         if not keep.any():
             continue
         tp, pa, pb = tp[keep], pa[keep], pb[keep]
-        p0, p1, ln = pair_segments(positions[i], triangles[i], positions[j], triangles[j], tp)
+        if memo is None:
+            p0, p1, ln = pair_segments(positions[i], triangles[i], positions[j], triangles[j], tp)
+        else:
+            coords = np.concatenate([
+                np.take(positions[i], np.take(triangles[i], tp[:, 0], axis=0), axis=0),
+                np.take(positions[j], np.take(triangles[j], tp[:, 1], axis=0), axis=0)],
+                axis=1).reshape(-1, 18)
+            last = memo.get((id(objects[i]), id(objects[j])))
+            if last is not None and not (last[0] is objects[i] and last[1] is objects[j]):
+                last = None
+            if (last is not None and last[2] == size and np.array_equal(last[3], tp)
+                    and np.array_equal(last[4], coords)):
+                out.extend(last[6])
+                continue
+            first = len(out)
+            p0, p1, ln = _segments_reusing(positions, triangles, i, j, tp, coords, last)
         base = int(max(pa.max(), pb.max())) + 1
         upp, inv = np.unique(pa * base + pb, return_inverse=True)
         inv = inv.reshape(-1)
@@ -279,7 +301,41 @@ def frame_contacts(objects: Sequence, positions: Sequence[np.ndarray],
                                "crossing" if length[c] > limit else "touching",
                                (bones_a[c], bones_b[c]), center[c],
                                segs[sstart[c]:sstart[c + 1]]))
+        if memo is not None:
+            memo[(id(objects[i]), id(objects[j]))] = (objects[i], objects[j], size, tp, coords,
+                                                      (p0, p1, ln), out[first:])
     return out
+
+
+def _segments_reusing(positions, triangles, i: int, j: int, tp: np.ndarray, coords: np.ndarray,
+                      last) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`pair_segments` of the (K, 2) triangle pairs `tp` of objects i, j, taking those of
+    the pairs that `last` (a memo entry of the same objects) has with the same 18 vertex
+    coordinates ((K, 18) `coords`, bit for bit): the same inputs, the same segment."""
+    K = tp.shape[0]
+    reuse = np.zeros(K, dtype=bool)
+    src = np.zeros(K, dtype=np.intp)
+    if last is not None and last[3].size:
+        old_tp, old_coords = last[3], last[4]
+        base = int(max(old_tp[:, 1].max(), tp[:, 1].max())) + 1
+        old_code = old_tp[:, 0] * base + old_tp[:, 1]
+        order = np.argsort(old_code, kind="stable")
+        code = tp[:, 0] * base + tp[:, 1]
+        at = np.minimum(np.searchsorted(old_code[order], code), order.size - 1)
+        src = order[at]
+        reuse = old_code[src] == code
+        reuse[reuse] = (old_coords[src[reuse]] == coords[reuse]).all(axis=1)
+    p0 = np.empty((K, 3))
+    p1 = np.empty((K, 3))
+    ln = np.empty(K)
+    if reuse.any():
+        q0, q1, qn = last[5]
+        p0[reuse], p1[reuse], ln[reuse] = q0[src[reuse]], q1[src[reuse]], qn[src[reuse]]
+    new = ~reuse
+    if new.any():
+        p0[new], p1[new], ln[new] = pair_segments(positions[i], triangles[i], positions[j],
+                                                  triangles[j], tp[new])
+    return p0, p1, ln
 
 
 def to_json(found: Sequence[Contact], max_segments: int = SEGMENTS_PER_FRAME) -> list[dict]:

@@ -204,3 +204,54 @@ def test_parse_bone_pairs():
     for bad in ("hand.L", "a, b, c", "a,"):
         with pytest.raises(ValueError):
             parse_bone_pairs(bad)
+
+
+def _same_contacts(a, b) -> bool:
+    return len(a) == len(b) and all(
+        (x.a, x.b, x.kind, x.bones, x.length) == (y.a, y.b, y.kind, y.bones, y.length)
+        and np.array_equal(x.pairs, y.pairs) and np.array_equal(x.center, y.center)
+        and np.array_equal(x.segments, y.segments) for x, y in zip(a, b))
+
+
+def test_memo_gives_the_contacts_computed_afresh():
+    """The live overlay's memo (`frame_contacts(memo=...)`): over a run of edits where one
+    tube moves and the other does not (a whole object pair unchanged, reused), some
+    vertices move alone (a few pairs' segments recomputed) and an object pair's pairs
+    change, the contacts equal those computed without the memo, bit for bit."""
+    memo: dict = {}
+    objs, pos, poses = two_tubes(4, max_angle=170)
+    tris = [scan.frame_triangles(o, p) for o, p in zip(objs, pos)]
+    rng = np.random.default_rng(7)
+    reused = [0]
+    real = cg.pair_segments
+    segmented = {"afresh": 0, "memo": 0}
+
+    def spy(pa, ta, pb, tb, pairs):
+        reused[0] += len(pairs)                        # triangle pairs segmented
+        return real(pa, ta, pb, tb, pairs)
+
+    cg.pair_segments = spy
+    try:
+        for step in range(8):
+            if step % 3 == 1:                          # one tube's vertices move alone
+                some = rng.choice(pos[1].shape[0], 6, replace=False)
+                pos[1] = pos[1].copy()
+                pos[1][some] += rng.normal(scale=0.01, size=(6, 3))
+            elif step % 3 == 2:                        # the other tube is re-posed
+                pose = procedural.random_pose(objs[0].rig, rng, max_angle=math.radians(170),
+                                              scale_range=(0.8, 1.2))
+                pos[0] = skinning.lbs_rig(objs[0].rig, Pose(pose.deform, poses[0].armature_world,
+                                                            poses[0].mesh_world))
+            tris = [scan.frame_triangles(o, p) for o, p in zip(objs, pos)]
+            res = scan.query_frame(objs, pos, poses, self_collision=True, triangles=tris)
+            assert res.pairs, step
+            before = reused[0]
+            want = cg.frame_contacts(objs, pos, tris, res.pairs)
+            segmented["afresh"] += reused[0] - before
+            before = reused[0]
+            got = cg.frame_contacts(objs, pos, tris, res.pairs, memo=memo)
+            segmented["memo"] += reused[0] - before
+            assert _same_contacts(got, want), step
+    finally:
+        cg.pair_segments = real
+    assert segmented["memo"] < 0.7 * segmented["afresh"]          # the memo was used
