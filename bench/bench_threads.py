@@ -33,6 +33,11 @@ the serial one (exits non-zero if not):
 Per asset it also prints the serial phases of one self query (boxes, traversal, exact
 test), which bound what a split of the exact test alone can gain.
 
+*control* (a column): after every round, 2 tasks of in-place numpy calls on 2**20 elements
+are timed serially and on the pool; the column is the median of that speed-up over the
+row's rounds. The 2 cores are shared with other jobs: near 2x the second core was free
+while the row ran, near 1x it was not, and the row says little about threads.
+
 Timing: per frame, `--rounds` rounds of serial and threaded calls, the order alternating
 (A B, B A, ...); the table gives the median over all rounds and frames, and the speed-up
 as the median of the per-round ratios serial / threaded with their 25th-75th percentiles.
@@ -59,6 +64,9 @@ import scenes  # noqa: E402
 from bench_self import SHARED, load_one  # noqa: E402
 
 ROWS: list[dict] = []
+#: [f] with f() -> the speed-up of a short plain-numpy control, run after every round: the
+#: second core is shared with other jobs, and this says whether it was free at that time.
+CONTROL: list = []
 
 
 def ms_since(t0: float) -> float:
@@ -83,10 +91,12 @@ def measure(serial, threaded, same, rounds: int, out: dict) -> None:
         out["s"].append(ms[0])
         out["t"].append(ms[1])
         out["r"].append(ms[0] / max(ms[1], 1e-9))
+        if CONTROL:
+            out["c"].append(CONTROL[0]())
 
 
 def row(case: str, scene: str, note: str = "") -> dict:
-    r = {"case": case, "scene": scene, "note": note, "s": [], "t": [], "r": []}
+    r = {"case": case, "scene": scene, "note": note, "s": [], "t": [], "r": [], "c": []}
     ROWS.append(r)
     return r
 
@@ -194,6 +204,28 @@ def bench_control(args, pool) -> None:
         measure(lambda loop=loop: [loop(k) for k in range(w)],
                 lambda loop=loop: list(pool.map(loop, range(w))),
                 lambda a, b: all(arrays_equal(u, v) for u, v in zip(a, b)), args.rounds, r)
+
+
+def round_control(pool, workers: int):
+    """f() -> serial / threaded time of `workers` tasks of 4 x (sqrt, multiply) in place on
+    2**20 float64 (about 10 ms serial): the scaling numpy's GIL-free loops get right now."""
+    x = np.random.default_rng(1).random(1 << 20) + 1.0
+    outs = [np.empty_like(x) for _ in range(workers)]
+
+    def loop(k):
+        for _ in range(4):
+            np.sqrt(x, out=outs[k])
+            np.multiply(outs[k], x, out=outs[k])
+
+    def f():
+        t0 = time.perf_counter()
+        for k in range(workers):
+            loop(k)
+        s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        list(pool.map(loop, range(workers)))
+        return s / max(time.perf_counter() - t0, 1e-9)
+    return f
 
 
 def bench_one(args, pool, asset: str, level: int) -> None:
@@ -391,16 +423,18 @@ def bench_objects(args, pool, asset: str, level: int, copies: int) -> None:
 def print_table(args) -> None:
     print(f"\nThreads: serial vs ThreadPoolExecutor({args.workers}), {args.parts} parts; "
           "ms are medians over rounds x frames; speed-up = median of per-round "
-          "serial/threaded (25th-75th percentile)")
-    print("| case | scene | serial ms | threaded ms | speed-up | p25-p75 | note |")
-    print("|---|---|---|---|---|---|---|")
+          "serial/threaded (25th-75th percentile); control = the same ratio for plain "
+          "numpy on 2**20 elements, after each round")
+    print("| case | scene | serial ms | threaded ms | speed-up | p25-p75 | control | note |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in ROWS:
         if not r["s"]:
             continue
         q25, q75 = np.percentile(r["r"], [25, 75])
+        ctl = f"{np.median(r['c']):.2f}x" if r["c"] else "-"
         print(f"| {r['case']} | {r['scene']} | {np.median(r['s']):.2f} | "
               f"{np.median(r['t']):.2f} | {np.median(r['r']):.2f}x | {q25:.2f}-{q75:.2f} | "
-              f"{r['note']} |")
+              f"{ctl} | {r['note']} |")
 
 
 def main() -> None:
@@ -428,6 +462,7 @@ def main() -> None:
     print(f"os.cpu_count() = {os.cpu_count()}, workers {args.workers}, parts {args.parts}")
     with ThreadPoolExecutor(args.workers) as pool:
         bench_control(args, pool)
+        CONTROL.append(round_control(pool, args.workers))
         for c in args.cases:
             asset, level = c.rsplit(":", 1)
             bench_one(args, pool, asset, int(level))
