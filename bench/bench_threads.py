@@ -148,17 +148,15 @@ def split_self_pairs(tree, parts, positions, tris, mapper):
     """`self_pairs(tree, positions, tris, tree.weld_ids)` computed as independent parts
     (`SeedPart`), each traversed and exact-tested by `mapper` (map or a pool's map)."""
     from skin_collide.core.self_collision import query as q
-    from skin_collide.core.self_collision.boxes import level_boxes, triangle_boxes
 
     positions = np.asarray(positions, np.float64)
     tris = np.asarray(tris, np.intp)
-    keys = np.take(np.asarray(tree.weld_ids, np.int64), tris)
-    tri_box = triangle_boxes(positions, tris)
-    boxes = level_boxes(tree, tri_box)
+    boxes = q.frame_boxes(tree, positions, tris, np.asarray(tree.weld_ids, np.int64))
+    keys = boxes.keys
 
     def work(part):
         if part is None:                       # the re-split pairs, as one more task
-            ta, tb = q._resplit_pairs(tree, keys, tri_box)
+            ta, tb = q._resplit_pairs(tree, keys, boxes.tri_box, boxes.resplit)
         else:
             sa, sb, _ = q.candidate_leaf_pairs(part, boxes)
             ta, tb = np.take(tree.slot_tri, sa), np.take(tree.slot_tri, sb)
@@ -233,7 +231,6 @@ def bench_one(args, pool, asset: str, level: int) -> None:
     from skin_collide.core import self_collision
     from skin_collide.core import triangles as tri_test
     from skin_collide.core.self_collision import query as q
-    from skin_collide.core.self_collision.boxes import level_boxes, triangle_boxes
 
     scene_name = f"{asset.split('.')[0]} L{level}"
     ob = load_one(asset, level)
@@ -257,7 +254,7 @@ def bench_one(args, pool, asset: str, level: int) -> None:
         p, t = pos[0], np.asarray(tris_l[0], np.intp)
         # Serial phases of one query (what a split of the exact test alone can gain).
         t0 = time.perf_counter()
-        boxes = level_boxes(tree, triangle_boxes(p, t))
+        boxes = q.frame_boxes(tree, p, t, tree.weld_ids)
         phases["boxes"].append(ms_since(t0))
         t0 = time.perf_counter()
         sa, sb, _ = q.candidate_leaf_pairs(tree, boxes)
