@@ -1,0 +1,77 @@
+"""How much of the exact self tree's per-frame work a bone-rigidity certificate could skip.
+
+A pair of nodes whose every vertex follows one bone rigidly keeps its rest geometry (up to
+the bone's affine map), so if its rest boxes are apart it stays apart: such seeds need no
+box test in any pose. This prints, for the largest skinned mesh of an asset, the share of
+the self tree's seeds (the neighbour node pairs box-tested every frame,
+`docs/self_collision.md`) whose two nodes hold only vertices with one dominant bone of
+weight share above a threshold, and of those, the share whose rest boxes are apart.
+
+Usage (from the repository root):
+    bash dev python bench/bench_rigid_seeds.py --asset makehuman_default.blend --level 0
+Not a test: an upper bound on what such a certificate could remove.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_self import load_one  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--asset", default="makehuman_default.blend")
+    ap.add_argument("--level", type=int, default=0)
+    args = ap.parse_args()
+    from skin_collide.addon import scanner
+    from skin_collide.core import self_collision
+    from skin_collide.core.self_collision import boxes as B
+
+    ob = load_one(args.asset, args.level)
+    obj = scanner.Scanner([ob], self_collision=True).objects[0]
+    tree = self_collision.for_object(obj)
+    rig = obj.rig
+    ptr, bone, w = rig.weight_ptr, rig.weight_bone, rig.weight_value
+    V = rig.n_vertices
+    owner = np.repeat(np.arange(V), np.diff(ptr))
+    # Dominant bone and its share of each vertex's weights (vectorized over influences).
+    order = np.lexsort((-w, owner))
+    first = order[np.r_[0, np.flatnonzero(np.diff(owner[order])) + 1]] if w.size else order
+    dom = np.full(V, -1)
+    share = np.zeros(V)
+    total = np.bincount(owner, weights=w, minlength=V)
+    dom[owner[first]] = bone[first]
+    share[owner[first]] = w[first] / np.maximum(total[owner[first]], 1e-300)
+    rest = B.level_boxes(tree, B.triangle_boxes(rig.rest_positions, rig.triangles))
+    n_seeds = sum(a.size for a, _ in tree.seeds)
+    print(f"{args.asset} level {args.level}: {rig.n_triangles} triangles, {n_seeds} seeds")
+    print("| dominant weight share above | seeds with one bone | and rest boxes apart |")
+    print("|---|---|---|")
+    for thr in (1 - 1e-6, 0.99, 0.9):
+        lab = np.where(share > thr, dom, -1)[rig.triangles]
+        tlab = np.where((lab == lab[:, :1]).all(1), lab[:, 0], -1)
+        node = np.full(tree.n_slots, -2)
+        node[tree.tri_slot] = tlab
+        levels = [node]
+        for _ in range(tree.height):           # a node's label: its children's, if one
+            a, b = levels[-1][0::2], levels[-1][1::2]
+            levels.append(np.where(a == -2, b, np.where((b == -2) | (a == b), a, -1)))
+        levels.reverse()
+        one = apart = 0
+        for lv, (sa, sb) in enumerate(tree.seeds):
+            la, lb = levels[lv][sa], levels[lv][sb]
+            same = (la == lb) & (la >= 0)
+            gap = (rest[lv][sa] + rest[lv][sb][:, B.SWAP])[:, :6].max(axis=1)
+            one += int(same.sum())
+            apart += int((same & (gap > 0)).sum())
+        print(f"| {thr:.6g} | {100 * one / n_seeds:.1f}% | {100 * apart / n_seeds:.1f}% |")
+
+
+if __name__ == "__main__":
+    main()
