@@ -98,7 +98,7 @@ class Scanner:
             for rig in rigs:
                 if rig.n_triangles == 0:
                     raise extract.RigError(f"mesh '{rig.name}' has no faces to collide")
-            objects = [core_scan.prepare(rig, method) for rig in rigs]
+            objects = core_scan.prepare_all(rigs, method, self_trees=self_collision)
         self.objects = objects
         #: per object, what identifies it in rest contacts (names headless; the panel
         #: passes stable ids that survive renames).

@@ -1,0 +1,77 @@
+"""`core.scan.prepare_all`: several characters built on a thread pool give the objects
+(and answers) that building them one at a time gives. Pure numpy; no bpy."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from skin_collide.core import procedural, scan, skinning
+from skin_collide.core import self_collision as sc
+from skin_collide.core.methods import registry
+
+
+def _rigs():
+    return [procedural.tube_rig(rings=18 + 2 * k, segments=10, n_bones=4 + k % 2,
+                                length=1.5, radius=0.25, name=f"Tube{k}")
+            for k in range(4)]
+
+
+def test_threaded_builds_equal_one_at_a_time(monkeypatch):
+    rigs = _rigs()
+    serial = scan.prepare_all(rigs, workers=1, self_trees=True)
+    threads = []
+    real = scan.prepare
+
+    def spy(rig, method=registry.DEFAULT, **kw):
+        import threading
+
+        threads.append(threading.get_ident())
+        return real(rig, method, **kw)
+
+    monkeypatch.setattr(scan, "prepare", spy)
+    pooled = scan.prepare_all(rigs, workers=3, self_trees=True)
+    assert len(threads) == 4
+    assert [o.name for o in pooled] == [r.name for r in rigs]          # in order
+    rng = np.random.default_rng(5)
+    pos, poses = [], []
+    for k, r in enumerate(rigs):
+        pose = procedural.random_pose(r, rng, max_angle=math.radians(170),
+                                      scale_range=(0.7, 1.4))
+        p = skinning.lbs_rig(r, pose)
+        p[:, 0] += 0.3 * k                                              # side by side
+        pos.append(p)
+        poses.append(pose)
+    for a, b in zip(serial, pooled):
+        assert a.method == b.method and np.array_equal(a.vertex_keys, b.vertex_keys)
+        ta, tb = sc.for_object(a), sc.for_object(b)
+        assert b.self_tree is not None                                  # built up front
+        assert ta.height == tb.height and np.array_equal(ta.tri_slot, tb.tri_slot)
+        assert all(np.array_equal(x[0], y[0]) and np.array_equal(x[1], y[1])
+                   for x, y in zip(ta.seeds, tb.seeds))
+    want = scan.query_frame(serial, pos, poses, self_collision=True)
+    got = scan.query_frame(pooled, pos, poses, self_collision=True)
+    assert [(i, j) for i, j, _ in want.pairs] == [(i, j) for i, j, _ in got.pairs]
+    assert all(np.array_equal(p, q) for (_, _, p), (_, _, q) in zip(want.pairs, got.pairs))
+    assert want.pairs                                                   # something to compare
+
+
+def test_one_rig_or_a_progress_method_builds_in_the_caller(monkeypatch):
+    import threading
+
+    me = threading.get_ident()
+    seen = []
+
+    def spy(r, method=registry.DEFAULT, **kw):
+        seen.append((threading.get_ident(), method))
+        return r.name                                  # no real build: only who builds
+
+    monkeypatch.setattr(scan, "prepare", spy)
+    rigs = _rigs()
+    assert scan.prepare_all(rigs[:1], workers=4) == [rigs[0].name]
+    progress = next(m.id for m in registry.methods() if m.reports_progress)
+    assert scan.prepare_all(rigs, progress, workers=4) == [r.name for r in rigs]
+    assert len(seen) == 5 and all(t == me for t, _ in seen)
+    seen.clear()
+    scan.prepare_all(rigs, workers=2)
+    assert len(seen) == 4 and any(t != me for t, _ in seen)         # the pool's threads
