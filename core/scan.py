@@ -22,7 +22,7 @@ from .methods import registry
 from .methods.base import Method
 from .query import multi, traversal
 from .rig import Pose, Rig
-from .self_collision import object_self_pairs
+from .self_collision import frame_state, keep_cross_pairs, object_cross_pairs, object_self_pairs
 from .types import Frame, Volumes
 
 #: A query's default: each object answers with its own method (with its fallbacks). The
@@ -64,8 +64,14 @@ class CollisionObject:
     #: Set by the live overlay while the artist poses: self-collision keeps its last
     #: complete answer (`self_last`) and re-checks only what moved
     #: (`self_collision.object_self_pairs`).
+    #: The name is historical: the flag carries the pairs between two carrying objects
+    #: too (`self_collision.object_cross_pairs`, kept in `cross_last` on the first object
+    #: of the pair, by id of the other); `self_last` is the kept frame both share
+    #: (`self_collision.frame_state`: positions, triangles, boxes), kept even when
+    #: self-collision is off.
     carry_self_pairs: bool = field(default=False, repr=False)
     self_last: object = field(default=None, repr=False)
+    cross_last: dict = field(default_factory=dict, repr=False)
 
     def data_for(self, method: Method):
         """The prepared data of `method` for this object: its own when it was built for
@@ -276,11 +282,18 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
     modes = [frame_method(obj, pose, mode) for obj, pose in zip(objects, poses)]
     result = FrameResult([], 0.0, modes=modes, triangles=tris_all)
     seams = seam_ids(objects)
+    for obj in objects:
+        if not obj.carry_self_pairs:       # a query that does not carry starts afresh
+            obj.self_last = None
+            obj.cross_last = {}
+    # The kept frames of carrying objects, brought up to this frame once and shared by the
+    # pairs between objects and the self pairs (`self_collision.frame_state`).
+    states: dict = {}
     if n > 1:
         # Fills `vols` for the objects that go through the tree traversal.
         result.pairs, st = _collide_candidates(objects, positions, poses, tris_all, seams,
                                                vols, candidates, boxes, first_hit, mode,
-                                               enough_between)
+                                               enough_between, states)
         result.stats.append(st)
         for k, v in enumerate(vols):
             if v is not None:
@@ -291,7 +304,7 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
             st = traversal.QueryStats()
             enough = None if enough_self is None else (lambda p, i=i: enough_self(i, p))
             pairs = _self_pairs(objects[i], positions[i], poses[i], tris_all[i], mode, st,
-                                enough)
+                                enough, states.get(i))
             if first_hit:
                 pairs = pairs[:1]
             result.stats.append(st)
@@ -305,7 +318,7 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
 
 def _self_pairs(obj: CollisionObject, positions: np.ndarray, pose: Pose | None,
                 tris: np.ndarray, mode: str, st: traversal.QueryStats,
-                enough=None) -> np.ndarray:
+                enough=None, state=None) -> np.ndarray:
     """Self pairs of one object: its method's own self query (`Method.self_pairs`, e.g.
     sphere chains) when it has one, else the exact AABB self tree."""
     m = query_method(obj, mode)
@@ -314,7 +327,7 @@ def _self_pairs(obj: CollisionObject, positions: np.ndarray, pose: Pose | None,
                              obj.vertex_keys, stats=st)
         if pairs is not None:
             return pairs
-    return object_self_pairs(obj, positions, tris, stats=st, enough=enough)
+    return object_self_pairs(obj, positions, tris, stats=st, enough=enough, state=state)
 
 
 def frame_method(obj: CollisionObject, pose: Pose | None, mode: str) -> str:
@@ -338,17 +351,25 @@ BOX_PAIRS_MAX = 20000
 
 
 def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candidates, boxes,
-                        first_hit: bool = False, mode: str = OWN, enough=None
+                        first_hit: bool = False, mode: str = OWN, enough=None,
+                        states: dict | None = None
                         ) -> tuple[list[tuple[int, int, np.ndarray]], traversal.QueryStats]:
     """Every intersecting triangle pair of the candidate object pairs (the broad phase's),
     on whole arrays over all of them: positions and triangles of all objects stacked; per
     pair, the triangles in the intersection of the two objects' boxes; pairs with few go
     straight to the exact test, the others through one tree traversal
     (`core.query.multi`), whose volumes are made here (in `vols`) for their objects only.
-    Seams are dropped with one index compare."""
+    Seams are dropped with one index compare. Each object pair's pairs are sorted.
+
+    Between two carrying objects (``carry_self_pairs``, the live overlay) without
+    `first_hit`, the pairs come from their last complete answer where it is kept
+    (`self_collision.object_cross_pairs`: only what moved is traversed and tested), and
+    the complete answer is kept for the next update; their kept frames, brought up to
+    this frame, are put in `states` (object index -> `self_collision.Kept`)."""
     n = len(objects)
     st = traversal.QueryStats()
-    st.extra.update(object_pairs=int(candidates.shape[0]), box_pairs=0, traversed_pairs=0)
+    st.extra.update(object_pairs=int(candidates.shape[0]), box_pairs=0, traversed_pairs=0,
+                    carried_pairs=0)
     if not candidates.size:
         return [], st
     tri_off = np.zeros(n + 1, dtype=np.int64)
@@ -383,13 +404,48 @@ def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candid
         hit[idx] = tri_test.triangle_pairs_intersect(P, T, ga[idx], P, T, gb[idx])
         return hit
 
-    PT = np.empty((3, int(v_off[-1])))         # one row per axis, C order
-    for p, a, b in zip(positions, v_off[:-1].tolist(), v_off[1:].tolist()):
-        PT[:, a:b] = p.T
-    ga, gb, big, blo, bhi = broad_phase.box_filtered_pairs(candidates, tri_off, v_off, PT, T,
-                                                           boxes[0], boxes[1], BOX_PAIRS_MAX)
-    st.extra["box_pairs"] = int(ga.size)
     found = []
+    # Carried pairs between carrying objects (docs/self_collision.md, "Carried pairs
+    # between two meshes"): a loop over object pairs, never over triangles.
+    carrying = [] if first_hit or states is None else [
+        (c, i, j) for c, (i, j) in enumerate(candidates.tolist())
+        if objects[i].carry_self_pairs and objects[j].carry_self_pairs]
+    seam_key = {}
+    done = np.zeros(candidates.shape[0], dtype=bool)
+    stopped = False
+    for c, i, j in carrying:
+        for k in (i, j):
+            if k not in states:
+                states[k] = frame_state(objects[k], positions[k], tris_all[k])
+        seam_key[i, j] = (seams[i], seams[j]) if seam_ok[i, j] else None
+        limit = None if enough is None else multi.live_budget([tris_all[i].shape[0],
+                                                                tris_all[j].shape[0]])
+
+        def test_ij(ta, tb, i=i, j=j):
+            return test(ta + tri_off[i], tb + tri_off[j])
+
+        p = object_cross_pairs(objects[i], states[i], objects[j], states[j], seam_key[i, j],
+                               test_ij, limit)
+        if p is not None:
+            done[c] = True
+            st.extra["carried_pairs"] += 1
+            found.append(p + tri_off[[i, j]])
+    if enough is not None and found and enough(multi.split_pairs(np.concatenate(found),
+                                                                 tri_off)):
+        stopped = True                 # capped: the carried answers already make enough
+        st.extra["stopped"] = True
+        st.extra["dense"] = False
+    candidates = candidates[~done]
+    if stopped or not candidates.size:
+        ga = gb = big = np.zeros(0, np.intp)
+    else:
+        PT = np.empty((3, int(v_off[-1])))         # one row per axis, C order
+        for p, a, b in zip(positions, v_off[:-1].tolist(), v_off[1:].tolist()):
+            PT[:, a:b] = p.T
+        ga, gb, big, blo, bhi = broad_phase.box_filtered_pairs(candidates, tri_off, v_off, PT,
+                                                               T, boxes[0], boxes[1],
+                                                               BOX_PAIRS_MAX)
+    st.extra["box_pairs"] = int(ga.size)
     if ga.size:
         hit = test(ga, gb)
         st.triangle_tests += int(ga.size)
@@ -434,8 +490,16 @@ def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candid
             st.refitted += st2.refitted
             st.triangle_tests += st2.triangle_tests
         st.extra["traversed_pairs"] = int(trav.shape[0])
-    out = multi.split_pairs(np.concatenate(found) if found else np.zeros((0, 2), np.int64),
-                            tri_off)
+    allp = np.concatenate(found) if found else np.zeros((0, 2), np.int64)
+    allp = allp[np.lexsort((allp[:, 1], allp[:, 0]))]    # each object pair's pairs sorted
+    out = multi.split_pairs(allp, tri_off)
+    if carrying and not st.extra.get("stopped"):
+        # Complete answers only (a capped query that stopped, first hit: never kept).
+        got = {(i, j): p for i, j, p in out}
+        empty = np.zeros((0, 2), np.int64)
+        for _c, i, j in carrying:
+            keep_cross_pairs(objects[i], states[i], objects[j], states[j], seam_key[i, j],
+                             got.get((i, j), empty))
     return (out[:1] if first_hit else out), st
 
 
