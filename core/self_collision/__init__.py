@@ -8,7 +8,7 @@ float64 triangle test. Pure numpy. Soundness: docs/self_collision.md.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import NamedTuple
 
 import numpy as np
@@ -36,9 +36,11 @@ class Kept:
     """What an object that carries (``obj.carry_self_pairs``, the live overlay while the
     artist poses) keeps of the last frame it was queried at (`frame_state`): the tree,
     (V, 3) float64 positions and (T, 3) intp triangles of that frame (copies owned here,
-    updated in place where they moved), the frame's boxes (`FrameBoxes`, made on first
-    use, then updated in place), its complete self pairs ((K, 2) int64, None until known
-    or when the self query stopped early), and, for the update that made it:
+    updated in place where they moved), its last complete self pairs ((K, 2) int64, of
+    the frame `self_serial`: this one once its self query is done, else the frame
+    `since`; None when not known or when the self query stopped early), and the frame's
+    boxes (`FrameBoxes`, made on first use, then updated in place). Indexable like the
+    NamedTuple it was: (tree, positions, tris, pairs, boxes, ...).
 
     Attributes:
         serial: unique per frame kept (a between answer names the two frames it was
@@ -48,6 +50,7 @@ class Kept:
             `CARRY_MAX_MOVED` moved): nothing is carried then.
         moved: (T,) bool the triangles moved since that frame, or None.
         carried: the self pairs of that frame whose triangles are both unmoved, or None.
+        self_serial: the serial of the frame `pairs` belong to.
     """
 
     tree: SelfTree
@@ -59,6 +62,10 @@ class Kept:
     since: int | None = None
     moved: np.ndarray | None = None
     carried: np.ndarray | None = None
+    self_serial: int | None = None
+
+    def __getitem__(self, k: int):
+        return getattr(self, fields(self)[k].name)
 
     def frame_boxes(self) -> FrameBoxes:
         """The kept frame's boxes (made now from the kept positions if not yet)."""
@@ -121,10 +128,11 @@ def frame_state(obj, positions: np.ndarray, tris: np.ndarray) -> Kept:
         moved_v = np.flatnonzero(moved_v)
         last.positions[moved_v] = positions[moved_v]
         last.tris[changed] = tris[changed]
-        prev = last.pairs
+        # The last self answer carries only if it is the kept frame's.
+        prev = last.pairs if last.self_serial == last.serial else None
         carried = None if prev is None else prev[~(moved[prev[:, 0]] | moved[prev[:, 1]])]
-        kept = Kept(tree, last.positions, last.tris, None, last.boxes, serial, last.serial,
-                    moved, carried)
+        kept = Kept(tree, last.positions, last.tris, prev, last.boxes, serial, last.serial,
+                    moved, carried, None if prev is None else last.serial)
     obj.self_last = kept
     return kept
 
@@ -179,6 +187,7 @@ def object_self_pairs(obj, positions: np.ndarray, tris: np.ndarray | None = None
             pairs = np.concatenate([carried, new])
             pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
         kept.pairs = None if counts.get("stopped") else pairs
+        kept.self_serial = kept.serial
     if stats is not None:
         stats.triangle_tests += counts["triangle_tests"]
         stats.extra.update(counts)
