@@ -363,9 +363,10 @@ def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candid
 
     Between two carrying objects (``carry_self_pairs``, the live overlay) without
     `first_hit`, the pairs come from their last complete answer where it is kept
-    (`self_collision.object_cross_pairs`: only what moved is traversed and tested), and
-    the complete answer is kept for the next update; their kept frames, brought up to
-    this frame, are put in `states` (object index -> `self_collision.Kept`)."""
+    (`self_collision.object_cross_pairs`: only what moved is traversed and tested); the
+    complete answer of a pair that was carried or went through the traversal is kept for
+    the next update; their kept frames, brought up to this frame, are put in `states`
+    (object index -> `self_collision.Kept`)."""
     n = len(objects)
     st = traversal.QueryStats()
     st.extra.update(object_pairs=int(candidates.shape[0]), box_pairs=0, traversed_pairs=0,
@@ -406,18 +407,27 @@ def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candid
 
     found = []
     # Carried pairs between carrying objects (docs/self_collision.md, "Carried pairs
-    # between two meshes"): a loop over object pairs, never over triangles.
-    carrying = [] if first_hit or states is None else [
-        (c, i, j) for c, (i, j) in enumerate(candidates.tolist())
-        if objects[i].carry_self_pairs and objects[j].carry_self_pairs]
+    # between two meshes"): a loop over object pairs, never over triangles. A pair with
+    # a kept answer is answered from it (only what moved is traversed and tested); a
+    # pair without one goes the usual way and, when it goes through the traversal, its
+    # answer is kept (a pair paired by boxes, few triangles, is cheap as it is).
+    carry = not first_hit and states is not None
+    carrying = []
     seam_key = {}
-    done = np.zeros(candidates.shape[0], dtype=bool)
-    stopped = False
-    for c, i, j in carrying:
+
+    def carried(i, j):
         for k in (i, j):
             if k not in states:
                 states[k] = frame_state(objects[k], positions[k], tris_all[k])
         seam_key[i, j] = (seams[i], seams[j]) if seam_ok[i, j] else None
+        carrying.append((i, j))
+
+    done = np.zeros(candidates.shape[0], dtype=bool)
+    for c, (i, j) in enumerate(candidates.tolist() if carry else []):
+        if not (objects[i].carry_self_pairs and objects[j].carry_self_pairs
+                and id(objects[j]) in objects[i].cross_last):
+            continue
+        carried(i, j)
         limit = None if enough is None else multi.live_budget([tris_all[i].shape[0],
                                                                 tris_all[j].shape[0]])
 
@@ -430,15 +440,14 @@ def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candid
             done[c] = True
             st.extra["carried_pairs"] += 1
             found.append(p + tri_off[[i, j]])
-    if enough is not None and found and enough(multi.split_pairs(np.concatenate(found),
-                                                                 tri_off)):
-        stopped = True                 # capped: the carried answers already make enough
-        st.extra["stopped"] = True
+    if (done.any() and enough is not None
+            and enough(multi.split_pairs(np.concatenate(found), tri_off))):
+        st.extra["stopped"] = True      # capped: the carried answers already make enough
         st.extra["dense"] = False
+        done[:] = True
     candidates = candidates[~done]
-    if stopped or not candidates.size:
-        ga = gb = big = np.zeros(0, np.intp)
-    else:
+    ga = gb = big = np.zeros(0, np.int64)
+    if candidates.size:
         PT = np.empty((3, int(v_off[-1])))         # one row per axis, C order
         for p, a, b in zip(positions, v_off[:-1].tolist(), v_off[1:].tolist()):
             PT[:, a:b] = p.T
@@ -450,8 +459,12 @@ def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candid
         hit = test(ga, gb)
         st.triangle_tests += int(ga.size)
         found.append(np.stack([ga[hit], gb[hit]], axis=1))
-    if big.size and not (first_hit and found and found[0].size):
-        trav = candidates[big]
+    trav = candidates[big]
+    for i, j in trav.tolist() if carry else []:
+        if (objects[i].carry_self_pairs and objects[j].carry_self_pairs
+                and (i, j) not in seam_key):
+            carried(i, j)                   # traversed in full now, kept for the next
+    if trav.size and not (first_hit and found and found[0].size):
         for k in np.unique(trav).tolist():
             vols[k] = volumes(objects[k], positions[k], poses[k], mode, tris_all[k])
         # Pairs of a kind with a whole-tree pass of its own (box trees) keep it, pair by
@@ -489,7 +502,7 @@ def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candid
             st.volume_tests, st.chunks = st2.volume_tests, st2.chunks
             st.refitted += st2.refitted
             st.triangle_tests += st2.triangle_tests
-        st.extra["traversed_pairs"] = int(trav.shape[0])
+    st.extra["traversed_pairs"] = int(trav.shape[0])
     allp = np.concatenate(found) if found else np.zeros((0, 2), np.int64)
     allp = allp[np.lexsort((allp[:, 1], allp[:, 0]))]    # each object pair's pairs sorted
     out = multi.split_pairs(allp, tri_off)
@@ -497,7 +510,7 @@ def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candid
         # Complete answers only (a capped query that stopped, first hit: never kept).
         got = {(i, j): p for i, j, p in out}
         empty = np.zeros((0, 2), np.int64)
-        for _c, i, j in carrying:
+        for i, j in carrying:
             keep_cross_pairs(objects[i], states[i], objects[j], states[j], seam_key[i, j],
                              got.get((i, j), empty))
     return (out[:1] if first_hit else out), st
