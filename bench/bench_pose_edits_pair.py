@@ -97,8 +97,8 @@ def main() -> int:
         rows += run(args.asset, offset, args.bones, args.edits, args.frame, not args.no_self)
     print(f"self-collision {'off' if args.no_self else 'on'}; medians over {args.edits} edits")
     print()
-    print("| B's offset | bone | moved triangles of A | pairs A×B | self pairs | full ms | "
-          "carried ms | full / carried | Blender evaluation ms |")
+    print("| B's offset | bone | moved triangles of A | triangle pairs A×B | self triangle pairs "
+          "| full ms | carried ms | full / carried | Blender evaluation ms |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['offset']:g} m | {r['bone']} | {r['moved']:.0f} | {r['between']:.0f} | "
