@@ -107,8 +107,9 @@ def test_carried_pairs_between_objects_equal_full_query(monkeypatch, method, tra
         assert _same(got.pairs, want.pairs), step
         between = [p for i, j, p in want.pairs if (i, j) == (0, 1)]
         between = between[0] if between else np.zeros((0, 2), np.int64)
-        bf = scan.brute_force_pairs(pos[0], tris[0], pos[1], tris[1])
-        assert np.array_equal(between, bf), step
+        if not capped:          # (the capped variants see the same edits, same seed)
+            bf = scan.brute_force_pairs(pos[0], tris[0], pos[1], tris[1])
+            assert np.array_equal(between, bf), step
         between_seen += between.shape[0] > 0
     assert between_seen >= 20
     if not traverse:
