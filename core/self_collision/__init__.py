@@ -209,8 +209,10 @@ def object_cross_pairs(obj_a, kept_a: Kept, obj_b, kept_b: Kept, seams, test,
 
     Args:
         kept_a, kept_b: the objects' kept frames, brought up to this frame by
-            `frame_state` in this query. seams: the seam rule of the pair this frame
-            (compared with the answer's; any value with ``==``).
+            `frame_state` in this query.
+        seams: the seam rule of the pair this frame: None when no seams hold between
+            them, else their two seam id arrays (`scan.seam_ids`), compared by identity
+            with the answer's.
         test: f(ta, tb) -> (K,) bool the caller's pair test (seam rule, then the exact
             float64 test) on triangle indices of A and of B.
     Returns:
