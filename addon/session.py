@@ -284,12 +284,13 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
     frame: `dense`): then `more_than` is set and the count is a lower bound. A pose whose
     bones collapse space raises `DegeneratePose` (the frame is not checked).
 
-    `carry` (the live overlay's updates): each object's self pairs are re-checked only
-    where triangles moved since its last complete answer, the others carried over
-    (`core.self_collision.object_self_pairs`; the same answer), and the contacts of an
-    object pair whose pairs and their triangles did not change are those of the last
-    update (`core.contact_groups.frame_contacts`' memo). A query without it (Refresh,
-    Scan Frame Range) starts afresh and drops what was kept.
+    `carry` (the live overlay's updates): each object's self pairs, and the pairs between
+    two objects that went through the traversal, are re-checked only where triangles
+    moved since their last complete answer, the others carried over
+    (`core.self_collision.object_self_pairs`, `object_cross_pairs`; the same answer), and
+    the contacts of an object pair whose pairs and their triangles did not change are
+    those of the last update (`core.contact_groups.frame_contacts`' memo). A query
+    without it (Refresh, Scan Frame Range) starts afresh and drops what was kept.
     """
     objects = objects or load_objects(meshes)
     for o in objects:

@@ -24,7 +24,7 @@ from .methods import registry
 from .methods.base import Method
 from .query import multi, traversal
 from .rig import Pose, Rig
-from .self_collision import for_object, object_self_pairs
+from .self_collision import for_object, frame_state, keep_cross_pairs, object_cross_pairs, object_self_pairs
 from .types import Frame, Volumes
 
 #: A query's default: each object answers with its own method (with its fallbacks). The
@@ -66,8 +66,14 @@ class CollisionObject:
     #: Set by the live overlay while the artist poses: self-collision keeps its last
     #: complete answer (`self_last`) and re-checks only what moved
     #: (`self_collision.object_self_pairs`).
+    #: The name is historical: the flag carries the pairs between two carrying objects
+    #: too (`self_collision.object_cross_pairs`, kept in `cross_last` on the first object
+    #: of the pair, by id of the other); `self_last` is the kept frame both share
+    #: (`self_collision.frame_state`: positions, triangles, boxes), kept even when
+    #: self-collision is off.
     carry_self_pairs: bool = field(default=False, repr=False)
     self_last: object = field(default=None, repr=False)
+    cross_last: dict = field(default_factory=dict, repr=False)
 
     def data_for(self, method: Method):
         """The prepared data of `method` for this object: its own when it was built for
@@ -302,11 +308,18 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
     modes = [frame_method(obj, pose, mode) for obj, pose in zip(objects, poses)]
     result = FrameResult([], 0.0, modes=modes, triangles=tris_all)
     seams = seam_ids(objects)
+    for obj in objects:
+        if not obj.carry_self_pairs:       # a query that does not carry starts afresh
+            obj.self_last = None
+            obj.cross_last = {}
+    # The kept frames of carrying objects, brought up to this frame once and shared by the
+    # pairs between objects and the self pairs (`self_collision.frame_state`).
+    states: dict = {}
     if n > 1:
         # Fills `vols` for the objects that go through the tree traversal.
         result.pairs, st = _collide_candidates(objects, positions, poses, tris_all, seams,
                                                vols, candidates, boxes, first_hit, mode,
-                                               enough_between)
+                                               enough_between, states)
         result.stats.append(st)
         for k, v in enumerate(vols):
             if v is not None:
@@ -317,7 +330,7 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
             st = traversal.QueryStats()
             enough = None if enough_self is None else (lambda p, i=i: enough_self(i, p))
             pairs = _self_pairs(objects[i], positions[i], poses[i], tris_all[i], mode, st,
-                                enough)
+                                enough, states.get(i))
             if first_hit:
                 pairs = pairs[:1]
             result.stats.append(st)
@@ -331,7 +344,7 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
 
 def _self_pairs(obj: CollisionObject, positions: np.ndarray, pose: Pose | None,
                 tris: np.ndarray, mode: str, st: traversal.QueryStats,
-                enough=None) -> np.ndarray:
+                enough=None, state=None) -> np.ndarray:
     """Self pairs of one object: its method's own self query (`Method.self_pairs`, e.g.
     sphere chains) when it has one, else the exact AABB self tree."""
     m = query_method(obj, mode)
@@ -340,7 +353,7 @@ def _self_pairs(obj: CollisionObject, positions: np.ndarray, pose: Pose | None,
                              obj.vertex_keys, stats=st)
         if pairs is not None:
             return pairs
-    return object_self_pairs(obj, positions, tris, stats=st, enough=enough)
+    return object_self_pairs(obj, positions, tris, stats=st, enough=enough, state=state)
 
 
 def frame_method(obj: CollisionObject, pose: Pose | None, mode: str) -> str:
@@ -364,17 +377,26 @@ BOX_PAIRS_MAX = 20000
 
 
 def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candidates, boxes,
-                        first_hit: bool = False, mode: str = OWN, enough=None
+                        first_hit: bool = False, mode: str = OWN, enough=None,
+                        states: dict | None = None
                         ) -> tuple[list[tuple[int, int, np.ndarray]], traversal.QueryStats]:
     """Every intersecting triangle pair of the candidate object pairs (the broad phase's),
     on whole arrays over all of them: positions and triangles of all objects stacked; per
     pair, the triangles in the intersection of the two objects' boxes; pairs with few go
     straight to the exact test, the others through one tree traversal
     (`core.query.multi`), whose volumes are made here (in `vols`) for their objects only.
-    Seams are dropped with one index compare."""
+    Seams are dropped with one index compare. Each object pair's pairs are sorted.
+
+    Between two carrying objects (``carry_self_pairs``, the live overlay) without
+    `first_hit`, the pairs come from their last complete answer where it is kept
+    (`self_collision.object_cross_pairs`: only what moved is traversed and tested); the
+    complete answer of a pair that was carried or went through the traversal is kept for
+    the next update; their kept frames, brought up to this frame, are put in `states`
+    (object index -> `self_collision.Kept`)."""
     n = len(objects)
     st = traversal.QueryStats()
-    st.extra.update(object_pairs=int(candidates.shape[0]), box_pairs=0, traversed_pairs=0)
+    st.extra.update(object_pairs=int(candidates.shape[0]), box_pairs=0, traversed_pairs=0,
+                    carried_pairs=0)
     if not candidates.size:
         return [], st
     tri_off = np.zeros(n + 1, dtype=np.int64)
@@ -409,19 +431,66 @@ def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candid
         hit[idx] = tri_test.triangle_pairs_intersect(P, T, ga[idx], P, T, gb[idx])
         return hit
 
-    PT = np.empty((3, int(v_off[-1])))         # one row per axis, C order
-    for p, a, b in zip(positions, v_off[:-1].tolist(), v_off[1:].tolist()):
-        PT[:, a:b] = p.T
-    ga, gb, big, blo, bhi = broad_phase.box_filtered_pairs(candidates, tri_off, v_off, PT, T,
-                                                           boxes[0], boxes[1], BOX_PAIRS_MAX)
-    st.extra["box_pairs"] = int(ga.size)
     found = []
+    # Carried pairs between carrying objects (docs/self_collision.md, "Carried pairs
+    # between two meshes"): a loop over object pairs, never over triangles. A pair with
+    # a kept answer is answered from it (only what moved is traversed and tested); a
+    # pair without one goes the usual way and, when it goes through the traversal, its
+    # answer is kept (a pair paired by boxes, few triangles, is cheap as it is).
+    carry = not first_hit and states is not None
+    carrying = []
+    seam_key = {}
+
+    def carried(i, j):
+        for k in (i, j):
+            if k not in states:
+                states[k] = frame_state(objects[k], positions[k], tris_all[k])
+        seam_key[i, j] = (seams[i], seams[j]) if seam_ok[i, j] else None
+        carrying.append((i, j))
+
+    done = np.zeros(candidates.shape[0], dtype=bool)
+    for c, (i, j) in enumerate(candidates.tolist() if carry else []):
+        if not (objects[i].carry_self_pairs and objects[j].carry_self_pairs
+                and id(objects[j]) in objects[i].cross_last):
+            continue
+        carried(i, j)
+        limit = None if enough is None else multi.live_budget([tris_all[i].shape[0],
+                                                                tris_all[j].shape[0]])
+
+        def test_ij(ta, tb, i=i, j=j):
+            return test(ta + tri_off[i], tb + tri_off[j])
+
+        p = object_cross_pairs(objects[i], states[i], objects[j], states[j], seam_key[i, j],
+                               test_ij, limit)
+        if p is not None:
+            done[c] = True
+            st.extra["carried_pairs"] += 1
+            found.append(p + tri_off[[i, j]])
+    if (done.any() and enough is not None
+            and enough(multi.split_pairs(np.concatenate(found), tri_off))):
+        st.extra["stopped"] = True      # capped: the carried answers already make enough
+        st.extra["dense"] = False
+        done[:] = True
+    candidates = candidates[~done]
+    ga = gb = big = np.zeros(0, np.int64)
+    if candidates.size:
+        PT = np.empty((3, int(v_off[-1])))         # one row per axis, C order
+        for p, a, b in zip(positions, v_off[:-1].tolist(), v_off[1:].tolist()):
+            PT[:, a:b] = p.T
+        ga, gb, big, blo, bhi = broad_phase.box_filtered_pairs(candidates, tri_off, v_off, PT,
+                                                               T, boxes[0], boxes[1],
+                                                               BOX_PAIRS_MAX)
+    st.extra["box_pairs"] = int(ga.size)
     if ga.size:
         hit = test(ga, gb)
         st.triangle_tests += int(ga.size)
         found.append(np.stack([ga[hit], gb[hit]], axis=1))
-    if big.size and not (first_hit and found and found[0].size):
-        trav = candidates[big]
+    trav = candidates[big]
+    for i, j in trav.tolist() if carry else []:
+        if (objects[i].carry_self_pairs and objects[j].carry_self_pairs
+                and (i, j) not in seam_key):
+            carried(i, j)                   # traversed in full now, kept for the next
+    if trav.size and not (first_hit and found and found[0].size):
         for k in np.unique(trav).tolist():
             vols[k] = volumes(objects[k], positions[k], poses[k], mode, tris_all[k])
         # Pairs of a kind with a whole-tree pass of its own (box trees) keep it, pair by
@@ -459,9 +528,17 @@ def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candid
             st.volume_tests, st.chunks = st2.volume_tests, st2.chunks
             st.refitted += st2.refitted
             st.triangle_tests += st2.triangle_tests
-        st.extra["traversed_pairs"] = int(trav.shape[0])
-    out = multi.split_pairs(np.concatenate(found) if found else np.zeros((0, 2), np.int64),
-                            tri_off)
+    st.extra["traversed_pairs"] = int(trav.shape[0])
+    allp = np.concatenate(found) if found else np.zeros((0, 2), np.int64)
+    allp = allp[np.lexsort((allp[:, 1], allp[:, 0]))]    # each object pair's pairs sorted
+    out = multi.split_pairs(allp, tri_off)
+    if carrying and not st.extra.get("stopped"):
+        # Complete answers only (a capped query that stopped, first hit: never kept).
+        got = {(i, j): p for i, j, p in out}
+        empty = np.zeros((0, 2), np.int64)
+        for i, j in carrying:
+            keep_cross_pairs(objects[i], states[i], objects[j], states[j], seam_key[i, j],
+                             got.get((i, j), empty))
     return (out[:1] if first_hit else out), st
 
 

@@ -471,17 +471,36 @@ def cross_candidates(tree_a: SelfTree, boxes_a: list[np.ndarray], tree_b: SelfTr
                      boxes_b: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Leaf slot pairs (slot of A, slot of B) of two trees whose float32 boxes overlap,
     level by level from the two roots (the deeper tree keeps descending alone)."""
+    return _cross_descend(tree_a, boxes_a.__getitem__, tree_b,
+                          lambda lb: np.ascontiguousarray(boxes_b[lb][:, SWAP]))
+
+
+def _cross_descend(tree_a: SelfTree, rows_a, tree_b: SelfTree, swapped_b,
+                   moved_a: list[np.ndarray] | None = None,
+                   moved_b: list[np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """`cross_candidates` on levels given by functions: ``rows_a(l)`` the (2**l, 8) rows of
+    A at level l, ``swapped_b(l)`` the swapped rows of B. With `moved_a` and `moved_b`
+    (`moved_levels`), only the node pairs with a node holding a moved triangle are kept
+    on every level (every leaf pair with a moved triangle has only such ancestors, so
+    none of them is lost: docs/self_collision.md, "Carried pairs between two meshes")."""
     pa = np.zeros(1, np.intp)
     pb = np.zeros(1, np.intp)
     la = lb = 0
-    X, Y = boxes_a[0], boxes_b[0][:, SWAP]
+
+    def only_moved(pa, pb):
+        if moved_a is None or not pa.size:
+            return pa, pb
+        keep = np.flatnonzero(np.take(moved_a[la], pa) | np.take(moved_b[lb], pb))
+        return np.take(pa, keep), np.take(pb, keep)
+
+    X, Y = rows_a(0), swapped_b(0)
     ok = boxes_overlap(X[pa], Y[pb])
-    pa, pb = pa[ok], pb[ok]
+    pa, pb = only_moved(pa[ok], pb[ok])
     while pa.size and (la < tree_a.height or lb < tree_b.height):
         da, db = la < tree_a.height, lb < tree_b.height
         la, lb = la + da, lb + db
-        X = boxes_a[la]
-        Y = np.ascontiguousarray(boxes_b[lb][:, SWAP])
+        X = rows_a(la)
+        Y = swapped_b(lb)
         if da and db:
             ga = np.take(X.reshape(-1, 16).view(_ROW2).ravel(), pa).view(np.float32).reshape(-1, 2, 1, 8)
             gb = np.take(Y.reshape(-1, 16).view(_ROW2).ravel(), pb).view(np.float32).reshape(-1, 1, 2, 8)
@@ -503,7 +522,21 @@ def cross_candidates(tree_a: SelfTree, boxes_a: list[np.ndarray], tree_b: SelfTr
             q = k >> 1
             pa = np.take(pa, q)
             pb = 2 * np.take(pb, q) + (k & 1)
+        pa, pb = only_moved(pa, pb)
     return pa, pb
+
+
+def cross_candidates_moved(tree_a: SelfTree, frame_a: FrameBoxes, moved_a: np.ndarray,
+                           tree_b: SelfTree, frame_b: FrameBoxes, moved_b: np.ndarray
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """Leaf slot pairs (slot of A, slot of B) whose boxes overlap and of which at least
+    one slot holds a moved triangle: (T_A,) and (T_B,) bool `moved_a`, `moved_b`, over the
+    two frames' boxes (`FrameBoxes`, e.g. kept ones brought up to date by
+    `update_frame_boxes`). The pairs of `cross_candidates` with a moved triangle, and only
+    those."""
+    return _cross_descend(tree_a, lambda la: frame_a.rows[la][0], tree_b,
+                          lambda lb: frame_b.rows[lb][1],
+                          moved_levels(tree_a, moved_a), moved_levels(tree_b, moved_b))
 
 
 def cross_pairs(tree_a: SelfTree, pos_a: np.ndarray, tris_a: np.ndarray, tree_b: SelfTree,

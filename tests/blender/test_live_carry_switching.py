@@ -72,7 +72,7 @@ class Recorder:
                 if moved is None:
                     self.self_queries.append((obj.name, "full", -1, 0))
                 else:
-                    prev = last[3]
+                    prev = last.pairs
                     carried = int(np.count_nonzero(~(moved[prev[:, 0]] | moved[prev[:, 1]])))
                     self.self_queries.append((obj.name, "carry", int(moved.sum()), carried))
             return pairs

@@ -446,16 +446,18 @@ def test_carried_pairs_equal_full_query_on_pose_edits(monkeypatch):
 
 
 def test_carried_pairs_not_kept_from_a_stopped_query():
-    """A capped query that stopped is a subset: nothing is carried from it."""
+    """A capped query that stopped is a subset: nothing is carried from it (its frame,
+    positions and boxes, is kept: the pairs between objects share it)."""
     rig = procedural.tube_rig(rings=30, segments=16, n_bones=6, length=2.0, radius=0.3)
     obj = scan.prepare(rig)
     obj.carry_self_pairs = True
     pos = skinning.lbs_rig(rig, elbow_fold(rig))
     st = traversal.QueryStats()
     part = sc.object_self_pairs(obj, pos, enough=lambda p: len(p) > 0, stats=st)
-    assert st.extra["stopped"] and obj.self_last is None
+    assert st.extra["stopped"] and obj.self_last.pairs is None
     full = sc.object_self_pairs(obj, pos)
-    assert as_set(part) <= as_set(full) and obj.self_last is not None
+    assert as_set(part) <= as_set(full) and obj.self_last.pairs is not None
+    assert obj.self_last.carried is None               # nothing carried from the stopped one
 
 
 def _edit_bone(rig, deform, j, R):
