@@ -57,6 +57,8 @@ class QuadTable:
     _flipped: np.ndarray | None = field(default=None, repr=False)
     _cols: np.ndarray | None = field(default=None, repr=False)
     _rest: np.ndarray | None = field(default=None, repr=False)
+    # The last frame's float32 position rows and flips (`_frame_flips`), updated in place.
+    _last: tuple | None = field(default=None, repr=False)
 
 
 def triangle_ptr(poly_ptr: np.ndarray) -> np.ndarray:
@@ -98,9 +100,19 @@ def quad_flips(positions: np.ndarray, corners: np.ndarray) -> np.ndarray:
 
 def _flips(positions: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """`quad_flips` with the corners given as (4, Q) index columns."""
-    # One row per axis, float32 (the cast rounds like Blender's float32 positions).
+    return _flips32(_rows32(positions), cols)
+
+
+def _rows32(positions: np.ndarray) -> np.ndarray:
+    """(3, V) float32 positions, one row per axis (the cast rounds like Blender's float32
+    positions)."""
     p = np.empty((3, positions.shape[0]), dtype=np.float32)
     p[...] = np.asarray(positions).T
+    return p
+
+
+def _flips32(p: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """`_flips` on (3, V) float32 rows."""
     c0, c1, c2, c3 = cols
     # Per axis k: d12 = p1 − p0, d13 = p2 − p0, d14 = p3 − p0.
     d12, d13, d14 = [], [], []
@@ -146,13 +158,40 @@ def frame_triangles_from(rest_triangles: np.ndarray, quads: QuadTable,
         _prepare(quads, rest_triangles)
     # Most quads keep the 0–2 cut: copy those triangles, then write the flipped quads.
     tris = quads._base.copy()
-    q = np.flatnonzero(_flips(positions, quads._cols))
+    q = np.flatnonzero(_frame_flips(quads, _rows32(positions)))
     if q.size:
         # A quad's two triangles are adjacent rows: write both at once.
         rows = quads.first_tri[q]
         tris[rows] = quads._flipped[q, 0]
         tris[rows + 1] = quads._flipped[q, 1]
     return tris
+
+
+def _frame_flips(quads: QuadTable, p: np.ndarray) -> np.ndarray:
+    """(Q,) bool the flipped quads at float32 rows `p` (3, V). The last call's rows and
+    answer are kept: a quad none of whose corners changed (bit for bit, in float32, what
+    the rule reads) keeps its answer, and only the others are decided again: posing
+    moves a few quads."""
+    cols = quads._cols
+    last = quads._last
+    if last is None or last[0].shape != p.shape:
+        flips = _flips32(p, cols)
+        quads._last = (p, flips)
+        return flips
+    kept, flips = last
+    d = p != kept
+    moved = d[0] | d[1] | d[2]
+    mq = moved[cols[0]] | moved[cols[1]] | moved[cols[2]] | moved[cols[3]]
+    if np.count_nonzero(mq) * 2 > mq.size:
+        flips = _flips32(p, cols)
+        quads._last = (p, flips)
+        return flips
+    mq = np.flatnonzero(mq)
+    if mq.size:
+        flips[mq] = _flips32(p, cols[:, mq])
+        mv = np.flatnonzero(moved)
+        kept[:, mv] = p[:, mv]
+    return flips
 
 
 def _prepare(quads: QuadTable, rest_triangles: np.ndarray) -> None:
@@ -165,6 +204,7 @@ def _prepare(quads: QuadTable, rest_triangles: np.ndarray) -> None:
     quads._cols = np.ascontiguousarray(np.asarray(quads.corners).T).astype(np.intp)
     quads._base = base
     quads._rest = rest_triangles
+    quads._last = None
 
 
 def frame_triangles(topology, positions: np.ndarray) -> np.ndarray:

@@ -247,3 +247,30 @@ def test_queries_use_the_frame_triangles(twisted):
             pos, rig.triangles, keys=obj.vertex_keys[rig.triangles]).tolist()}
         changed += got != old
     assert changed > 0, "no pose where the rest split answers differently"
+
+
+def test_frame_triangles_kept_between_calls_equal_a_fresh_decision():
+    """`frame_triangles` keeps the last call's float32 rows and flips and decides again
+    only the quads with a corner that changed: after edits moving a few vertices (folding
+    quads past a right angle and back), all of them, or none, and calls alternating
+    between two position sets, the triangles equal a fresh decision of every quad."""
+    rig = procedural.tube_rig(rings=16, segments=12, n_bones=4, name="Kept")
+    table = tr.quad_table(rig.poly_ptr, rig.poly_verts)
+    rng = np.random.default_rng(11)
+    pos = rig.rest_positions.copy()
+    other = pos + rng.normal(scale=0.05, size=pos.shape)
+    flipped_any = False
+    for step in range(30):
+        if step % 7 == 3:
+            cur = other                                   # another set: most moved
+        else:
+            some = rng.choice(pos.shape[0], 1 + step % 4, replace=False)
+            pos = pos.copy()
+            pos[some] += rng.normal(scale=0.3, size=(some.size, 3))
+            cur = pos if step % 5 else pos.copy()         # nothing or a few moved
+        got = tr.frame_triangles_from(rig.triangles, table, cur)
+        fresh = tr.frame_triangles_from(rig.triangles, tr.quad_table(rig.poly_ptr,
+                                                                    rig.poly_verts), cur)
+        assert np.array_equal(got, fresh), step
+        flipped_any |= bool(tr.quad_flips(cur, table.corners).any())
+    assert flipped_any
