@@ -145,6 +145,35 @@ def _bone_sums(rig, groups: np.ndarray, polys: np.ndarray, n_groups: int) -> np.
     return out
 
 
+def _polygon_bones(rig) -> np.ndarray:
+    """(P,) int64 each polygon's dominant bone: the argmax of `_bone_sums` with the
+    polygon as its own group (the same sums, added in the same order, the lowest bone
+    among equal sums; bone 0 when no weight is positive). A property of the rig, made
+    once and cached on it: a self contact's two sides are told apart by it every frame."""
+    dom = getattr(rig, "_contact_polygon_bones", None)
+    if dom is not None:
+        return dom
+    P, V, J = rig.n_polygons, rig.n_vertices, rig.n_bones
+    dom = np.zeros(P, dtype=np.int64)
+    if J and P:
+        rowpos, loop = _expand(rig.poly_ptr, np.arange(P, dtype=np.int64))
+        key = np.unique(rowpos * V + rig.poly_verts[loop].astype(np.int64))
+        g, verts = key // V, key % V
+        rowpos, infl = _expand(rig.weight_ptr, verts)
+        code = g[rowpos] * J + rig.weight_bone[infl].astype(np.int64)
+        # One sum per (polygon, bone) present, in the order `_bone_sums` adds them.
+        cells, inv = np.unique(code, return_inverse=True)
+        sums = np.bincount(inv.reshape(-1), weights=_normalized_weights(rig)[infl],
+                           minlength=cells.size)
+        poly, bone = cells // J, cells % J
+        order = np.lexsort((bone, -sums, poly))           # per polygon: largest, then lowest
+        first = order[np.r_[True, poly[order][1:] != poly[order][:-1]]]
+        best = first[sums[first] > 0]
+        dom[poly[best]] = bone[best]
+    rig._contact_polygon_bones = dom
+    return dom
+
+
 def _argmax_bones(rig, sums: np.ndarray, allowed: np.ndarray | None = None) -> list:
     if rig.n_bones == 0:
         return [None] * sums.shape[0]
@@ -269,9 +298,8 @@ def frame_contacts(objects: Sequence, positions: Sequence[np.ndarray],
         sa, sb = ua.copy(), ub.copy()
         allowed_a = allowed_b = None
         if same and ri.n_bones:
-            polys = np.unique(np.concatenate([ua, ub]))
-            dom = np.argmax(_bone_sums(ri, np.arange(polys.size), polys, polys.size), axis=1)
-            da, db = dom[np.searchsorted(polys, ua)], dom[np.searchsorted(polys, ub)]
+            dom = _polygon_bones(ri)
+            da, db = dom[ua], dom[ub]
             flip = db < da
             sa, sb = np.where(flip, ub, ua), np.where(flip, ua, ub)
             allowed_a = np.zeros((C, ri.n_bones), dtype=bool)

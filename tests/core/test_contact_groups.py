@@ -255,3 +255,20 @@ def test_memo_gives_the_contacts_computed_afresh():
     finally:
         cg.pair_segments = real
     assert segmented["memo"] < 0.7 * segmented["afresh"]          # the memo was used
+
+
+def test_polygon_bones_are_the_argmax_of_each_polygons_bone_sums():
+    """The cached dominant bone per polygon equals the argmax of `_bone_sums` with each
+    polygon as its own group: random weights, exact ties (the lowest bone wins) and
+    polygons without any positive weight (bone 0)."""
+    import dataclasses
+
+    rig = procedural.tube_rig(rings=10, segments=8, n_bones=5, name="Dominant")
+    rng = np.random.default_rng(2)
+    w = rng.choice([0.0, 0.25, 0.5, 1.0], size=rig.weight_value.size)
+    w[: rig.weight_value.size // 6] = 0.0                    # some vertices weigh nothing
+    rig = dataclasses.replace(rig, weight_value=w)
+    polys = np.arange(rig.n_polygons)
+    want = np.argmax(cg._bone_sums(rig, polys, polys, polys.size), axis=1)
+    assert np.array_equal(cg._polygon_bones(rig), want)
+    assert (want == 0).any() and len(set(want.tolist())) > 2
