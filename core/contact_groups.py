@@ -34,7 +34,7 @@ over object pairs and over the rounds of the component labelling (logarithmic).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
@@ -257,11 +257,11 @@ def frame_contacts(objects: Sequence, positions: Sequence[np.ndarray],
                 np.take(positions[j], np.take(triangles[j], tp[:, 1], axis=0), axis=0)],
                 axis=1).reshape(-1, 18)
             last = memo.get((id(objects[i]), id(objects[j])))
-            if last is not None and not (last[0] is objects[i] and last[1] is objects[j]):
+            if last is not None and not (last.a is objects[i] and last.b is objects[j]):
                 last = None
-            if (last is not None and last[2] == size and np.array_equal(last[3], tp)
-                    and np.array_equal(last[4], coords)):
-                out.extend(last[6])
+            if (last is not None and last.size == size and np.array_equal(last.tp, tp)
+                    and np.array_equal(last.coords, coords)):
+                out.extend(last.contacts)
                 continue
             first = len(out)
             p0, p1, ln = _segments_reusing(positions, triangles, i, j, tp, coords, last)
@@ -330,21 +330,35 @@ def frame_contacts(objects: Sequence, positions: Sequence[np.ndarray],
                                (bones_a[c], bones_b[c]), center[c],
                                segs[sstart[c]:sstart[c + 1]]))
         if memo is not None:
-            memo[(id(objects[i]), id(objects[j]))] = (objects[i], objects[j], size, tp, coords,
-                                                      (p0, p1, ln), out[first:])
+            memo[(id(objects[i]), id(objects[j]))] = _Memo(objects[i], objects[j], size, tp,
+                                                           coords, (p0, p1, ln), out[first:])
     return out
 
 
+class _Memo(NamedTuple):
+    """What `frame_contacts` remembers of one object pair (objects a, b): the frame size,
+    the counted (K, 2) triangle pairs, their (K, 18) vertex coordinates, their segments
+    (p0 (K, 3), p1 (K, 3), length (K,)) and the contacts made from them."""
+
+    a: object
+    b: object
+    size: float
+    tp: np.ndarray
+    coords: np.ndarray
+    segments: tuple
+    contacts: list
+
+
 def _segments_reusing(positions, triangles, i: int, j: int, tp: np.ndarray, coords: np.ndarray,
-                      last) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                      last: _Memo | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """`pair_segments` of the (K, 2) triangle pairs `tp` of objects i, j, taking those of
-    the pairs that `last` (a memo entry of the same objects) has with the same 18 vertex
+    the pairs that `last` (the memo of the same objects) has with the same 18 vertex
     coordinates ((K, 18) `coords`, bit for bit): the same inputs, the same segment."""
     K = tp.shape[0]
     reuse = np.zeros(K, dtype=bool)
     src = np.zeros(K, dtype=np.intp)
-    if last is not None and last[3].size:
-        old_tp, old_coords = last[3], last[4]
+    if last is not None and last.tp.size:
+        old_tp, old_coords = last.tp, last.coords
         base = int(max(old_tp[:, 1].max(), tp[:, 1].max())) + 1
         old_code = old_tp[:, 0] * base + old_tp[:, 1]
         order = np.argsort(old_code, kind="stable")
@@ -357,7 +371,7 @@ def _segments_reusing(positions, triangles, i: int, j: int, tp: np.ndarray, coor
     p1 = np.empty((K, 3))
     ln = np.empty(K)
     if reuse.any():
-        q0, q1, qn = last[5]
+        q0, q1, qn = last.segments
         p0[reuse], p1[reuse], ln[reuse] = q0[src[reuse]], q1[src[reuse]], qn[src[reuse]]
     new = ~reuse
     if new.any():
