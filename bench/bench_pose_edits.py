@@ -39,6 +39,28 @@ def rotate(pb, angle: float) -> None:
         pb.rotation_euler = e
 
 
+def edit_and_query(pb, k: int, sc, sc_carry):
+    """Edit `k` of pose bone `pb` (±6° about its X, alternating), Blender's evaluation of
+    it, then the full query (`sc`) and the carried one (`sc_carry`, on the same positions
+    and triangles). Returns (evaluation ms, depsgraph, positions, poses, full pairs, full
+    ms, carried pairs, carried ms)."""
+    import bpy
+
+    rotate(pb, math.radians(6.0) * (1 if k % 2 else -1))
+    t0 = time.perf_counter()
+    dg = bpy.context.evaluated_depsgraph_get()
+    dg.update()
+    ev = (time.perf_counter() - t0) * 1000
+    pos, poses = sc.evaluate(dg)
+    t0 = time.perf_counter()
+    a, _, _ = sc.query(pos, poses)
+    t_full = (time.perf_counter() - t0) * 1000
+    t0 = time.perf_counter()
+    b, _, _ = sc_carry.query(pos, poses, sc.triangles)
+    t_carry = (time.perf_counter() - t0) * 1000
+    return ev, dg, pos, poses, a, t_full, b, t_carry
+
+
 def run(asset: str, level: int, bones: list[str], edits: int, frame: int) -> list[dict]:
     import bpy
     from mathutils.bvhtree import BVHTree
@@ -71,18 +93,7 @@ def run(asset: str, level: int, bones: list[str], edits: int, frame: int) -> lis
                                 "pairs")}
         last = None
         for k in range(edits + 1):
-            rotate(pb, math.radians(6.0) * (1 if k % 2 else -1))
-            t0 = time.perf_counter()
-            dg = bpy.context.evaluated_depsgraph_get()
-            dg.update()
-            ev = (time.perf_counter() - t0) * 1000
-            pos, poses = sc.evaluate(dg)
-            t0 = time.perf_counter()
-            a, _, _ = sc.query(pos, poses)
-            t_full = (time.perf_counter() - t0) * 1000
-            t0 = time.perf_counter()
-            b, _, _ = sc_carry.query(pos, poses, sc.triangles)
-            t_carry = (time.perf_counter() - t0) * 1000
+            ev, dg, pos, poses, a, t_full, b, t_carry = edit_and_query(pb, k, sc, sc_carry)
             pa = a[0][2] if a else np.zeros((0, 2), np.int64)
             pbs = b[0][2] if b else np.zeros((0, 2), np.int64)
             if not np.array_equal(pa, pbs) or sc.stopped or sc_carry.stopped:

@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
 import os
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_pose_edits import rotate  # noqa: E402
+from bench_pose_edits import edit_and_query  # noqa: E402
 from bench_table3 import load_pair  # noqa: E402
 
 
@@ -51,18 +49,7 @@ def run(asset: str, offset: float, bones: list[str], edits: int, frame: int,
         rows = {k: [] for k in ("eval", "full", "carried", "moved", "between", "self")}
         last = None
         for k in range(edits + 1):
-            rotate(pb, math.radians(6.0) * (1 if k % 2 else -1))
-            t0 = time.perf_counter()
-            dg = bpy.context.evaluated_depsgraph_get()
-            dg.update()
-            ev = (time.perf_counter() - t0) * 1000
-            pos, poses = sc.evaluate(dg)
-            t0 = time.perf_counter()
-            a, _, _ = sc.query(pos, poses)
-            t_full = (time.perf_counter() - t0) * 1000
-            t0 = time.perf_counter()
-            b, _, _ = sc_carry.query(pos, poses, sc.triangles)
-            t_carry = (time.perf_counter() - t0) * 1000
+            ev, _, pos, poses, a, t_full, b, t_carry = edit_and_query(pb, k, sc, sc_carry)
             same = len(a) == len(b) and all(
                 x[:2] == y[:2] and np.array_equal(x[2], y[2]) for x, y in zip(a, b))
             if not same or sc.stopped or sc_carry.stopped:

@@ -32,6 +32,13 @@ def _rigs():
             [np.eye(4), _world(math.radians(90), (0.1, 0.8, 1.0))])
 
 
+def _rest_frame(rigs, worlds):
+    """Poses and positions of the rigs in their rest pose, placed at `worlds`."""
+    poses = [Pose(procedural.chain_deform(r, np.repeat(np.eye(4)[None], r.n_bones, 0)), w, w)
+             for r, w in zip(rigs, worlds)]
+    return poses, [skinning.lbs_rig(r, p) for r, p in zip(rigs, poses)]
+
+
 def _same(got, want) -> bool:
     return (len(got) == len(want)
             and all(gi == wi and gj == wj and np.array_equal(gp, wp)
@@ -132,9 +139,7 @@ def test_carried_pairs_between_objects_not_kept_from_a_stopped_query(monkeypatch
     full = [scan.prepare(r) for r in rigs]
     for o in carry:
         o.carry_self_pairs = True
-    poses = [Pose(procedural.chain_deform(r, np.repeat(np.eye(4)[None], r.n_bones, 0)), w, w)
-             for r, w in zip(rigs, worlds)]
-    pos = [skinning.lbs_rig(r, p) for r, p in zip(rigs, poses)]
+    poses, pos = _rest_frame(rigs, worlds)
     part = scan.query_frame(carry, pos, poses, enough_between=lambda p: True)
     assert part.stats[0].extra["stopped"]
     assert carry[0].cross_last == {}
@@ -153,9 +158,7 @@ def test_query_without_carry_drops_what_was_kept(monkeypatch):
     objs = [scan.prepare(r) for r in rigs]
     for o in objs:
         o.carry_self_pairs = True
-    poses = [Pose(procedural.chain_deform(r, np.repeat(np.eye(4)[None], r.n_bones, 0)), w, w)
-             for r, w in zip(rigs, worlds)]
-    pos = [skinning.lbs_rig(r, p) for r, p in zip(rigs, poses)]
+    poses, pos = _rest_frame(rigs, worlds)
     scan.query_frame(objs, pos, poses)
     assert objs[0].cross_last and objs[0].self_last is not None
     for o in objs:
