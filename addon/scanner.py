@@ -233,10 +233,10 @@ class Scanner:
         return out
 
     def polygon_pairs(self, tri_pairs) -> list[tuple[str, int, str, int]]:
-        res = core_scan.FrameResult(tri_pairs, 0.0)
-        names = [o.name for o in self.objects]
-        return [(names[i], a, names[j], b)
-                for i, a, j, b in core_scan.polygon_pairs(self.objects, res)]
+        rows = core_scan.polygon_pair_rows(self.objects, core_scan.FrameResult(tri_pairs, 0.0))
+        names = np.array([o.name for o in self.objects], dtype=object)
+        return list(zip(names[rows[:, 0]].tolist(), rows[:, 1].tolist(),
+                        names[rows[:, 2]].tolist(), rows[:, 3].tolist()))
 
     def _polygons(self, tri_pairs) -> list[tuple[str, int, str, int]]:
         """The frame's reported polygon pairs: after the allow-list; with `first_hit`,

@@ -542,9 +542,8 @@ def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candid
     return (out[:1] if first_hit else out), st
 
 
-def polygon_pairs(objects: list[CollisionObject],
-                  result: FrameResult) -> list[tuple[int, int, int, int]]:
-    """Unique unordered polygon pairs (obj a, poly a, obj b, poly b), sorted.
+def polygon_pair_rows(objects: list[CollisionObject], result: FrameResult) -> np.ndarray:
+    """(N, 4) int64 unique unordered polygon pairs (obj a, poly a, obj b, poly b), sorted.
 
     Triangle pairs map to the mesh's own polygon indices; several triangle pairs of the
     same two polygons (quads) count once, and a polygon never pairs with itself.
@@ -562,10 +561,16 @@ def polygon_pairs(objects: list[CollisionObject],
             rows.append(np.column_stack([np.full(pp.shape[0], i), pp[:, 0],
                                          np.full(pp.shape[0], j), pp[:, 1]]))
     if not rows:
-        return []
-    r = np.concatenate(rows)
-    r = r[np.lexsort((r[:, 3], r[:, 2], r[:, 1], r[:, 0]))]
-    return [tuple(x) for x in r.tolist()]
+        return np.zeros((0, 4), dtype=np.int64)
+    r = np.concatenate(rows).astype(np.int64, copy=False)
+    return r[np.lexsort((r[:, 3], r[:, 2], r[:, 1], r[:, 0]))]
+
+
+def polygon_pairs(objects: list[CollisionObject],
+                  result: FrameResult) -> list[tuple[int, int, int, int]]:
+    """`polygon_pair_rows` as tuples of ints."""
+    # Column lists zipped: a tuple per row from `tolist()` costs several times more.
+    return list(zip(*polygon_pair_rows(objects, result).T.tolist()))
 
 
 def brute_force_pairs(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray | None = None,
