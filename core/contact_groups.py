@@ -29,7 +29,10 @@ So a frame's contacts partition its pairs. Each contact carries:
 * ``segments``: the curve itself, its segments of non-zero length (p0, p1).
 
 Everything is whole-array work over the pairs already found; the only Python loops are
-over object pairs and over the rounds of the component labelling (logarithmic).
+over object pairs, over the contacts made (one object each) and over the rounds of the
+component labelling (logarithmic). While posing, the caller's memo keeps each object
+pair's last grouping, and only the contacts a change of pairs can touch are grouped again
+(docs/exactness.md, "Grouping only what changed").
 """
 from __future__ import annotations
 
@@ -217,10 +220,13 @@ def frame_contacts(objects: Sequence, positions: Sequence[np.ndarray],
         memo: optional dict kept by the caller between frames (the live overlay while the
             artist poses): an object pair whose counted triangle pairs, their vertices'
             coordinates (bit for bit) and the frame's size are those of the last call
-            gets that call's contacts again; any other is computed and remembered. The
-            contacts are a function of exactly these inputs and of the two objects
-            (compared by identity: an object's rig and keys never change), so the answer
-            is the same as without the memo.
+            gets that call's contacts again. Any other reuses the segments of its pairs
+            whose coordinates are unchanged and groups again only the last contacts that
+            the change of its pairs can touch (`_group`), and is remembered. Segments are
+            a function of the pairs' coordinates, the grouping (which pairs make which
+            contact, and its bones) of the pairs and the two objects (compared by
+            identity: an object's rig and keys never change), so the answer is the same
+            as without the memo.
 
     Returns:
         The contacts, per object pair in the order of `tri_pairs`, each object pair's by
@@ -249,6 +255,7 @@ def frame_contacts(objects: Sequence, positions: Sequence[np.ndarray],
         if not keep.any():
             continue
         tp, pa, pb = tp[keep], pa[keep], pb[keep]
+        last = None
         if memo is None:
             p0, p1, ln = pair_segments(positions[i], triangles[i], positions[j], triangles[j], tp)
         else:
@@ -263,82 +270,23 @@ def frame_contacts(objects: Sequence, positions: Sequence[np.ndarray],
                     and np.array_equal(last.coords, coords)):
                 out.extend(last.contacts)
                 continue
-            first = len(out)
             p0, p1, ln = _segments_reusing(positions, triangles, i, j, tp, coords, last)
-        base = int(max(pa.max(), pb.max())) + 1
-        upp, inv = np.unique(pa * base + pb, return_inverse=True)
-        inv = inv.reshape(-1)
-        ua, ub = upp // base, upp % base                      # sorted polygon pairs
-        # Nodes: polygons of A, then (between two objects) polygons of B.
-        off = 0 if same else ri.n_polygons
-        nodes, node_inv = np.unique(np.concatenate([ua, ub + off]), return_inverse=True)
-        na, nb = node_inv[:ua.size], node_inv[ua.size:]
-        eu, ev = [na], [nb]
-        sides = [(ri, objects[i].vertex_keys, nodes[nodes < ri.n_polygons], 0)] if same else \
-            [(ri, objects[i].vertex_keys, nodes[nodes < off], 0),
-             (rj, objects[j].vertex_keys, nodes[nodes >= off] - off, off)]
-        for rig, keys, polys, o in sides:
-            rowpos, loop = _expand(rig.poly_ptr, polys)
-            k = keys[rig.poly_verts[loop]]
-            node = np.searchsorted(nodes, polys[rowpos] + o)
-            order = np.lexsort((node, k))
-            k, node = k[order], node[order]
-            link = (k[1:] == k[:-1]) & (node[1:] != node[:-1])
-            eu.append(node[:-1][link])
-            ev.append(node[1:][link])
-        lab = components(nodes.size, np.concatenate(eu), np.concatenate(ev))
-        root = lab[na]                                        # per polygon pair
-        # Contacts numbered by their first polygon pair.
-        _, first_idx, cid = np.unique(root, return_index=True, return_inverse=True)
-        rank = np.empty(first_idx.size, dtype=np.int64)
-        rank[np.argsort(first_idx, kind="stable")] = np.arange(first_idx.size)
-        cid = rank[cid.reshape(-1)]
-        C = first_idx.size
-        # Sides of each polygon pair (self: by the polygons' own dominant bones).
-        sa, sb = ua.copy(), ub.copy()
-        allowed_a = allowed_b = None
-        if same and ri.n_bones:
-            dom = _polygon_bones(ri)
-            da, db = dom[ua], dom[ub]
-            flip = db < da
-            sa, sb = np.where(flip, ub, ua), np.where(flip, ua, ub)
-            allowed_a = np.zeros((C, ri.n_bones), dtype=bool)
-            allowed_b = np.zeros((C, ri.n_bones), dtype=bool)
-            allowed_a[cid, np.where(flip, db, da)] = True
-            allowed_b[cid, np.where(flip, da, db)] = True
-        bones_a = _argmax_bones(ri, _bone_sums(ri, cid, sa, C), allowed_a)
-        bones_b = _argmax_bones(rj, _bone_sums(rj, cid, sb, C), allowed_b)
-        tcid = cid[inv]                                       # per triangle pair
-        length = np.bincount(tcid, weights=ln, minlength=C)
-        # The centre: the midpoint of each contact's longest segment.
-        order = np.lexsort((ln, tcid))
-        last = order[np.r_[np.flatnonzero(np.diff(tcid[order])), tcid.size - 1]]
-        center = 0.5 * (p0[last] + p1[last])
-        # Pairs and segments grouped by contact (in pair order within each).
-        porder = np.argsort(cid, kind="stable")
-        pstart = np.searchsorted(cid[porder], np.arange(C + 1))
-        nz = np.flatnonzero(ln > 0)
-        nz = nz[np.argsort(tcid[nz], kind="stable")]
-        sstart = np.searchsorted(tcid[nz], np.arange(C + 1))
-        segs = np.concatenate([p0[nz], p1[nz]], axis=1)
-        pairs = np.stack([sa, sb], axis=1)[porder]
-        limit = KIND_RELATIVE * size
-        for c in range(C):
-            out.append(Contact(names[i], names[j], pairs[pstart[c]:pstart[c + 1]],
-                               float(length[c]),
-                               "crossing" if length[c] > limit else "touching",
-                               (bones_a[c], bones_b[c]), center[c],
-                               segs[sstart[c]:sstart[c + 1]]))
+        # Which pairs make which contact, and their bones, follow from the counted pairs
+        # alone: only what their change touches is grouped again.
+        grouping = _group(objects[i], objects[j], same, tp, pa, pb,
+                          last.grouping if last is not None else None)
+        found = _contacts_of(names[i], names[j], grouping, p0, p1, ln, size)
+        out.extend(found)
         if memo is not None:
             memo[(id(objects[i]), id(objects[j]))] = _Memo(objects[i], objects[j], size, tp,
-                                                           coords, (p0, p1, ln), out[first:])
+                                                           coords, (p0, p1, ln), grouping, found)
     return out
 
 
 class _Memo(NamedTuple):
     """What `frame_contacts` remembers of one object pair (objects a, b): the frame size,
     the counted (K, 2) triangle pairs, their (K, 18) vertex coordinates, their segments
-    (p0 (K, 3), p1 (K, 3), length (K,)) and the contacts made from them."""
+    (p0 (K, 3), p1 (K, 3), length (K,)), their grouping and the contacts made from them."""
 
     a: object
     b: object
@@ -346,7 +294,196 @@ class _Memo(NamedTuple):
     tp: np.ndarray
     coords: np.ndarray
     segments: tuple
+    grouping: _Grouping
     contacts: list
+
+
+class _Grouping(NamedTuple):
+    """One object pair's counted triangle pairs grouped into contacts: everything of a
+    frame's contacts that depends on the pairs alone, not on where the triangles are.
+    Contacts are numbered 0..C-1 by their first polygon pair."""
+
+    tcid: np.ndarray       # (K,) int64 each triangle pair's contact
+    pairs: np.ndarray      # (N, 2) int64 the polygon pairs [A side, B side], by contact
+    pstart: np.ndarray     # (C + 1,) int64 contact c's polygon pairs: pairs[pstart[c]:pstart[c+1]]
+    bones: list            # (C,) per contact (bone of A, bone of B), names or None
+    codes: np.ndarray      # (N,) int64 the polygon pairs (a * base + b), sorted
+    pcid: np.ndarray       # (N,) int64 the contact of each of `codes`
+    keys: tuple            # per side (A; B between two objects): (E,) vertex keys of the
+                           # polygons in the pairs, and (E,) the contact of each
+
+
+def _code_base(oa, ob) -> int:
+    """The base of an object pair's polygon pair codes (a * base + b): fixed per pair, so
+    that codes compare between frames."""
+    return max(oa.rig.n_polygons, ob.rig.n_polygons, 1)
+
+
+def _group(oa, ob, same: bool, tp: np.ndarray, pa: np.ndarray, pb: np.ndarray,
+           last: _Grouping | None = None) -> _Grouping:
+    """The contacts of one object pair (objects `oa`, `ob`; `same`: self-collision) as
+    groups: (K, 2) counted triangle pairs `tp` and their (K,) int64 polygons `pa`, `pb`
+    ((min, max) for a self pair).
+
+    With `last`, the grouping of the same object pair at the last update, only what the
+    change of polygon pairs can touch is grouped again: the pairs of each last contact
+    that lost a pair or that holds a vertex key of a polygon of a new pair, and the new
+    pairs. Every other contact is a component of the new graph as it was of the old one
+    (its pairs are all there, and no link leaves it: a link to a polygon of another old
+    contact would have joined the two before, one to a new pair's polygon marks it), so
+    it is kept with its bones (docs/exactness.md, "Grouping only what changed")."""
+    base = _code_base(oa, ob)
+    codes, inv = np.unique(pa * base + pb, return_inverse=True)
+    inv = inv.reshape(-1)
+    n_sides = 1 if same else 2
+    if last is None or not last.codes.size:
+        redo = np.ones(codes.size, dtype=bool)
+        label = np.zeros(codes.size, dtype=np.int64)
+        n_old = 0
+        key_parts = [[] for _ in range(n_sides)]
+    else:
+        at, found, dirty = _changed(oa, ob, same, codes, base, last)
+        n_old = dirty.size
+        label = np.where(found, last.pcid[at], -1)
+        redo = ~found | dirty[np.maximum(label, 0)]
+        key_parts = [[(k[~dirty[c]], c[~dirty[c]])] for k, c in last.keys]
+    # The pairs to group again: components, then their bones.
+    ua, ub = codes[redo] // base, codes[redo] % base
+    sub, n_sub, sub_keys = _components_of(oa, ob, same, ua, ub)
+    label[redo] = n_old + sub
+    for parts, (k, c) in zip(key_parts, sub_keys):
+        parts.append((k, n_old + c))
+    bones_sub = _bones(oa, ob, same, ua, ub, sub, n_sub)
+    bones_all = (list(last.bones) if n_old else []) + bones_sub
+    # Contacts numbered by their first polygon pair.
+    uniq, first_idx, cid = np.unique(label, return_index=True, return_inverse=True)
+    rank = np.empty(first_idx.size, dtype=np.int64)
+    rank[np.argsort(first_idx, kind="stable")] = np.arange(first_idx.size)
+    cid = rank[cid.reshape(-1)]
+    renum = np.full(n_old + n_sub, -1, dtype=np.int64)
+    renum[uniq] = rank
+    bones = [None] * uniq.size
+    for old, r in zip(uniq.tolist(), rank.tolist()):
+        bones[r] = bones_all[old]
+    sa, sb = codes // base, codes % base
+    if same and oa.rig.n_bones:
+        sa, sb = _self_sides(oa, sa, sb)
+    porder = np.argsort(cid, kind="stable")
+    pstart = np.searchsorted(cid[porder], np.arange(uniq.size + 1))
+    pairs = np.stack([sa, sb], axis=1)[porder]
+    keys = tuple((np.concatenate([k for k, _ in parts]),
+                  renum[np.concatenate([c for _, c in parts])]) for parts in key_parts)
+    return _Grouping(cid[inv], pairs, pstart, bones, codes, cid, keys)
+
+
+def _changed(oa, ob, same: bool, codes: np.ndarray, base: int, last: _Grouping
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """How the (N,) sorted polygon pair `codes` differ from those of grouping `last`: for
+    each code its position in `last.codes` (`at`, meaningful where `found`), and (C,) bool
+    the last contacts that lost a pair or hold a vertex key of a new pair's polygon."""
+    at = np.minimum(np.searchsorted(last.codes, codes), last.codes.size - 1)
+    found = last.codes[at] == codes
+    kept_old = np.zeros(last.codes.size, dtype=bool)
+    kept_old[at[found]] = True
+    dirty = np.zeros(last.pstart.size - 1, dtype=bool)
+    dirty[last.pcid[~kept_old]] = True                       # lost a pair
+    new = codes[~found]
+    ends = [(oa, np.concatenate([new // base, new % base]))] if same else \
+        [(oa, new // base), (ob, new % base)]
+    for (obj, polys), (k_old, c_old) in zip(ends, last.keys):
+        if polys.size:                                       # holds a new pair's key
+            nk = np.unique(_polygon_keys(obj, polys)[0])
+            at_k = np.minimum(np.searchsorted(nk, k_old), nk.size - 1)
+            dirty[c_old[nk[at_k] == k_old]] = True
+    return at, found, dirty
+
+
+def _polygon_keys(obj, polys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The vertex keys of polygons `polys` ((n,) int64) of `obj`, and for each its
+    position in `polys`."""
+    rig = obj.rig
+    rowpos, loop = _expand(rig.poly_ptr, polys)
+    return obj.vertex_keys[rig.poly_verts[loop]], rowpos
+
+
+def _components_of(oa, ob, same: bool, ua: np.ndarray, ub: np.ndarray
+                   ) -> tuple[np.ndarray, int, list]:
+    """The contacts of polygon pairs (ua[k], ub[k]) ((N,) int64, distinct) by themselves:
+    (N,) int64 each pair's contact 0..n-1 (in no particular order), n, and per side the
+    (vertex keys, contact) of the side's polygons."""
+    if not ua.size:
+        return np.zeros(0, np.int64), 0, [(np.zeros(0, np.int64), np.zeros(0, np.int64))
+                                          for _ in range(1 if same else 2)]
+    # Nodes: polygons of A, then (between two objects) polygons of B.
+    off = 0 if same else oa.rig.n_polygons
+    nodes, node_inv = np.unique(np.concatenate([ua, ub + off]), return_inverse=True)
+    na, nb = node_inv[:ua.size], node_inv[ua.size:]
+    eu, ev, side_keys = [na], [nb], []
+    sides = [(oa, nodes[nodes < oa.rig.n_polygons], 0)] if same else \
+        [(oa, nodes[nodes < off], 0), (ob, nodes[nodes >= off] - off, off)]
+    for obj, polys, o in sides:
+        k, rowpos = _polygon_keys(obj, polys)
+        node = np.searchsorted(nodes, polys[rowpos] + o)
+        side_keys.append((k, node))
+        order = np.lexsort((node, k))
+        k, node = k[order], node[order]
+        link = (k[1:] == k[:-1]) & (node[1:] != node[:-1])
+        eu.append(node[:-1][link])
+        ev.append(node[1:][link])
+    lab = components(nodes.size, np.concatenate(eu), np.concatenate(ev))
+    roots, dense = np.unique(lab, return_inverse=True)
+    dense = dense.reshape(-1)
+    return dense[na], roots.size, [(k, dense[node]) for k, node in side_keys]
+
+
+def _self_sides(oa, pa: np.ndarray, pb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A self pair's polygons as (side A, side B): side A has the polygon whose own
+    dominant bone has the lower index (ties: the lower polygon, `pa` <= `pb`)."""
+    dom = _polygon_bones(oa.rig)
+    flip = dom[pb] < dom[pa]
+    return np.where(flip, pb, pa), np.where(flip, pa, pb)
+
+
+def _bones(oa, ob, same: bool, ua: np.ndarray, ub: np.ndarray, cid: np.ndarray,
+           C: int) -> list:
+    """The (bone of A, bone of B) of each of the C contacts of polygon pairs (ua, ub)
+    (`cid`: each pair's contact); a self pair's sides by `_self_sides`."""
+    ri, rj = oa.rig, ob.rig
+    sa, sb = ua, ub
+    allowed_a = allowed_b = None
+    if same and ri.n_bones:
+        sa, sb = _self_sides(oa, ua, ub)
+        dom = _polygon_bones(ri)
+        allowed_a = np.zeros((C, ri.n_bones), dtype=bool)
+        allowed_b = np.zeros((C, ri.n_bones), dtype=bool)
+        allowed_a[cid, dom[sa]] = True
+        allowed_b[cid, dom[sb]] = True
+    bones_a = _argmax_bones(ri, _bone_sums(ri, cid, sa, C), allowed_a)
+    bones_b = _argmax_bones(rj, _bone_sums(rj, cid, sb, C), allowed_b)
+    return list(zip(bones_a, bones_b))
+
+
+def _contacts_of(name_a: str, name_b: str, g: _Grouping, p0: np.ndarray, p1: np.ndarray,
+                 ln: np.ndarray, size: float) -> list[Contact]:
+    """The contacts of grouping `g` with its triangle pairs' crossing segments (p0, p1
+    (K, 3) float64, lengths ln (K,)) at a frame of size `size`."""
+    tcid = g.tcid
+    C = g.pstart.size - 1
+    length = np.bincount(tcid, weights=ln, minlength=C)
+    # The centre: the midpoint of each contact's longest segment.
+    order = np.lexsort((ln, tcid))
+    last = order[np.r_[np.flatnonzero(np.diff(tcid[order])), tcid.size - 1]]
+    center = 0.5 * (p0[last] + p1[last])
+    # Segments grouped by contact (in pair order within each).
+    nz = np.flatnonzero(ln > 0)
+    nz = nz[np.argsort(tcid[nz], kind="stable")]
+    sstart = np.searchsorted(tcid[nz], np.arange(C + 1))
+    segs = np.concatenate([p0[nz], p1[nz]], axis=1)
+    limit = KIND_RELATIVE * size
+    return [Contact(name_a, name_b, g.pairs[g.pstart[c]:g.pstart[c + 1]], float(length[c]),
+                    "crossing" if length[c] > limit else "touching", g.bones[c], center[c],
+                    segs[sstart[c]:sstart[c + 1]])
+            for c in range(C)]
 
 
 def _segments_reusing(positions, triangles, i: int, j: int, tp: np.ndarray, coords: np.ndarray,

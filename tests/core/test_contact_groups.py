@@ -272,3 +272,49 @@ def test_polygon_bones_are_the_argmax_of_each_polygons_bone_sums():
     want = np.argmax(cg._bone_sums(rig, polys, polys, polys.size), axis=1)
     assert np.array_equal(cg._polygon_bones(rig), want)
     assert (want == 0).any() and len(set(want.tolist())) > 2
+
+
+@pytest.mark.parametrize("seed", [2, 4, 18])
+def test_grouping_again_only_what_changed_equals_grouping_afresh(seed):
+    """With the memo, a change of an object pair's pairs groups again only the contacts it
+    can touch (`_group(last=...)`): over runs of random changes (pairs dropped, others
+    brought back, joining contacts and splitting them), the contacts equal those grouped
+    afresh, bit for bit, and fewer pairs were grouped. The grouping is a function of the
+    pairs alone, so they are drawn at random among a few triangles (many contacts, many
+    shared vertices), self pairs and pairs between the two tubes."""
+    objs, pos, poses = two_tubes(seed, max_angle=170)
+    tris = [scan.frame_triangles(o, p) for o, p in zip(objs, pos)]
+    rng = np.random.default_rng(seed)
+    full = []
+    for i, j in ((0, 0), (0, 1), (1, 1)):
+        a = rng.choice(tris[i].shape[0], 40, replace=False)
+        b = rng.choice(tris[j].shape[0], 40, replace=False)
+        p = np.stack([rng.choice(a, 20), rng.choice(b, 20)], axis=1)
+        p = np.unique(np.sort(p, axis=1) if i == j else p, axis=0)
+        full.append((i, j, p))
+    grouped = {"afresh": 0, "memo": 0}
+    real = cg._components_of
+
+    def spy(oa, ob, same, ua, ub):
+        grouped[mode] += ua.size
+        return real(oa, ob, same, ua, ub)
+
+    memo: dict = {}
+    keep = [np.ones(len(p), dtype=bool) for _, _, p in full]
+    counts = set()
+    cg._components_of = spy
+    try:
+        for step in range(40):
+            for k in keep:                         # a few pairs go, a few come back
+                k[rng.choice(k.size, 2, replace=False)] ^= True
+            pairs = [(i, j, p[k]) for (i, j, p), k in zip(full, keep)]
+            mode = "afresh"
+            want = cg.frame_contacts(objs, pos, tris, pairs)
+            mode = "memo"
+            got = cg.frame_contacts(objs, pos, tris, pairs, memo=memo)
+            assert _same_contacts(got, want), step
+            counts.add(len(want))
+    finally:
+        cg._components_of = real
+    assert len(counts) > 3 and max(counts) > 8          # many contacts, joined and split
+    assert grouped["memo"] < 0.9 * grouped["afresh"]
