@@ -37,7 +37,9 @@ keys and the armature's bones. The quick one is checked on every use, including 
 frame, so it reads only names and flags (no per-vertex data).
 
 Decoded objects are cached per session, keyed by the build id (a new one per build), so a
-rebuild always replaces the cached object.
+rebuild always replaces the cached object. A build puts its own data's stored form there
+(`persist.stored_form`: what decoding the bytes it wrote gives, without decoding them), so
+the first update after a Build decodes nothing.
 
 Linked characters and library overrides (issue 26, docs/storage.md §6). Nothing this file
 writes on such an object is kept: a linked object is saved in its library, and an
@@ -514,6 +516,11 @@ def save(ob, obj: CollisionObject) -> None:
         props.signature = signature
         props.shape = text[SHAPE_KEY]
     _forget_cached(text)
+    # The session's decoded object is the stored form (what `load` would decode from the
+    # bytes just written), made without the codec: the first use after a build neither
+    # decodes megabytes nor builds again what the build already made on it (self trees).
+    STATE.objects[(text.name_full, ob.as_pointer())] = (str(text[BUILD_KEY]),
+                                                        _bind(persist.stored_form(stored), ob))
     STATE.missing_data.discard(ob.name_full)
 
 

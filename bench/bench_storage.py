@@ -149,8 +149,8 @@ def growth(asset: str, level: int, folder: str) -> dict:
     datas = [persist.to_bytes(o) for o in objects]
     t_encode = time.perf_counter() - t0
     scene.skin_collide.data_location = "FILE"
-    for ob, o, d in zip(meshes, objects, datas):
-        storage.save(ob, o, d)
+    for ob, o in zip(meshes, objects):
+        storage.save(ob, o)
     in_file = os.path.join(folder, "in_file.blend")
     t_save = save(in_file)
     # Disk cache: save_pre moves the data out next to the file.

@@ -121,6 +121,19 @@ def from_bytes(data: bytes) -> CollisionObject:
             raise ValueError(f"unreadable collision data ({exc}); rebuild it") from None
     if int(d.get("format", -1)) not in _READABLE:
         raise ValueError("collision data of an unknown format; rebuild it")
+    return from_arrays(d)
+
+
+def stored_form(obj: CollisionObject) -> CollisionObject:
+    """What ``from_bytes(to_bytes(obj))`` returns, without encoding and decoding: the codec
+    is lossless (`core.blob`), so the stored form is `compact` then `from_arrays` (the
+    method's choice of what to keep, e.g. float32 spheres, and what it derives again). The
+    arrays may be shared with `obj`'s."""
+    return from_arrays(compact(all_arrays(obj)))
+
+
+def from_arrays(d: dict[str, np.ndarray]) -> CollisionObject:
+    """The object of decoded storage arrays `d` (`compact`'s keys, a readable format)."""
 
     def strings(key):
         return [str(s) for s in d[key].tolist()]

@@ -69,11 +69,18 @@ class SKINCOLLIDE_OT_build(TimerSteps, bpy.types.Operator):
         # Only now is the file changed: a failure or Esc before this point changes nothing.
         for ob, obj in zip(meshes, objects):
             storage.save(ob, obj)
+        # The check every use makes (weights and rest shape against the build) is made
+        # now, while building, not on the first pose update; a mesh edited while a modal
+        # build ran is named here, as the overlay will name it.
+        notes = [r for r in (session.per_vertex_stale_reason(ob) for ob in meshes) if r]
         s = context.scene.skin_collide
-        n_rest = session.store_rest_contacts(context.scene, meshes, objects, True)
+        # On the objects as stored and kept for the session (`storage.load`): what the rest
+        # query builds on them (self trees) serves the live overlay's first update.
+        n_rest = session.store_rest_contacts(context.scene, meshes,
+                                             session.load_objects(meshes), True)
         session.forget(context.scene)
         methods = ", ".join(sorted({o.method for o in objects}))
-        notes = getattr(self, "_notes", [])
+        notes = getattr(self, "_notes", []) + notes
         self.report({"INFO"}, f"Built {len(objects)} character(s) ({methods}); "
                               f"{n_rest} contact(s) in the rest pose"
                               + "".join(f"; {n}" for n in notes))

@@ -204,3 +204,55 @@ def test_files_of_earlier_versions_still_load(demo):
     STATE.objects.clear()
     assert np.array_equal(storage.load(a).data.tree.radii, obj.data.tree.radii)
     assert scan() == before
+
+
+def test_a_build_keeps_its_stored_form_for_the_session(demo, monkeypatch):
+    """Build keeps the stored form of its data for the session without decoding the
+    bytes it wrote, and the first live update neither decodes nor builds a self tree
+    again (the rest-contact query built them on the kept objects); its answer is the one
+    decoded data gives. A rebuild undone brings the earlier data back (the kept object is
+    named by its build id)."""
+    from skin_collide.addon import session, storage
+    from skin_collide.core import persist
+    from skin_collide.core import self_collision as sc_mod
+
+    a, b = demo
+    scene = bpy.context.scene
+    scene.skin_collide.self_collision = True
+    bpy.context.scene.frame_set(5)
+    calls = {"decode": 0, "tree": 0}
+    real_decode, real_build = persist.from_bytes, sc_mod.build
+
+    def decode(data):
+        calls["decode"] += 1
+        return real_decode(data)
+
+    def build(*args, **kw):
+        calls["tree"] += 1
+        return real_build(*args, **kw)
+
+    monkeypatch.setattr(persist, "from_bytes", decode)
+    monkeypatch.setattr(sc_mod, "build", build)
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    assert calls == {"decode": 0, "tree": 2}
+    dg = bpy.context.evaluated_depsgraph_get()
+    kept = session.query(scene, dg, [a, b], carry=True)
+    assert calls == {"decode": 0, "tree": 2}
+    assert kept.n_pairs > 0                              # frame 5: the tubes cross
+    STATE.objects.clear()                                # as after reopening the file
+    fresh = session.query(scene, dg, [a, b])
+    assert calls == {"decode": 2, "tree": 4}
+    assert fresh.polygon_pairs == kept.polygon_pairs
+    # Undo of a rebuild, as Blender's undo does it to the Text: the earlier bytes and
+    # build id come back, and the object kept for the new build is not used for them.
+    text = storage.text_of(a)
+    old_id, old_bytes = str(text[storage.BUILD_KEY]), bytes(text[storage.BLOB_KEY])
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    assert calls["decode"] == 2                          # the rebuild decoded nothing
+    assert storage.text_of(a) == text and str(text[storage.BUILD_KEY]) != old_id
+    text[storage.BUILD_KEY] = old_id
+    storage._set_bytes(text, old_bytes)
+    calls["decode"] = 0
+    again = session.query(scene, bpy.context.evaluated_depsgraph_get(), [a, b])
+    assert calls["decode"] == 1                          # a's earlier data; b's kept
+    assert again.polygon_pairs == kept.polygon_pairs

@@ -39,6 +39,18 @@ def test_round_trip_keeps_everything(rig, method, cheap_union_search):
     np.testing.assert_array_equal(back.vertex_keys, obj.vertex_keys)
     assert persist.rig_signature(back.rig) == persist.rig_signature(obj.rig)
     assert back.rig.bone_names == obj.rig.bone_names
+    # The stored form a build keeps for the session is bit for bit what the bytes decode
+    # to: every array with its dtype (spheres rounded as stored), the weld ids.
+    kept = persist.stored_form(obj)
+    for x, y in ((persist.all_arrays(kept), persist.all_arrays(back)),
+                 (kept.data.arrays(), back.data.arrays())):
+        assert x.keys() == y.keys()
+        for k in x:
+            assert np.asarray(x[k]).dtype == np.asarray(y[k]).dtype, k
+            np.testing.assert_array_equal(x[k], y[k], err_msg=k)
+    np.testing.assert_array_equal(kept.vertex_keys, back.vertex_keys)
+    assert (kept.name, kept.method, kept.asked, kept.reason, kept.build_seconds) == \
+        (back.name, back.method, back.asked, back.reason, back.build_seconds)
 
 
 def test_loaded_object_answers_like_the_built_one(rig):

@@ -1,0 +1,86 @@
+"""The first live updates after Build: what an artist waits for on the first pose edit
+after pressing Build (the panel's Build, then one bone turned by ±6° per edit, the live
+pose handler `addon.handlers._update` timed per edit), with the Build's own time. The
+first update used to decode the data the Build had just written and build the self tree
+again; `--drop-kept` times it as it is after reopening the file (nothing decoded yet).
+
+Usage (from the repository root):
+    bash dev python bench/bench_first_update.py --levels 0 1
+Not a test: nothing here asserts on time.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_pose_edits import rotate  # noqa: E402
+from bench_self import load_one  # noqa: E402
+
+
+def run(asset: str, level: int, bone: str, edits: int, drop_kept: bool) -> dict:
+    import bpy
+
+    from skin_collide.addon import extract, handlers
+    from skin_collide.addon.state import STATE
+
+    ob = load_one(asset, level)
+    for o in bpy.context.scene.objects:
+        o.select_set(o == ob)
+    bpy.context.view_layer.objects.active = ob
+    scene = bpy.context.scene
+    scene.skin_collide.self_collision = True
+    scene.frame_set(25)
+    t0 = time.perf_counter()
+    bpy.ops.skin_collide.build()
+    build_s = time.perf_counter() - t0
+    if drop_kept:
+        STATE.objects.clear()                      # as after reopening the file
+        STATE.verified.clear()
+    pb = extract.modifier_report(ob).armature.pose.bones[bone]
+    times = []
+    for k in range(edits):
+        rotate(pb, math.radians(6.0) * (1 if k % 2 else -1))
+        dg = bpy.context.evaluated_depsgraph_get()
+        dg.update()
+        t0 = time.perf_counter()
+        handlers._update(scene, dg)
+        times.append((time.perf_counter() - t0) * 1000)
+        live = STATE.live[scene.name_full]
+        if live.error:
+            sys.exit(f"OVERLAY {asset} L{level} edit {k}: {live.error}")
+    sides = np.zeros(len(ob.data.polygons), dtype=np.int64)
+    ob.data.polygons.foreach_get("loop_total", sides)
+    return {"triangles": int((sides - 2).sum()), "build": build_s, "updates": times}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--asset", default="makehuman_default.blend")
+    ap.add_argument("--levels", nargs="+", type=int, default=[0, 1])
+    ap.add_argument("--bone", default="finger2-2.L")
+    ap.add_argument("--edits", type=int, default=4)
+    ap.add_argument("--drop-kept", action="store_true",
+                    help="forget the session's decoded data after Build (as after reopening)")
+    args = ap.parse_args()
+    import skin_collide
+
+    skin_collide.register()
+    print("| level | triangles | Build s | " +
+          " | ".join(f"update {k + 1} ms" for k in range(args.edits)) + " |")
+    print("|---|---|---|" + "---|" * args.edits)
+    for level in args.levels:
+        r = run(args.asset, level, args.bone, args.edits, args.drop_kept)
+        print(f"| {level} | {r['triangles']} | {r['build']:.2f} | " +
+              " | ".join(f"{t:.1f}" for t in r["updates"]) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
