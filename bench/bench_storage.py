@@ -136,6 +136,7 @@ def growth(asset: str, level: int, folder: str) -> dict:
     import bpy
 
     from skin_collide.addon import extract, storage
+    from skin_collide.addon.state import STATE
     from skin_collide.core import persist, scan
 
     meshes = load(asset, level)
@@ -169,7 +170,7 @@ def growth(asset: str, level: int, folder: str) -> dict:
     old = os.path.join(folder, "old.blend")
     save(old)
     # Load: open the file with the data in it, then read every mesh's data.
-    storage._cache.clear()
+    STATE.objects.clear()
     t0 = time.perf_counter()
     bpy.ops.wm.open_mainfile(filepath=in_file)
     t_open = time.perf_counter() - t0
