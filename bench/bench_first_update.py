@@ -3,6 +3,8 @@ after pressing Build (the panel's Build, then one bone turned by ±6° per edit,
 pose handler `addon.handlers._update` timed per edit), with the Build's own time. The
 first update used to decode the data the Build had just written and build the self tree
 again; `--drop-kept` times it as it is after reopening the file (nothing decoded yet).
+`--characters 2` builds a second copy of the character too (1 m away), and `--batch 1`
+makes the Build take one character at a time, as it did before it built one per core.
 
 Usage (from the repository root):
     bash dev python bench/bench_first_update.py --levels 0 1
@@ -20,19 +22,29 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import scenes  # noqa: E402
 from bench_pose_edits import rotate  # noqa: E402
 from bench_self import load_one  # noqa: E402
 
 
-def run(asset: str, level: int, bone: str, edits: int, drop_kept: bool) -> dict:
+def run(asset: str, level: int, bone: str, edits: int, drop_kept: bool, characters: int,
+        batch: int | None) -> dict:
     import bpy
 
     from skin_collide.addon import extract, handlers
     from skin_collide.addon.state import STATE
+    from skin_collide.operators import build
 
     ob = load_one(asset, level)
+    chosen = [ob]
+    if characters == 2:
+        arm = extract.modifier_report(ob).armature
+        chosen.append(scenes.duplicate_character(ob, arm, f"{ob.name}_copy",
+                                                 offset=(1.0, 0.0, 0.0), turn=0.0)[0])
+    if batch is not None:
+        build.batch_size = lambda: batch
     for o in bpy.context.scene.objects:
-        o.select_set(o == ob)
+        o.select_set(o in chosen)
     bpy.context.view_layer.objects.active = ob
     scene = bpy.context.scene
     scene.skin_collide.self_collision = True
@@ -66,6 +78,9 @@ def main() -> int:
     ap.add_argument("--levels", nargs="+", type=int, default=[0, 1])
     ap.add_argument("--bone", default="finger2-2.L")
     ap.add_argument("--edits", type=int, default=4)
+    ap.add_argument("--characters", type=int, choices=(1, 2), default=1)
+    ap.add_argument("--batch", type=int, default=None,
+                    help="characters built per step of the Build (default: one per core)")
     ap.add_argument("--drop-kept", action="store_true",
                     help="forget the session's decoded data after Build (as after reopening)")
     args = ap.parse_args()
@@ -76,7 +91,8 @@ def main() -> int:
           " | ".join(f"update {k + 1} ms" for k in range(args.edits)) + " |")
     print("|---|---|---|" + "---|" * args.edits)
     for level in args.levels:
-        r = run(args.asset, level, args.bone, args.edits, args.drop_kept)
+        r = run(args.asset, level, args.bone, args.edits, args.drop_kept, args.characters,
+                args.batch)
         print(f"| {level} | {r['triangles']} | {r['build']:.2f} | " +
               " | ".join(f"{t:.1f}" for t in r["updates"]) + " |")
     return 0

@@ -1,6 +1,8 @@
 """Operators: build and clear the collision data of the characters."""
 from __future__ import annotations
 
+import os
+
 import bpy
 
 from ..addon import extract, session, storage
@@ -17,27 +19,34 @@ def build_method(scene) -> str:
     return m.id if m.in_core else registry.DEFAULT
 
 
-def prepare(rig, scene):
-    """Build `rig`'s data for the scene's method (`build_method`), with the panel's values
-    of the options the method declares (`properties.panel_options`: e.g. a sphere set's
-    count and seed)."""
+def prepare_batch(rigs, scene) -> list:
+    """Build the data of `rigs` for the scene's method (`build_method`), with the panel's
+    values of the options the method declares (`properties.panel_options`: e.g. a sphere
+    set's count and seed), side by side on the machine's cores (`core.scan.prepare_all`)."""
     from ..addon import properties
     from ..core.methods import registry
 
     method = build_method(scene)
-    return core_scan.prepare(rig, method,
-                             **properties.panel_options(scene, registry.get(method)))
+    return core_scan.prepare_all(rigs, method,
+                                 **properties.panel_options(scene, registry.get(method)))
 
 
-def build_each(context, rigs, build_one) -> list:
-    """Every rig's data, built one after the other by ``build_one(k, rig)`` with progress
-    in the status bar (the synchronous path of the build operators: background, scripts)."""
+def batch_size() -> int:
+    """Rigs built per step of the Build (one per core: they build side by side, and Esc
+    is read between steps)."""
+    return max(1, os.cpu_count() or 1)
+
+
+def build_each(context, items, build_one) -> list:
+    """``build_one(k, item)`` of every item (a rig, or a batch of rigs), one after the
+    other, with progress in the status bar (the synchronous path of the build operators:
+    background, scripts)."""
     wm = context.window_manager
-    wm.progress_begin(0, len(rigs))
+    wm.progress_begin(0, len(items))
     try:
         objects = []
-        for k, rig in enumerate(rigs):
-            objects.append(build_one(k, rig))
+        for k, item in enumerate(items):
+            objects.append(build_one(k, item))
             wm.progress_update(k + 1)
         return objects
     finally:
@@ -76,8 +85,9 @@ class SKINCOLLIDE_OT_build(TimerSteps, bpy.types.Operator):
         s = context.scene.skin_collide
         # On the objects as stored and kept for the session (`storage.load`): what the rest
         # query builds on them (self trees) serves the live overlay's first update.
-        n_rest = session.store_rest_contacts(context.scene, meshes,
-                                             session.load_objects(meshes), True)
+        kept = session.load_objects(meshes)
+        core_scan.build_self_trees(kept)          # side by side; the rest query needs them
+        n_rest = session.store_rest_contacts(context.scene, meshes, kept, True)
         session.forget(context.scene)
         methods = ", ".join(sorted({o.method for o in objects}))
         notes = getattr(self, "_notes", []) + notes
@@ -93,7 +103,11 @@ class SKINCOLLIDE_OT_build(TimerSteps, bpy.types.Operator):
         except (extract.RigError, session.SessionError) as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        objects = build_each(context, rigs, lambda k, rig: prepare(rig, context.scene))
+        n = batch_size()
+        batches = [rigs[s:s + n] for s in range(0, len(rigs), n)]
+        objects = [obj for objs in build_each(context, batches,
+                                              lambda k, b: prepare_batch(b, context.scene))
+                   for obj in objs]
         self._store(context, meshes, objects)
         return {"FINISHED"}
 
@@ -106,10 +120,11 @@ class SKINCOLLIDE_OT_build(TimerSteps, bpy.types.Operator):
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         self._objects = []
-        return self._begin_steps(context, len(self._rigs))
+        return self._begin_steps(context, -(-len(self._rigs) // batch_size()))
 
     def _step(self, context) -> bool:
-        self._objects.append(prepare(self._rigs[len(self._objects)], context.scene))
+        done = len(self._objects)
+        self._objects += prepare_batch(self._rigs[done:done + batch_size()], context.scene)
         return len(self._objects) == len(self._rigs)
 
     def _finish(self, context) -> None:

@@ -1,0 +1,84 @@
+"""The Build operator builds its characters in batches, one rig per core side by side
+(`operators.build.prepare_batch`, `core.scan.prepare_all`); the data is the same as one at
+a time, and the modal Build takes one batch per step (Esc is read between steps)."""
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.blender
+bpy = pytest.importorskip("bpy")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def addon(registered_addon):
+    """Every test here runs with the add-on registered."""
+
+
+@pytest.fixture
+def demo():
+    from blender_helpers import selected_demo
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    yield selected_demo(bpy)
+    bpy.ops.wm.read_homefile(use_empty=True)
+
+
+def _built(monkeypatch, meshes, size: int) -> tuple[list, list]:
+    """Build `meshes` with batches of `size`: the batches `prepare_all` got, and each
+    mesh's stored data as arrays."""
+    from skin_collide.addon import storage
+    from skin_collide.core import persist
+    from skin_collide.core import scan as core_scan
+    from skin_collide.operators import build
+
+    batches = []
+    real = getattr(core_scan.prepare_all, "real", core_scan.prepare_all)
+
+    def spy(rigs, *args, **kw):
+        batches.append([r.name for r in rigs])
+        return real(rigs, *args, **kw)
+
+    spy.real = real
+    monkeypatch.setattr(core_scan, "prepare_all", spy)
+    monkeypatch.setattr(build, "batch_size", lambda: size)
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    return batches, [persist.all_arrays(storage.load(ob)) for ob in meshes]
+
+
+def test_batches_build_the_same_data_as_one_at_a_time(demo, monkeypatch):
+    a, b = demo
+    one, data_one = _built(monkeypatch, (a, b), 1)
+    two, data_two = _built(monkeypatch, (a, b), 2)
+    assert one == [[a.name_full], [b.name_full]] and two == [[a.name_full, b.name_full]]
+    for x, y in zip(data_one, data_two):
+        assert x.keys() == y.keys()
+        for k in x:
+            if k != "build_seconds":
+                np.testing.assert_array_equal(x[k], y[k], err_msg=k)
+
+
+def test_the_modal_build_takes_one_batch_per_step(demo, monkeypatch):
+    from types import SimpleNamespace
+
+    from test_stepping import FakeWM
+
+    from skin_collide.addon import storage
+    from skin_collide.operators import build
+
+    a, b = demo
+    monkeypatch.setattr(build, "batch_size", lambda: 1)
+    Op = build.SKINCOLLIDE_OT_build
+    op = SimpleNamespace(reports=[])
+    op.report = lambda kind, msg: op.reports.append((kind, msg))
+    op._store = lambda context, m, objs: Op._store(op, context, m, objs)
+    op._meshes, op._rigs = Op._prepare(op, bpy.context)
+    op._objects = []
+    context = SimpleNamespace(window_manager=FakeWM(), scene=bpy.context.scene)
+    assert Op._step(op, context) is False and len(op._objects) == 1
+    assert Op._step(op, context) is True and len(op._objects) == 2
+    assert not any(storage.has_data(ob) for ob in (a, b))     # stored only at the end
+    Op._finish(op, bpy.context)
+    assert all(storage.has_data(ob) for ob in (a, b))
+    assert [k for k, _ in op.reports] == [{"INFO"}]
+    monkeypatch.setattr(build, "batch_size", lambda: 2)         # both in one step
+    op._objects = []
+    assert Op._step(op, context) is True and len(op._objects) == 2
