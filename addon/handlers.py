@@ -158,6 +158,7 @@ def on_load_post(*_args) -> None:
     _clean_orphans()
     try:
         storage.scan_missing()         # only notes them: rebuilt when first needed
+        storage.prefetch(bpy.data.scenes)   # decoded in the background, never waited for here
     except Exception as exc:  # noqa: BLE001 - never block loading a file
         print(f"skin_collide: could not check the collision data caches: {exc}")
     overlay.forget_drawn()
@@ -198,6 +199,7 @@ def register() -> None:
 
 def unregister() -> None:
     overlay.disable_drawing()
+    storage.stop_prefetch()
     STATE.reset()
     if bpy.app.timers.is_registered(_timer):
         bpy.app.timers.unregister(_timer)

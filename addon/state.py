@@ -40,6 +40,9 @@ class State:
         # after that object): a link and an override of one asset may share a Text.
         self.objects: dict = {}
         self.missing_data: set[str] = set()   # meshes to rebuild when first needed
+        # (Text full name, object pointer) -> (build id, the Future of its decoding in the
+        # background after a file was opened: `storage.prefetch`).
+        self.prefetched: dict = {}
         self.rest_contacts_version = 0  # bumped when any character's rest contacts change
         self.rest_contacts_index: dict = {}   # scene name -> (key, its ContactIndex)
         # -- the overlay (addon/overlay.py) --

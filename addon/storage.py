@@ -39,7 +39,8 @@ frame, so it reads only names and flags (no per-vertex data).
 Decoded objects are cached per session, keyed by the build id (a new one per build), so a
 rebuild always replaces the cached object. A build puts its own data's stored form there
 (`persist.stored_form`: what decoding the bytes it wrote gives, without decoding them), so
-the first update after a Build decodes nothing.
+the first update after a Build decodes nothing; opening a file decodes the data of the
+live overlay's characters in a background thread (`prefetch`).
 
 Linked characters and library overrides (issue 26, docs/storage.md §6). Nothing this file
 writes on such an object is kept: a linked object is saved in its library, and an
@@ -60,6 +61,7 @@ import hashlib
 import json
 import os
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -67,6 +69,7 @@ from ..core import blob as container  # (`blob` names the stored bytes below)
 from ..core import persist
 from ..core.methods import registry
 from ..core.scan import CollisionObject
+from ..core.self_collision import for_object
 from . import identity
 from .state import STATE
 
@@ -642,6 +645,68 @@ def scan_missing() -> set[str]:
     return STATE.missing_data
 
 
+_PREFETCH: ThreadPoolExecutor | None = None
+
+
+def prefetch(scenes) -> int:
+    """After a file is opened: decode, in a background thread, the data stored in the file
+    of the built meshes of `scenes` whose live overlay is on (what their first frame
+    change would decode), with their self trees when the scene checks self-collision, so
+    that the first update does not wait for it. `load` takes the result (or waits for a
+    decoding still running). Only numpy and lzma run in the thread; the bytes are read
+    here. Data in the disk cache or to rebuild is left to `load`. Returns how many."""
+    global _PREFETCH
+    STATE.prefetched.clear()
+    jobs = {}
+    for scene in scenes:
+        settings = getattr(scene, "skin_collide", None)
+        if settings is None or not settings.live:
+            continue
+        for ob in scene.objects:
+            text = text_of(ob) if ob.type == "MESH" else None
+            if text is None or text.get(BLOB_KEY) is None:
+                continue
+            cache_key = (text.name_full, ob.as_pointer())
+            key = str(text.get(BUILD_KEY) or signature_of_text(ob, text))
+            if cache_key in jobs or STATE.objects.get(cache_key, (None,))[0] == key:
+                continue
+            jobs[cache_key] = (key, bytes(text[BLOB_KEY]), settings.self_collision)
+    if jobs and _PREFETCH is None:
+        _PREFETCH = ThreadPoolExecutor(1, thread_name_prefix="skin_collide_prefetch")
+    for cache_key, (key, data, self_tree) in jobs.items():
+        STATE.prefetched[cache_key] = (key, _PREFETCH.submit(_decode, data, self_tree))
+    return len(jobs)
+
+
+def _decode(data: bytes, self_tree: bool) -> CollisionObject:
+    obj = persist.from_bytes(data)
+    if self_tree:
+        for_object(obj)
+    return obj
+
+
+def stop_prefetch() -> None:
+    """Forget the background decodings (unregistering): running ones finish unused."""
+    global _PREFETCH
+    STATE.prefetched.clear()
+    if _PREFETCH is not None:
+        _PREFETCH.shutdown(wait=False, cancel_futures=True)
+        _PREFETCH = None
+
+
+def _prefetched(cache_key, key: str) -> CollisionObject | None:
+    """The object `prefetch` decoded for `cache_key` at build id `key` (waiting for it if
+    still running), or None: none, another build's, or its decoding failed (then `load`
+    decodes on this thread and reports the error as always)."""
+    job = STATE.prefetched.pop(cache_key, None)
+    if job is None or job[0] != key:
+        return None
+    try:
+        return job[1].result()
+    except Exception:  # noqa: BLE001 - decoded again by the caller, which reports it
+        return None
+
+
 def load(ob) -> CollisionObject | None:
     """The stored data of `ob`, or None when there is none. Data whose disk cache is
     missing, stale or foreign is rebuilt here (the first time it is needed)."""
@@ -656,13 +721,14 @@ def load(ob) -> CollisionObject | None:
     if hit is not None and hit[0] == key:
         return _bind(hit[1], ob)          # cheap; follows a rename
     blob = text.get(BLOB_KEY)
-    if blob is None and text.get(CACHE_KEY):
+    obj = _prefetched(cache_key, key) if blob is not None else None
+    if obj is None and blob is None and text.get(CACHE_KEY):
         obj = _read_cache(ob, text)
         if obj is None:
             obj = rebuild(ob)
             text = text_of(ob)            # a new local Text when the asset's cache was gone
             key, cache_key = str(text.get(BUILD_KEY)), (text.name_full, ob.as_pointer())
-    else:
+    elif obj is None:
         try:
             if blob is not None:
                 data = bytes(blob)

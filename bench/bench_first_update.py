@@ -2,7 +2,10 @@
 after pressing Build (the panel's Build, then one bone turned by ±6° per edit, the live
 pose handler `addon.handlers._update` timed per edit), with the Build's own time. The
 first update used to decode the data the Build had just written and build the self tree
-again; `--drop-kept` times it as it is after reopening the file (nothing decoded yet).
+again; `--drop-kept` times it with the decoded data forgotten (as after reopening the
+file, before any decoding), `--reopen SECONDS` after saving with the live overlay on,
+opening the file again and waiting SECONDS (the data is decoded in the background from the
+moment the file is open).
 `--characters 2` builds a second copy of the character too (1 m away), and `--batch 1`
 makes the Build take one character at a time, as it did before it built one per core.
 
@@ -16,6 +19,7 @@ import argparse
 import math
 import os
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -28,7 +32,7 @@ from bench_self import load_one  # noqa: E402
 
 
 def run(asset: str, level: int, bone: str, edits: int, drop_kept: bool, characters: int,
-        batch: int | None) -> dict:
+        batch: int | None, reopen_wait: float | None) -> dict:
     import bpy
 
     from skin_collide.addon import extract, handlers
@@ -55,6 +59,22 @@ def run(asset: str, level: int, bone: str, edits: int, drop_kept: bool, characte
     if drop_kept:
         STATE.objects.clear()                      # as after reopening the file
         STATE.verified.clear()
+    open_s = None
+    if reopen_wait is not None:                    # save with the overlay on, open again
+        name = ob.name
+        scene.skin_collide.live = True
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "reopen.blend")
+            bpy.ops.wm.save_as_mainfile(filepath=path, copy=True)
+            bpy.ops.wm.read_homefile(use_empty=True)
+            STATE.objects.clear()                  # as in a new Blender session
+            STATE.verified.clear()
+            t0 = time.perf_counter()
+            bpy.ops.wm.open_mainfile(filepath=path)
+            open_s = time.perf_counter() - t0
+        time.sleep(reopen_wait)
+        scene, ob = bpy.context.scene, bpy.data.objects[name]
+        scene.skin_collide.live = False            # only the timed updates below run
     pb = extract.modifier_report(ob).armature.pose.bones[bone]
     times = []
     for k in range(edits):
@@ -69,7 +89,8 @@ def run(asset: str, level: int, bone: str, edits: int, drop_kept: bool, characte
             sys.exit(f"OVERLAY {asset} L{level} edit {k}: {live.error}")
     sides = np.zeros(len(ob.data.polygons), dtype=np.int64)
     ob.data.polygons.foreach_get("loop_total", sides)
-    return {"triangles": int((sides - 2).sum()), "build": build_s, "updates": times}
+    return {"triangles": int((sides - 2).sum()), "build": build_s, "updates": times,
+            "open": open_s}
 
 
 def main() -> int:
@@ -81,6 +102,9 @@ def main() -> int:
     ap.add_argument("--characters", type=int, choices=(1, 2), default=1)
     ap.add_argument("--batch", type=int, default=None,
                     help="characters built per step of the Build (default: one per core)")
+    ap.add_argument("--reopen", type=float, default=None, metavar="SECONDS",
+                    help="save with the live overlay on, open the file again, wait SECONDS, "
+                         "then pose (the Build column then adds the file's opening time)")
     ap.add_argument("--drop-kept", action="store_true",
                     help="forget the session's decoded data after Build (as after reopening)")
     args = ap.parse_args()
@@ -92,8 +116,10 @@ def main() -> int:
     print("|---|---|---|" + "---|" * args.edits)
     for level in args.levels:
         r = run(args.asset, level, args.bone, args.edits, args.drop_kept, args.characters,
-                args.batch)
-        print(f"| {level} | {r['triangles']} | {r['build']:.2f} | " +
+                args.batch, args.reopen)
+        built = f"{r['build']:.2f}" if r["open"] is None else \
+            f"{r['build']:.2f} (open {r['open']:.2f})"
+        print(f"| {level} | {r['triangles']} | {built} | " +
               " | ".join(f"{t:.1f}" for t in r["updates"]) + " |")
     return 0
 

@@ -256,3 +256,65 @@ def test_a_build_keeps_its_stored_form_for_the_session(demo, monkeypatch):
     again = session.query(scene, bpy.context.evaluated_depsgraph_get(), [a, b])
     assert calls["decode"] == 1                          # a's earlier data; b's kept
     assert again.polygon_pairs == kept.polygon_pairs
+
+
+def test_opening_a_file_decodes_the_live_characters_in_the_background(demo, tmp_path,
+                                                                      monkeypatch):
+    """With the live overlay on, opening the file starts decoding its characters' data
+    (and their self trees) in a background thread; the first update takes them without
+    decoding, and answers as data decoded on the spot does. With the overlay off nothing
+    is decoded ahead; a decoding that failed is done again where it is needed."""
+    from concurrent.futures import Future
+
+    from skin_collide.addon import session
+    from skin_collide.core import persist
+    from skin_collide.core import self_collision as sc_mod
+
+    scene = bpy.context.scene
+    scene.skin_collide.self_collision = True
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    assert bpy.ops.skin_collide.toggle_overlay() == {"FINISHED"} and scene.skin_collide.live
+    path = tmp_path / "live.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    reopen(path)
+    jobs = dict(STATE.prefetched)
+    assert len(jobs) == 2
+    for _, future in jobs.values():
+        future.result()
+    calls = {"decode": 0, "tree": 0}
+    real_decode, real_build = persist.from_bytes, sc_mod.build
+
+    def decode(data):
+        calls["decode"] += 1
+        return real_decode(data)
+
+    def build(*args, **kw):
+        calls["tree"] += 1
+        return real_build(*args, **kw)
+
+    monkeypatch.setattr(persist, "from_bytes", decode)
+    monkeypatch.setattr(sc_mod, "build", build)
+    scene = bpy.context.scene
+    a, b = bpy.data.objects["Left"], bpy.data.objects["Right"]
+    scene.frame_set(5)
+    dg = bpy.context.evaluated_depsgraph_get()
+    ahead = session.query(scene, dg, [a, b])
+    assert calls == {"decode": 0, "tree": 0} and not STATE.prefetched
+    assert ahead.n_pairs > 0
+    STATE.objects.clear()
+    on_the_spot = session.query(scene, dg, [a, b])
+    assert calls == {"decode": 2, "tree": 2}
+    assert on_the_spot.polygon_pairs == ahead.polygon_pairs
+    # A decoding that failed: decoded again on this thread.
+    STATE.objects.clear()
+    failed = Future()
+    failed.set_exception(ValueError("damaged"))
+    key = next(iter(jobs))
+    STATE.prefetched[key] = (jobs[key][0], failed)
+    assert session.query(scene, dg, [a, b]).polygon_pairs == ahead.polygon_pairs
+    assert calls["decode"] == 4 and not STATE.prefetched
+    # The overlay off: nothing is decoded ahead.
+    bpy.context.scene.skin_collide.live = False
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    reopen(path)
+    assert not STATE.prefetched
