@@ -22,18 +22,18 @@ from .state import STATE, quiet  # noqa: F401  (quiet: the older import path)
 THROTTLE = 1.0
 
 
-def _live_meshes(scene) -> list:
-    return [ob for ob in scene.objects if ob.type == "MESH" and storage.has_data(ob)]
-
-
 def _update(scene, depsgraph) -> None:
     """Collide the built characters as evaluated now; keep the result and its pair count."""
     STATE.busy = True
     t0 = time.perf_counter()
     try:
-        meshes = session.built(scene, _live_meshes(scene))
-        res = session.query(scene, depsgraph, meshes, carry=True)
-        pairs = res.n_pairs
+        shown = session.shown_meshes(scene, depsgraph.view_layer)
+        if not shown and session.built_meshes(scene):   # all hidden: nothing to show
+            session.forget(scene)
+            pairs = 0
+        else:
+            res = session.query(scene, depsgraph, session.built(scene, shown), carry=True)
+            pairs = res.n_pairs
     except (session.SessionError, ValueError) as exc:
         session.record_error(scene, str(exc))
         pairs = 0
@@ -80,9 +80,15 @@ def on_frame_change(scene, depsgraph) -> None:
 
 def _relevant(scene, depsgraph) -> bool:
     """Whether the update touched a built mesh, the armature deforming it or an object it
-    hangs from."""
+    hangs from, or changed which built meshes the viewport shows (hiding one need not
+    list it among the updates)."""
+    last = session.live_result(scene)
+    shown = {ob.name_full for ob in session.shown_meshes(scene, depsgraph.view_layer)}
+    if set(last.names if last is not None else ()) != shown and \
+            (last is None or not last.error):
+        return True
     watched = set()
-    for ob in _live_meshes(scene):
+    for ob in session.built_meshes(scene):        # hiding one is relevant too
         watched.add(ob.name_full)
         for mod in ob.modifiers:
             if mod.type == "ARMATURE" and mod.object is not None:

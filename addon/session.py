@@ -191,6 +191,19 @@ def built(scene, meshes: list, full_check: bool = False) -> list:
     return ready
 
 
+def built_meshes(scene) -> list:
+    """The scene's meshes with built data (usable or not: `built` checks them)."""
+    return [ob for ob in scene.objects if ob.type == "MESH" and storage.has_data(ob)]
+
+
+def shown_meshes(scene, view_layer=None) -> list:
+    """The built meshes the viewport draws (`view_layer`'s, default the context's): what
+    the live overlay and Refresh check. A hidden character takes no part: hidden with the
+    eye it is not drawn; disabled in viewports it is not even evaluated (Blender hands out
+    its rest mesh), so its collisions would be with a body nobody sees."""
+    return [ob for ob in built_meshes(scene) if ob.visible_get(view_layer=view_layer)]
+
+
 def load_objects(meshes: list) -> list:
     """The stored collision data of `meshes`; data saved by an older version of the
     add-on (another format) is a SessionError asking for a rebuild."""

@@ -9,8 +9,11 @@ from .stepping import guard_operators
 
 
 def _built_meshes(scene):
-    return session.built(scene, [ob for ob in scene.objects
-                                 if ob.type == "MESH" and storage.has_data(ob)])
+    """The built meshes the viewport draws, checked (`session.shown_meshes`, `built`)."""
+    shown = session.shown_meshes(scene)
+    if not shown and session.built_meshes(scene):
+        raise session.SessionError("every built character is hidden: show one to check it")
+    return session.built(scene, shown)
 
 
 def _built_meshes_or_none(op, scene):

@@ -205,3 +205,41 @@ def test_pose_edits_with_self_collision_carry_pairs_and_equal_refresh(live_demo,
         assert set(live.polygon_pairs) == set(fresh.polygon_pairs), step
         assert live.n_pairs == fresh.n_pairs
     assert max(moved) > 0                              # the edits did move triangles
+
+
+def test_hidden_characters_take_no_part_in_the_overlay(live_demo):
+    """A character hidden in the viewport (disabled in viewports: Blender evaluates only
+    its rest mesh; or with the eye: not drawn) takes no part in the live overlay or in
+    Refresh; shown again, it does. All hidden: no result and no error; Refresh says why."""
+    from skin_collide.addon import session
+
+    a, b, arm = live_demo
+    scene = bpy.context.scene
+    bend(arm, 0.33)                         # Left bends into Right
+    bpy.context.view_layer.update()
+    both = session.live_result(scene)
+    assert set(both.names) == {a.name_full, b.name_full}
+    assert any(p[0] != p[2] for p in both.polygon_pairs)       # pairs between the two
+    for hide, show in ((lambda: setattr(b, "hide_viewport", True),
+                        lambda: setattr(b, "hide_viewport", False)),
+                       (lambda: b.hide_set(True), lambda: b.hide_set(False))):
+        hide()
+        bpy.context.view_layer.update()
+        alone = session.live_result(scene)
+        assert alone.error == "" and alone.names == [a.name_full]
+        assert all(p[0] == p[2] == a.name for p in alone.polygon_pairs)
+        assert scene.skin_collide.live_pairs == alone.n_pairs
+        assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
+        assert session.live_result(scene).names == [a.name_full]
+        show()
+        bpy.context.view_layer.update()
+        again = session.live_result(scene)
+        assert set(again.names) == {a.name_full, b.name_full}
+        assert set(again.polygon_pairs) == set(both.polygon_pairs)
+    a.hide_set(True)
+    b.hide_set(True)
+    bend(arm, 0.3)
+    bpy.context.view_layer.update()
+    assert session.live_result(scene) is None and scene.skin_collide.live_pairs == 0
+    with pytest.raises(RuntimeError, match="every built character is hidden"):
+        bpy.ops.skin_collide.refresh()
