@@ -99,24 +99,53 @@ def what_moves(ob) -> str:
     return ""
 
 
-def skip_note(ob) -> str:
+def is_evaluated(ob, depsgraph=None) -> bool:
+    """Whether the view layer's depsgraph evaluates `ob` (default: the context's). Not
+    when it is disabled in viewports or its collection is hidden or excluded: Blender then
+    hands out its original mesh, the rest shape, at every frame."""
+    import bpy
+
+    dg = depsgraph or bpy.context.evaluated_depsgraph_get()
+    return bool(ob.evaluated_get(dg).is_evaluated)
+
+
+def not_evaluated(ob) -> str:
+    """Why `ob`'s skin cannot be checked when `is_evaluated` says no."""
+    return (f"'{ob.name}' is disabled in viewports, or its collection is hidden or "
+            "excluded, so Blender does not pose it")
+
+
+def not_evaluated_note(ob) -> str:
+    return f"{not_evaluated(ob)}: skipped (enable it to check it)"
+
+
+def skip_note(ob, depsgraph=None) -> str:
     """Why mesh `ob` is not a character (see `character_meshes`)."""
+    if not is_evaluated(ob, depsgraph):
+        return not_evaluated_note(ob)
     return (f"'{ob.name}' is skipped: it has no Armature modifier and nothing moves it "
             "(no parent, constraint or animation)")
 
 
 def character_meshes(objects) -> tuple[list, list[str]]:
     """The characters among `objects` (any objects, in their order): skinned meshes and
-    rigid props (`what_moves`), and one note per other mesh, which is skipped (it stands
-    still: e.g. a stray Icosphere in a character's collection)."""
+    rigid props (`what_moves`) that the view layer evaluates (`is_evaluated`), and one
+    note per other mesh, which is skipped (it stands still: e.g. a stray Icosphere in a
+    character's collection; or Blender does not pose it)."""
+    import bpy
+
     meshes, notes = [], []
+    dg = None
     for ob in objects:
         if ob.type != "MESH":
             continue
-        if modifier_report(ob).armature is not None or what_moves(ob):
+        dg = dg or bpy.context.evaluated_depsgraph_get()
+        if not is_evaluated(ob, dg):
+            notes.append(not_evaluated_note(ob))
+        elif modifier_report(ob).armature is not None or what_moves(ob):
             meshes.append(ob)
         else:
-            notes.append(skip_note(ob))
+            notes.append(skip_note(ob, dg))
     return meshes, notes
 
 

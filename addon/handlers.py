@@ -152,6 +152,12 @@ def _schedule_catch_up() -> None:
         bpy.app.timers.register(_timer, first_interval=delay)
 
 
+def _prefetch_on_load() -> bool:
+    """Decode the live characters' data in the background after a file opens: in an
+    interactive session only (a headless run uses its data at once, or not at all)."""
+    return not bpy.app.background
+
+
 @persistent
 def on_load_post(*_args) -> None:
     """Data and settings come back with the file; drawing and results are re-attached.
@@ -164,7 +170,8 @@ def on_load_post(*_args) -> None:
     _clean_orphans()
     try:
         storage.scan_missing()         # only notes them: rebuilt when first needed
-        storage.prefetch(bpy.data.scenes)   # decoded in the background, never waited for here
+        if _prefetch_on_load():        # decoded in the background, never waited for here
+            storage.prefetch(bpy.data.scenes)
     except Exception as exc:  # noqa: BLE001 - never block loading a file
         print(f"skin_collide: could not check the collision data caches: {exc}")
     overlay.forget_drawn()

@@ -154,6 +154,9 @@ class Scanner:
         degenerate: list[str] = []
         frame = depsgraph.scene.frame_current
         for ob, obj in zip(self.meshes, self.objects):
+            if not extract.is_evaluated(ob, depsgraph):
+                raise extract.RigError(f"{extract.not_evaluated(ob)}: enable it, or leave "
+                                       "it out")
             check_rig_matches(ob, obj)
             extract.check_topology(ob, ob.evaluated_get(depsgraph).data, obj.rig, frame)
             pos, t = extract.evaluated_frame(ob, depsgraph, obj.rig)

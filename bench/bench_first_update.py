@@ -62,6 +62,7 @@ def run(asset: str, level: int, bone: str, edits: int, drop_kept: bool, characte
     open_s = None
     if reopen_wait is not None:                    # save with the overlay on, open again
         name = ob.name
+        handlers._prefetch_on_load = lambda: True  # as in an interactive session
         scene.skin_collide.live = True
         with tempfile.TemporaryDirectory() as folder:
             path = os.path.join(folder, "reopen.blend")

@@ -86,6 +86,18 @@ def registered_addon():
 
 
 @pytest.fixture
+def demo_pair():
+    """The two generated tube characters (`blender_helpers.selected_demo`), selected, in a
+    new empty file, not built; the file is emptied again after the test."""
+    bpy = pytest.importorskip("bpy")
+    from blender_helpers import selected_demo
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    yield selected_demo(bpy)
+    bpy.ops.wm.read_homefile(use_empty=True)
+
+
+@pytest.fixture
 def cheap_union_search(monkeypatch):
     """The variational fit with a small union search (few attempts, coarse samples), for
     tests where the set's quality is not what is tested: the same code paths, a fraction

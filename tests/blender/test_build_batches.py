@@ -4,22 +4,8 @@ a time, and the modal Build takes one batch per step (Esc is read between steps)
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.blender
+pytestmark = [pytest.mark.blender, pytest.mark.usefixtures("registered_addon")]
 bpy = pytest.importorskip("bpy")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def addon(registered_addon):
-    """Every test here runs with the add-on registered."""
-
-
-@pytest.fixture
-def demo():
-    from blender_helpers import selected_demo
-
-    bpy.ops.wm.read_homefile(use_empty=True)
-    yield selected_demo(bpy)
-    bpy.ops.wm.read_homefile(use_empty=True)
 
 
 def _built(monkeypatch, meshes, size: int) -> tuple[list, list]:
@@ -44,8 +30,8 @@ def _built(monkeypatch, meshes, size: int) -> tuple[list, list]:
     return batches, [persist.all_arrays(storage.load(ob)) for ob in meshes]
 
 
-def test_batches_build_the_same_data_as_one_at_a_time(demo, monkeypatch):
-    a, b = demo
+def test_batches_build_the_same_data_as_one_at_a_time(demo_pair, monkeypatch):
+    a, b = demo_pair
     one, data_one = _built(monkeypatch, (a, b), 1)
     two, data_two = _built(monkeypatch, (a, b), 2)
     assert one == [[a.name_full], [b.name_full]] and two == [[a.name_full, b.name_full]]
@@ -56,7 +42,7 @@ def test_batches_build_the_same_data_as_one_at_a_time(demo, monkeypatch):
                 np.testing.assert_array_equal(x[k], y[k], err_msg=k)
 
 
-def test_the_modal_build_takes_one_batch_per_step(demo, monkeypatch):
+def test_the_modal_build_takes_one_batch_per_step(demo_pair, monkeypatch):
     from types import SimpleNamespace
 
     from test_stepping import FakeWM
@@ -64,7 +50,7 @@ def test_the_modal_build_takes_one_batch_per_step(demo, monkeypatch):
     from skin_collide.addon import storage
     from skin_collide.operators import build
 
-    a, b = demo
+    a, b = demo_pair
     monkeypatch.setattr(build, "batch_size", lambda: 1)
     Op = build.SKINCOLLIDE_OT_build
     op = SimpleNamespace(reports=[])

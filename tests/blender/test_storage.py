@@ -206,20 +206,12 @@ def test_files_of_earlier_versions_still_load(demo):
     assert scan() == before
 
 
-def test_a_build_keeps_its_stored_form_for_the_session(demo, monkeypatch):
-    """Build keeps the stored form of its data for the session without decoding the
-    bytes it wrote, and the first live update neither decodes nor builds a self tree
-    again (the rest-contact query built them on the kept objects); its answer is the one
-    decoded data gives. A rebuild undone brings the earlier data back (the kept object is
-    named by its build id)."""
-    from skin_collide.addon import session, storage
+def count_decoding(monkeypatch) -> dict:
+    """From now on, counts of the stored data decoded (``decode``) and of self trees
+    built (``tree``), on any thread."""
     from skin_collide.core import persist
     from skin_collide.core import self_collision as sc_mod
 
-    a, b = demo
-    scene = bpy.context.scene
-    scene.skin_collide.self_collision = True
-    bpy.context.scene.frame_set(5)
     calls = {"decode": 0, "tree": 0}
     real_decode, real_build = persist.from_bytes, sc_mod.build
 
@@ -233,6 +225,22 @@ def test_a_build_keeps_its_stored_form_for_the_session(demo, monkeypatch):
 
     monkeypatch.setattr(persist, "from_bytes", decode)
     monkeypatch.setattr(sc_mod, "build", build)
+    return calls
+
+
+def test_a_build_keeps_its_stored_form_for_the_session(demo, monkeypatch):
+    """Build keeps the stored form of its data for the session without decoding the
+    bytes it wrote, and the first live update neither decodes nor builds a self tree
+    again (the rest-contact query built them on the kept objects); its answer is the one
+    decoded data gives. A rebuild undone brings the earlier data back (the kept object is
+    named by its build id)."""
+    from skin_collide.addon import session, storage
+
+    a, b = demo
+    scene = bpy.context.scene
+    scene.skin_collide.self_collision = True
+    bpy.context.scene.frame_set(5)
+    calls = count_decoding(monkeypatch)
     assert bpy.ops.skin_collide.build() == {"FINISHED"}
     assert calls == {"decode": 0, "tree": 2}
     dg = bpy.context.evaluated_depsgraph_get()
@@ -266,9 +274,7 @@ def test_opening_a_file_decodes_the_live_characters_in_the_background(demo, tmp_
     is decoded ahead; a decoding that failed is done again where it is needed."""
     from concurrent.futures import Future
 
-    from skin_collide.addon import session
-    from skin_collide.core import persist
-    from skin_collide.core import self_collision as sc_mod
+    from skin_collide.addon import handlers, session
 
     scene = bpy.context.scene
     scene.skin_collide.self_collision = True
@@ -277,23 +283,14 @@ def test_opening_a_file_decodes_the_live_characters_in_the_background(demo, tmp_
     path = tmp_path / "live.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(path))
     reopen(path)
+    assert not STATE.prefetched                 # headless (as here): nothing ahead
+    monkeypatch.setattr(handlers, "_prefetch_on_load", lambda: True)    # interactive
+    reopen(path)
     jobs = dict(STATE.prefetched)
     assert len(jobs) == 2
     for _, future in jobs.values():
         future.result()
-    calls = {"decode": 0, "tree": 0}
-    real_decode, real_build = persist.from_bytes, sc_mod.build
-
-    def decode(data):
-        calls["decode"] += 1
-        return real_decode(data)
-
-    def build(*args, **kw):
-        calls["tree"] += 1
-        return real_build(*args, **kw)
-
-    monkeypatch.setattr(persist, "from_bytes", decode)
-    monkeypatch.setattr(sc_mod, "build", build)
+    calls = count_decoding(monkeypatch)
     scene = bpy.context.scene
     a, b = bpy.data.objects["Left"], bpy.data.objects["Right"]
     scene.frame_set(5)
