@@ -426,9 +426,25 @@ def degenerate_bones(obj, pose, tol: float = 1e-3) -> list[str]:
         obj._used_bones = used
     if not used.any() or pose.deform.shape[0] != rig.n_bones:
         return []
-    sv = np.linalg.svd(pose.deform[used, :3, :3], compute_uv=False)      # (U, 3), descending
-    # Blender hands the matrices over in float32: allow its rounding at the threshold.
-    bad = ~np.isfinite(sv).all(axis=1) | (sv[:, 2] <= tol * (1 + 1e-6))
+    m = pose.deform[used, :3, :3]
+    # Only the matrices that changed since the last call are decomposed again (a pose
+    # edit changes a few bones); the verdict of a matrix depends on it alone.
+    last = getattr(obj, "_degenerate_last", None)
+    if last is not None and last[0].shape == m.shape and last[2] == tol:
+        changed = (m != last[0]).reshape(len(m), 9).any(axis=1)
+        bad = last[1].copy()
+    else:
+        changed = np.ones(len(m), dtype=bool)
+        bad = np.zeros(len(m), dtype=bool)
+    if changed.any():
+        idx = np.flatnonzero(changed)
+        finite = np.isfinite(m[idx]).reshape(idx.size, 9).all(axis=1)
+        bad[idx[~finite]] = True             # NaN or infinite: no decomposition exists
+        idx = idx[finite]
+        sv = np.linalg.svd(m[idx], compute_uv=False)            # (c, 3), descending
+        # Blender hands the matrices over in float32: allow its rounding at the threshold.
+        bad[idx] = sv[:, 2] <= tol * (1 + 1e-6)
+    obj._degenerate_last = (m.copy(), bad, tol)
     names = np.array(rig.bone_names, dtype=object)[used]
     return [str(n) for n in names[bad]]
 

@@ -110,8 +110,8 @@ def frame_state(obj, positions: np.ndarray, tris: np.ndarray) -> Kept:
         d = positions != last.positions
         moved_v = d[:, 0] | d[:, 1] | d[:, 2]
         mt = np.take(moved_v, tris)
-        st = tris != last.tris
-        moved = mt[:, 0] | mt[:, 1] | mt[:, 2] | st[:, 0] | st[:, 1] | st[:, 2]
+        mt |= tris != last.tris
+        moved = mt[:, 0] | mt[:, 1] | mt[:, 2]
         if np.count_nonzero(moved) > CARRY_MAX_MOVED * moved.size:
             moved = None
     serial = next(_SERIALS)

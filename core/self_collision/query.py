@@ -100,27 +100,37 @@ def update_frame_boxes(fb: FrameBoxes, tree: SelfTree, positions: np.ndarray, tr
         return
     v = np.take(tris, changed, axis=0)
     lo, hi = outward_f32(np.take(positions, v.ravel(), axis=0))
-    lo = lo.reshape(-1, 3, 3).min(axis=1)
-    neg_hi = (-hi).reshape(-1, 3, 3).min(axis=1)
-    fb.tri_box[changed, :3] = lo
-    fb.tri_box[changed, 3:6] = neg_hi
+    lo = lo.reshape(-1, 3, 3)
+    neg_hi = (-hi).reshape(-1, 3, 3)
+    # The rows as `triangle_boxes` makes them (the same min of the same three corners).
+    box = np.empty((changed.size, 8), np.float32)
+    np.minimum(np.minimum(lo[:, 0], lo[:, 1]), lo[:, 2], out=box[:, :3])
+    np.minimum(np.minimum(neg_hi[:, 0], neg_hi[:, 1]), neg_hi[:, 2], out=box[:, 3:6])
+    box[:, 6:] = -INF32
+    fb.tri_box[changed] = box
     keys = np.take(weld_ids, v)
     fb.keys[changed] = keys
-    fb.resplit[changed] = (keys != tree.rest_keys[changed]).any(axis=1)
+    d = keys != np.take(tree.rest_keys, changed, axis=0)
+    fb.resplit[changed] = d[:, 0] | d[:, 1] | d[:, 2]
     H = tree.height
-    order = np.argsort(np.take(tree.tri_slot, changed))
-    changed = np.take(changed, order)
-    nodes = np.take(tree.tri_slot, changed)
+    slots = np.take(tree.tri_slot, changed)
+    order = np.argsort(slots)
+    nodes = np.take(slots, order)
+    R = np.take(box, order, axis=0)
     X, Xs = fb.rows[H][0], fb.rows[H][1]
-    X[nodes] = fb.tri_box[changed]
-    Xs[nodes] = X[nodes][:, SWAP]
+    X[nodes] = R
+    Xs[nodes] = R[:, SWAP]
     for level in range(H - 1, -1, -1):
         nodes = nodes >> 1                    # sorted: equal parents are neighbours
-        nodes = nodes[np.r_[True, nodes[1:] != nodes[:-1]]]
-        C = fb.rows[level + 1][0]
-        X, Xs = fb.rows[level][0], fb.rows[level][1]
-        X[nodes] = np.minimum(C[2 * nodes], C[2 * nodes + 1])
-        Xs[nodes] = X[nodes][:, SWAP]
+        first = np.empty(nodes.size, bool)
+        first[0] = True
+        np.not_equal(nodes[1:], nodes[:-1], out=first[1:])
+        nodes = nodes[first]
+        # Both children of each node in one gather (siblings are one 64-byte record).
+        pair = np.take(fb.rows[level + 1][0].reshape(-1, 2, 8), nodes, axis=0)
+        R = np.minimum(pair[:, 0], pair[:, 1])
+        fb.rows[level][0][nodes] = R
+        fb.rows[level][1][nodes] = R[:, SWAP]
 
 
 def _children(rows, qa: np.ndarray, qb: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:

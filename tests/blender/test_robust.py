@@ -433,6 +433,42 @@ def test_zero_scale_bone_is_explained_not_run_away(demo):
     assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
 
 
+def test_degenerate_bones_decompose_only_what_changed_with_the_same_verdicts(demo):
+    """`degenerate_bones` keeps each bone's verdict and decomposes again only the
+    matrices that changed since its last call: over a run of poses where bones collapse
+    and recover one at a time (and some matrices become NaN), the verdicts equal those of
+    a fresh object every time."""
+    import copy
+
+    import numpy as np
+
+    from skin_collide.addon import scanner, storage
+    from skin_collide.core.rig import Pose
+
+    a, _ = demo
+    obj = storage.load(a)
+    J = obj.rig.n_bones
+    rng = np.random.default_rng(5)
+    deform = np.tile(np.eye(4), (J, 1, 1))
+    seen = set()
+    for step in range(40):
+        j = int(rng.integers(J))
+        kind = step % 4
+        m = np.eye(4)
+        m[:3, :3] = (np.diag([1.0, 1.0, 1e-5]) if kind == 1 else
+                     np.full((3, 3), np.nan) if kind == 2 else
+                     rng.normal(size=(3, 3)) + 2 * np.eye(3))
+        deform = deform.copy()
+        deform[j] = m
+        pose = Pose(deform, np.eye(4), np.eye(4))
+        got = scanner.degenerate_bones(obj, pose)
+        fresh = copy.copy(obj)
+        fresh.__dict__.pop("_degenerate_last", None)
+        assert got == scanner.degenerate_bones(fresh, pose), step
+        seen.add(bool(got))
+    assert seen == {True, False}
+
+
 def test_pairs_are_capped_with_the_exact_count_kept(demo, monkeypatch):
     import json
 
