@@ -67,6 +67,7 @@ import numpy as np
 
 from ..core import blob as container  # (`blob` names the stored bytes below)
 from ..core import persist
+from ..core.contact_groups import polygon_bones
 from ..core.methods import registry
 from ..core.scan import CollisionObject
 from ..core.self_collision import for_object
@@ -681,8 +682,16 @@ def prefetch(scenes) -> int:
 def _decode(data: bytes, self_tree: bool) -> CollisionObject:
     obj = persist.from_bytes(data)
     if self_tree:
-        for_object(obj)
+        ready_for_self_collision(obj)
     return obj
+
+
+def ready_for_self_collision(obj: CollisionObject) -> None:
+    """Make now what the first self query and the first self contact of `obj` would make
+    (kept on it): its self tree, and each polygon's dominant bone (which tells a self
+    contact's sides apart). Numpy only: safe on a worker thread."""
+    for_object(obj)
+    polygon_bones(obj.rig)
 
 
 def stop_prefetch() -> None:

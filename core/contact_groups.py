@@ -148,7 +148,7 @@ def _bone_sums(rig, groups: np.ndarray, polys: np.ndarray, n_groups: int) -> np.
     return out
 
 
-def _polygon_bones(rig) -> np.ndarray:
+def polygon_bones(rig) -> np.ndarray:
     """(P,) int64 each polygon's dominant bone: the argmax of `_bone_sums` with the
     polygon as its own group (the same sums, added in the same order, the lowest bone
     among equal sums; bone 0 when no weight is positive). A property of the rig, made
@@ -439,7 +439,7 @@ def _components_of(oa, ob, same: bool, ua: np.ndarray, ub: np.ndarray
 def _self_sides(oa, pa: np.ndarray, pb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A self pair's polygons as (side A, side B): side A has the polygon whose own
     dominant bone has the lower index (ties: the lower polygon, `pa` <= `pb`)."""
-    dom = _polygon_bones(oa.rig)
+    dom = polygon_bones(oa.rig)
     flip = dom[pb] < dom[pa]
     return np.where(flip, pb, pa), np.where(flip, pa, pb)
 
@@ -453,7 +453,7 @@ def _bones(oa, ob, same: bool, ua: np.ndarray, ub: np.ndarray, cid: np.ndarray,
     allowed_a = allowed_b = None
     if same and ri.n_bones:
         sa, sb = _self_sides(oa, ua, ub)
-        dom = _polygon_bones(ri)
+        dom = polygon_bones(ri)
         allowed_a = np.zeros((C, ri.n_bones), dtype=bool)
         allowed_b = np.zeros((C, ri.n_bones), dtype=bool)
         allowed_a[cid, dom[sa]] = True

@@ -142,16 +142,10 @@ def prepare_all(rigs: list[Rig], method: str = registry.DEFAULT, self_trees: boo
         return obj
 
     n = 1 if registry.get(method).reports_progress else workers
-    return _side_by_side(one, rigs, n)
+    return side_by_side(one, rigs, n)
 
 
-def build_self_trees(objects: list[CollisionObject], workers: int | None = None) -> None:
-    """Each object's self-collision tree (`self_collision.for_object`, kept on it), built
-    side by side on a thread pool of `workers` (default: the machine's cores)."""
-    _side_by_side(for_object, objects, workers)
-
-
-def _side_by_side(fn, items: list, workers: int | None) -> list:
+def side_by_side(fn, items: list, workers: int | None = None) -> list:
     """``[fn(x) for x in items]``, on a thread pool of `workers` (default: the cores) when
     there is more than one item and worker; the first error is raised."""
     n = min(len(items), workers or os.cpu_count() or 1)

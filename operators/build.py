@@ -86,7 +86,8 @@ class SKINCOLLIDE_OT_build(TimerSteps, bpy.types.Operator):
         # On the objects as stored and kept for the session (`storage.load`): what the rest
         # query builds on them (self trees) serves the live overlay's first update.
         kept = session.load_objects(meshes)
-        core_scan.build_self_trees(kept)          # side by side; the rest query needs them
+        # Side by side: the rest query needs the self trees, the overlay the rest.
+        core_scan.side_by_side(storage.ready_for_self_collision, kept)
         n_rest = session.store_rest_contacts(context.scene, meshes, kept, True)
         session.forget(context.scene)
         methods = ", ".join(sorted({o.method for o in objects}))

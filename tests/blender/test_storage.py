@@ -243,6 +243,9 @@ def test_a_build_keeps_its_stored_form_for_the_session(demo, monkeypatch):
     calls = count_decoding(monkeypatch)
     assert bpy.ops.skin_collide.build() == {"FINISHED"}
     assert calls == {"decode": 0, "tree": 2}
+    # ... and each polygon's dominant bone, which the first self contact needs.
+    assert all(getattr(storage.load(ob).rig, "_contact_polygon_bones", None) is not None
+               for ob in (a, b))
     dg = bpy.context.evaluated_depsgraph_get()
     kept = session.query(scene, dg, [a, b], carry=True)
     assert calls == {"decode": 0, "tree": 2}
@@ -289,7 +292,9 @@ def test_opening_a_file_decodes_the_live_characters_in_the_background(demo, tmp_
     jobs = dict(STATE.prefetched)
     assert len(jobs) == 2
     for _, future in jobs.values():
-        future.result()
+        obj = future.result()
+        assert obj.self_tree is not None
+        assert getattr(obj.rig, "_contact_polygon_bones", None) is not None
     calls = count_decoding(monkeypatch)
     scene = bpy.context.scene
     a, b = bpy.data.objects["Left"], bpy.data.objects["Right"]
