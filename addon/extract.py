@@ -123,6 +123,10 @@ def skip_note(ob, depsgraph=None) -> str:
     """Why mesh `ob` is not a character (see `character_meshes`)."""
     if not is_evaluated(ob, depsgraph):
         return not_evaluated_note(ob)
+    return _still_note(ob)
+
+
+def _still_note(ob) -> str:
     return (f"'{ob.name}' is skipped: it has no Armature modifier and nothing moves it "
             "(no parent, constraint or animation)")
 
@@ -145,7 +149,7 @@ def character_meshes(objects) -> tuple[list, list[str]]:
         elif modifier_report(ob).armature is not None or what_moves(ob):
             meshes.append(ob)
         else:
-            notes.append(skip_note(ob, dg))
+            notes.append(_still_note(ob))
     return meshes, notes
 
 

@@ -523,8 +523,8 @@ def save(ob, obj: CollisionObject) -> None:
     # The session's decoded object is the stored form (what `load` would decode from the
     # bytes just written), made without the codec: the first use after a build neither
     # decodes megabytes nor builds again what the build already made on it (self trees).
-    STATE.objects[(text.name_full, ob.as_pointer())] = (str(text[BUILD_KEY]),
-                                                        _bind(persist.stored_form(stored), ob))
+    cache_key, key = _session_key(ob, text)
+    STATE.objects[cache_key] = (key, _bind(persist.stored_form(stored), ob))
     STATE.missing_data.discard(ob.name_full)
 
 
@@ -646,6 +646,14 @@ def scan_missing() -> set[str]:
     return STATE.missing_data
 
 
+def _session_key(ob, text) -> tuple[tuple, str]:
+    """Where `ob`'s decoded data is kept for the session (`STATE.objects`: Text full name
+    and object pointer, as a link and an override of one asset may share a Text), and the
+    build id that names the data (every build gets a new one)."""
+    return (text.name_full, ob.as_pointer()), str(text.get(BUILD_KEY)
+                                                  or signature_of_text(ob, text))
+
+
 _PREFETCH: ThreadPoolExecutor | None = None
 
 
@@ -667,8 +675,7 @@ def prefetch(scenes) -> int:
             text = text_of(ob) if ob.type == "MESH" else None
             if text is None or text.get(BLOB_KEY) is None:
                 continue
-            cache_key = (text.name_full, ob.as_pointer())
-            key = str(text.get(BUILD_KEY) or signature_of_text(ob, text))
+            cache_key, key = _session_key(ob, text)
             if cache_key in jobs or STATE.objects.get(cache_key, (None,))[0] == key:
                 continue
             jobs[cache_key] = (key, bytes(text[BLOB_KEY]), settings.self_collision)
@@ -723,9 +730,8 @@ def load(ob) -> CollisionObject | None:
     if text is None:
         return None
     # The build id names the data without reading the (megabytes of) bytes on every frame
-    # and redraw; every build gets a new one.
-    key = str(text.get(BUILD_KEY) or signature_of_text(ob, text))
-    cache_key = (text.name_full, ob.as_pointer())
+    # and redraw.
+    cache_key, key = _session_key(ob, text)
     hit = STATE.objects.get(cache_key)
     if hit is not None and hit[0] == key:
         return _bind(hit[1], ob)          # cheap; follows a rename
@@ -736,7 +742,7 @@ def load(ob) -> CollisionObject | None:
         if obj is None:
             obj = rebuild(ob)
             text = text_of(ob)            # a new local Text when the asset's cache was gone
-            key, cache_key = str(text.get(BUILD_KEY)), (text.name_full, ob.as_pointer())
+            cache_key, key = _session_key(ob, text)
     elif obj is None:
         try:
             if blob is not None:
