@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import triangles as tri_test
-from .boxes import INF32, SWAP, level_boxes, outward_f32, triangle_boxes  # noqa: F401
-from .tree import SelfTree, seeds_of_nodes
+from .boxes import INF32, SWAP, level_boxes, outward_f32, stacked_boxes, triangle_boxes  # noqa: F401
+from .tree import SelfTree, seed_arrays, seeds_of_nodes
 
 # Box rows are 8 float32: [lo (3), -hi (3), pad, pad]; the swapped copy is
 # [-hi, lo, pad, pad]. The pads are -inf in both, so their sums are -inf <= 0, and a row of
@@ -46,14 +46,17 @@ def boxes_overlap(xa: np.ndarray, xb_swapped: np.ndarray) -> np.ndarray:
 LEVEL_BLOCK = 1 << 16
 
 
-def _level_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """A level's rows (n, 8), their swapped copy, and both as sibling-pair records (one
-    64-byte record per pair of siblings) for the children gathers (views of the rows: an
-    update of the rows shows in them)."""
-    Xs = np.ascontiguousarray(X[:, SWAP])
-    if X.shape[0] == 1:                       # the root has no sibling
-        return X, Xs, X[:0].reshape(0, 16).view(_ROW2).ravel(), X[:0].reshape(0, 16).view(_ROW2).ravel()
-    return X, Xs, X.reshape(-1, 16).view(_ROW2).ravel(), Xs.reshape(-1, 16).view(_ROW2).ravel()
+def _level_rows(X: np.ndarray, Xs: np.ndarray, level: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Level `level`'s rows (2**l, 8) and swapped rows, views of the stacked rows `X` and
+    `Xs` (`boxes.stacked_boxes`), and both as sibling-pair records (one 64-byte record per
+    pair of siblings) for the children gathers (views: an update of the rows shows in
+    all of them)."""
+    R, Rs = X[1 << level:2 << level], Xs[1 << level:2 << level]
+    if level == 0:                            # the root has no sibling
+        none = R[:0].reshape(0, 16).view(_ROW2).ravel()
+        return R, Rs, none, none
+    return R, Rs, R.reshape(-1, 16).view(_ROW2).ravel(), Rs.reshape(-1, 16).view(_ROW2).ravel()
 
 
 @dataclass
@@ -69,6 +72,8 @@ class FrameBoxes:
         tri_box: (T, 8) float32 rows [lo, -hi, -inf, -inf] per triangle.
         rows: per level 0..H, `_level_rows`' four arrays: (2**l, 8) float32 rows, their
             swapped copy, and their sibling-pair record views.
+        stack: the (2**(H+1), 8) float32 rows of every level (`boxes.stacked_boxes`)
+            and their swapped copy, of which `rows` are views.
         keys: (T, 3) int64 welded keys of the frame's triangles.
         resplit: (T,) bool, the triangles whose keys differ from the rest keys (a polygon
             split the other way): only they can make re-split pairs (`_resplit_pairs`).
@@ -78,17 +83,20 @@ class FrameBoxes:
     rows: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
     keys: np.ndarray
     resplit: np.ndarray
+    stack: tuple[np.ndarray, np.ndarray]
 
 
 def frame_boxes(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
                 weld_ids: np.ndarray) -> FrameBoxes:
     """The boxes of every level of `tree` for one frame: positions (V, 3) float64, tris
     (T, 3) intp the frame's triangles, weld_ids (V,) int64."""
-    tri_box = triangle_boxes(positions, tris)
-    rows = [_level_rows(X) for X in level_boxes(tree, tri_box)]
+    tri_box, tri_swapped = triangle_boxes(positions, tris, swapped=True)
+    X = stacked_boxes(tree, tri_box)
+    Xs = stacked_boxes(tree, tri_swapped)
+    rows = [_level_rows(X, Xs, level) for level in range(tree.height + 1)]
     keys = np.take(weld_ids, tris)
     d = keys != tree.rest_keys
-    return FrameBoxes(tri_box, rows, keys, d[:, 0] | d[:, 1] | d[:, 2])
+    return FrameBoxes(tri_box, rows, keys, d[:, 0] | d[:, 1] | d[:, 2], (X, Xs))
 
 
 def update_frame_boxes(fb: FrameBoxes, tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
@@ -152,29 +160,70 @@ def _children(rows, qa: np.ndarray, qb: np.ndarray) -> tuple[np.ndarray, np.ndar
     return ca, cb, ok.size
 
 
-def _seeds(tree: SelfTree, level: int, rows,
-           moved: list[np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray, int]:
-    """The seeds of `level` whose boxes overlap, and the number of box tests. With `moved`
-    (`moved_levels`), only the seeds with a moved node are tested."""
-    sa, sb = tree.seeds[level]
-    fa, fb = tree.seed_cols[level]
-    if moved is not None and sa.size:
-        # The seeds of the moved nodes, from the tree's node -> seeds index (a pose edit
-        # moves a few nodes: no pass over all the level's seeds).
-        keep = seeds_of_nodes(tree, level, np.flatnonzero(moved[level]), moved[level])
-        sa, sb, fa, fb = (np.take(x, keep) for x in (sa, sb, fa, fb))
-    if not sa.size:
-        return sa, sb, 0
-    X, Xs = rows[0], rows[1]
-    # First the one coordinate that separated the pair most at rest (most seeds are
-    # neighbours that stay apart along it), then all six for the others.
+def _first_apart(s: np.ndarray) -> np.ndarray:
+    """(m,) intp: per row of (m, 8) float32 sums ``lo_a - hi_b`` (pads -inf), the first
+    column with a positive sum, i.e. one that proves the boxes apart (0 if none; every
+    caller's rows have one). The 8 comparison bytes read as one uint64 whose lowest set
+    bit is at 8 * byte, and ``frexp`` of that power of two is exact (a per-row argmax
+    is ten times slower)."""
+    x = (s > 0).view(np.uint64)[:, 0]
+    low = x & (~x + np.uint64(1))
+    byte = (np.frexp(low.astype(np.float64))[1] - 1) >> 3
+    return byte if np.little_endian else 7 - byte
+
+
+def _seed_pass(tree: SelfTree, fb: FrameBoxes, moved: list[np.ndarray] | None = None
+               ) -> tuple[list[tuple[np.ndarray, np.ndarray]], int]:
+    """The seeds of every level whose boxes overlap, in one pass over all levels (the
+    seeds do not depend on the traversal), and the number of box tests. With `moved`
+    (`moved_levels`), only the seeds with a moved node are tested.
+
+    Returns ([(a, b) per level 0..H: (k_l,) intp node pairs of that level], tests).
+    """
+    H = tree.height
+    X, Xs = fb.stack
     flat = X.ravel()
-    maybe = np.flatnonzero(np.take(flat, fa) + np.take(flat, fb) <= 0)
-    sa, sb = np.take(sa, maybe), np.take(sb, maybe)
-    ga = np.take(X.view(_ROW).ravel(), sa).view(np.float32).reshape(-1, 8)
-    gb = np.take(Xs.view(_ROW).ravel(), sb).view(np.float32).reshape(-1, 8)
-    ok = np.flatnonzero(boxes_overlap(ga, gb))
-    return np.take(sa, ok), np.take(sb, ok), fa.size
+    with tree.hint_lock:
+        na, nb, ptr, ha, hb = seed_arrays(tree)
+        if moved is None:
+            at, fa, fb_ = None, ha, hb
+        else:
+            # The seeds of the moved nodes, from the tree's node -> seeds index (a pose
+            # edit moves a few nodes: no pass over all the seeds).
+            at = np.concatenate([np.zeros(0, np.intp)] + [
+                seeds_of_nodes(tree, lv, np.flatnonzero(moved[lv]), moved[lv]) + ptr[lv]
+                for lv in range(1, H + 1) if ptr[lv + 1] > ptr[lv]])
+            at.sort()
+            fa, fb_ = np.take(ha, at), np.take(hb, at)
+        tests = int(fa.size)
+        # First the one coordinate that last separated the seed (most seeds are
+        # neighbours that stay apart along it from frame to frame), then all six for the
+        # others.
+        maybe = np.flatnonzero(np.take(flat, fa) + np.take(flat, fb_) <= 0)
+        if at is not None:
+            maybe = np.take(at, maybe)
+        ma, mb = np.take(na, maybe), np.take(nb, maybe)
+        ga = np.take(X.view(_ROW).ravel(), ma).view(np.float32).reshape(-1, 8)
+        gb = np.take(Xs.view(_ROW).ravel(), mb).view(np.float32).reshape(-1, 8)
+        s = ga + gb
+        over = (s <= 0).view(np.uint64)[:, 0] == _ALL
+        apart = np.flatnonzero(~over)
+        if apart.size:
+            # Apart, but not along the hinted coordinate: hint one that separates them
+            # now (a positive sum), for the next frame.
+            col = _first_apart(np.take(s, apart, axis=0))
+            w = np.take(maybe, apart)
+            ha[w] = np.take(ma, apart) * 8 + col
+            hb[w] = np.take(mb, apart) * 8 + np.take(SWAP, col)
+    ok = np.flatnonzero(over)
+    seed, ma, mb = np.take(maybe, ok), np.take(ma, ok), np.take(mb, ok)
+    cut = np.searchsorted(seed, ptr)              # seeds are sorted by level
+    out = []
+    for level in range(H + 1):
+        i0, i1 = cut[level], cut[level + 1]
+        off = 1 << level
+        out.append((ma[i0:i1] - off, mb[i0:i1] - off))
+    return out, tests
 
 
 def moved_levels(tree: SelfTree, moved: np.ndarray) -> list[np.ndarray]:
@@ -208,7 +257,7 @@ def candidate_leaf_pairs(tree: SelfTree, fb: FrameBoxes,
     with a moved triangle."""
     pa = np.zeros(0, np.intp)
     pb = np.zeros(0, np.intp)
-    tests = 0
+    seeds, tests = _seed_pass(tree, fb, moved)
     for level in range(1, tree.height + 1):
         rows = fb.rows[level]
         parts_a, parts_b = [], []
@@ -218,8 +267,7 @@ def candidate_leaf_pairs(tree: SelfTree, fb: FrameBoxes,
             tests += t
             parts_a.append(ca)
             parts_b.append(cb)
-        sa, sb, t = _seeds(tree, level, rows, moved)
-        tests += t
+        sa, sb = seeds[level]
         if sa.size:
             parts_a.append(sa)
             parts_b.append(sb)
@@ -272,10 +320,11 @@ def _capped_leaf_blocks(tree: SelfTree, fb: FrameBoxes, budget: int,
 
     pa = np.zeros(0, np.intp)
     pb = np.zeros(0, np.intp)
+    seeds, t = _seed_pass(tree, fb, moved)
+    counts["box_tests"] += t
     for level in range(1, H + 1):
         ca, cb = expand(level, pa, pb)
-        sa, sb, t = _seeds(tree, level, level_rows(level), moved)
-        counts["box_tests"] += t
+        sa, sb = seeds[level]
         pa = np.concatenate([ca, sa]) if sa.size else ca
         pb = np.concatenate([cb, sb]) if sb.size else cb
         if level < H and 4 * pa.size > budget:
@@ -305,9 +354,7 @@ def _capped_leaf_blocks(tree: SelfTree, fb: FrameBoxes, budget: int,
         if not items and m < H:
             # The seeds of the next deeper level are the next item.
             m += 1
-            sa, sb, t = _seeds(tree, m, level_rows(m), moved)
-            counts["box_tests"] += t
-            items.append((m, sa, sb))
+            items.append((m, *seeds[m]))
 
 
 #: Candidate pairs gathered and tested per block by `exact_test`. Gathering all of a
@@ -327,9 +374,9 @@ def exact_test(positions: np.ndarray, tris: np.ndarray, ta: np.ndarray, tb: np.n
             out[k:k + EXACT_BLOCK] = exact_test(positions, tris, ta[k:k + EXACT_BLOCK],
                                                 tb[k:k + EXACT_BLOCK])
         return out
-    va = np.take(tris, ta, axis=0)
-    vb = np.take(tris, tb, axis=0)
-    g = [np.take(positions, v[:, i], axis=0) for v in (va, vb) for i in range(3)]
+    # The six corners of every pair in one gather, corner by corner (six (K, 3) blocks).
+    v = np.concatenate([np.take(tris, ta, axis=0).T, np.take(tris, tb, axis=0).T]).ravel()
+    g = np.take(positions, v, axis=0).reshape(6, ta.size, 3)
     return tri_test.triangles_intersect(*g)
 
 

@@ -14,6 +14,7 @@ touch (or are one node), see ``docs/self_collision.md`` for why this loses no pa
 """
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -43,6 +44,14 @@ class SelfTree:
         build_seconds: time the build took.
         seed_index: per level, the seeds of each node (`seeds_of_nodes`), made on first
             use by a carried query (a pose edit) and kept; None before.
+        seed_hint: the seeds of every level in one list with, per seed, the coordinate
+            that last separated it in a queried frame (`seed_arrays`;
+            `query._seed_pass` moves a seed's hint to the column that separates it when
+            the hinted one did not). A cost choice only, never an answer: any one
+            coordinate with ``lo_a > hi_b`` proves the boxes apart. Made from `seed_cols`
+            on first use; None before.
+        hint_lock: held while a query reads and moves the hints, so that a seed's two
+            flat indices are always read as the pair they were written as.
     """
 
     height: int
@@ -57,6 +66,9 @@ class SelfTree:
     seed_cols: list[tuple[np.ndarray, np.ndarray]] | None = None
     build_seconds: float = 0.0
     seed_index: list | None = field(default=None, repr=False, compare=False)
+    seed_hint: tuple | None = field(default=None, repr=False, compare=False)
+    hint_lock: threading.Lock = field(default_factory=threading.Lock, repr=False,
+                                      compare=False)
 
     @property
     def n_triangles(self) -> int:
@@ -224,6 +236,34 @@ def build(rest_positions: np.ndarray, triangles: np.ndarray, weld_ids: np.ndarra
         seed_cols.append((a * 8 + col, b * 8 + SWAP[col]))
     return SelfTree(H, S, tri_slot, slot_tri, seeds, keys, adj_ptr, adj_idx,
                     np.asarray(weld_ids, np.int64), seed_cols, time.perf_counter() - t0)
+
+
+def seed_arrays(tree: SelfTree) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                          np.ndarray]:
+    """Every level's seeds in one list, for one pass over all of them per frame
+    (`query._seed_pass`): ``(na, nb, ptr, ha, hb)``, made on first use and kept.
+
+    na, nb: (N,) intp the seeds' nodes in heap numbering (node k of level l is
+    ``2**l + k``, the rows of `boxes.stacked_boxes`), level by level; ptr: (H + 2,) intp,
+    level l's seeds are ``[ptr[l], ptr[l + 1])``. ha, hb: (N,) intp the hints
+    (`SelfTree.seed_hint`) as flat indices into the stacked rows, from `seed_cols` at
+    first, then moved in place by the queries. Call with ``tree.hint_lock`` held.
+    """
+    if tree.seed_hint is None:
+        sizes = [a.size for a, _ in tree.seeds]
+        ptr = np.zeros(len(sizes) + 1, np.intp)
+        np.cumsum(sizes, out=ptr[1:])
+        off = np.repeat(np.array([1 << lv for lv in range(len(sizes))], np.intp), sizes)
+        na = np.concatenate([a for a, _ in tree.seeds]).astype(np.intp) + off
+        nb = np.concatenate([b for _, b in tree.seeds]).astype(np.intp) + off
+        off *= 8
+        if tree.seed_cols is not None:
+            ha = np.concatenate([fa for fa, _ in tree.seed_cols]).astype(np.intp) + off
+            hb = np.concatenate([fb for _, fb in tree.seed_cols]).astype(np.intp) + off
+        else:                                 # no rest columns: start from x
+            ha, hb = na * 8, nb * 8 + SWAP[0]
+        tree.seed_hint = (na, nb, ptr, ha, hb)
+    return tree.seed_hint
 
 
 def seeds_of_nodes(tree: SelfTree, level: int, nodes: np.ndarray,

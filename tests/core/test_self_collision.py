@@ -540,3 +540,97 @@ def test_seeds_of_nodes_equals_a_scan_of_all_seeds():
             want = np.flatnonzero(mask[sa] | mask[sb])
             got = sc_tree.seeds_of_nodes(tree, level, nodes)
             assert np.array_equal(np.sort(got), want), (level, k)      # each seed once
+
+
+def _hint_test(tree, fb):
+    """Per seed (all levels, `tree.seed_arrays` order): its hinted coordinate's test
+    passes (does not prove the boxes apart), and its boxes overlap."""
+    from skin_collide.core.self_collision.boxes import SWAP
+    na, nb, ptr, ha, hb = sc_tree.seed_arrays(tree)
+    col = ha - 8 * na                           # a hint is a consistent pair of indices
+    assert np.all((col >= 0) & (col < 6)) and np.array_equal(hb, 8 * nb + SWAP[col])
+    X, Xs = fb.stack
+    flat = X.ravel()
+    return flat[ha] + flat[hb] <= 0, q.boxes_overlap(X[na], Xs[nb])
+
+
+def test_seed_hints_follow_the_frame_and_never_change_the_answer(tube):
+    """Issue 29: a seed's first, one-coordinate test uses the coordinate that last
+    separated it (the rest one at first). After a query every seed apart in that frame
+    is separated by its hint, so a second look at the frame tests fully only the seeds
+    that overlap. The answer never depends on the hints: scrambled (but consistent)
+    hints give brute force's pairs."""
+    from skin_collide.core.self_collision.boxes import SWAP
+    rig, weld, _ = tube
+    tree = sc.build(rig.rest_positions, rig.triangles, weld)
+    rng = np.random.default_rng(11)
+    # Turned 90 degrees about X and far from the origin: the rest's best coordinates
+    # mostly point the wrong way (a character turning, a Y-up file).
+    turn = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])
+    poses = [elbow_fold(rig)] + [procedural.random_pose(rig, rng) for _ in range(3)]
+    stale = 0
+    for pose in poses:
+        pos = skinning.lbs_rig(rig, pose) @ turn.T + np.array([3e3, -2e3, 1e3])
+        fb = q.frame_boxes(tree, pos, rig.triangles, weld)
+        passed, over = _hint_test(tree, fb)
+        assert np.all(passed[over])            # overlapping boxes pass any coordinate
+        stale += np.count_nonzero(passed & ~over)
+        first = sc.self_pairs(tree, pos, rig.triangles, weld)
+        passed, over = _hint_test(tree, fb)
+        assert np.array_equal(passed, over)    # every apart seed: apart along its hint
+        na, nb, _, ha, hb = sc_tree.seed_arrays(tree)
+        col = rng.integers(0, 6, na.size)
+        ha[:] = 8 * na + col
+        hb[:] = 8 * nb + SWAP[col]
+        again = sc.self_pairs(tree, pos, rig.triangles, weld)
+        bf = scan.brute_force_pairs(pos, rig.triangles, keys=weld[rig.triangles])
+        assert as_set(first) == as_set(bf) == as_set(again)
+    assert stale > 0                           # the turned frames did stale the hints
+
+
+def test_seed_hints_shared_by_threads(tube):
+    """Two threads querying one tree at once (each moving the shared hints) get the
+    answers each frame has alone."""
+    from concurrent.futures import ThreadPoolExecutor
+    rig, weld, _ = tube
+    tree = sc.build(rig.rest_positions, rig.triangles, weld)
+    rng = np.random.default_rng(5)
+    frames = [skinning.lbs_rig(rig, procedural.random_pose(rig, rng)) for _ in range(6)]
+    frames[0] = skinning.lbs_rig(rig, elbow_fold(rig))
+    want = [scan.brute_force_pairs(p, rig.triangles, keys=weld[rig.triangles]) for p in frames]
+
+    def run(k):
+        return [sc.self_pairs(tree, frames[(k + i) % 6], rig.triangles, weld) for i in range(12)]
+
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(run, range(2)))
+    for k, got in enumerate(results):
+        for i, pairs in enumerate(got):
+            assert as_set(pairs) == as_set(want[(k + i) % 6])
+
+
+def test_stacked_boxes_hold_every_level_in_heap_order(tube):
+    """`boxes.stacked_boxes`: level l is rows [2**l, 2**(l+1)), each the min of its two
+    children, empty slots +inf in the first six columns, pads -inf; the swapped triangle
+    rows are the rows with lo and -hi exchanged, and stack the same way."""
+    from skin_collide.core.self_collision import boxes as bx
+    rig, weld, tree = tube
+    pos = skinning.lbs_rig(rig, elbow_fold(rig)) + 500.0
+    rows, swapped = bx.triangle_boxes(pos, rig.triangles, swapped=True)
+    assert np.array_equal(rows, bx.triangle_boxes(pos, rig.triangles))
+    assert np.array_equal(swapped, rows[:, bx.SWAP])
+    lo, hi = bx.outward_f32(pos[rig.triangles])
+    assert np.array_equal(rows[:, :3], lo.min(axis=1))
+    assert np.array_equal(rows[:, 3:6], -hi.max(axis=1))
+    X = bx.stacked_boxes(tree, rows)
+    Xs = bx.stacked_boxes(tree, swapped)
+    assert np.array_equal(X[1:, bx.SWAP], Xs[1:])
+    leaf = np.full((tree.n_slots, 8), np.inf, np.float32)
+    leaf[:, 6:] = -np.inf
+    leaf[tree.tri_slot] = rows
+    level = leaf
+    for lv in range(tree.height, -1, -1):
+        assert np.array_equal(X[1 << lv:2 << lv], level), lv
+        level = np.minimum(level[0::2], level[1::2])
+    assert all(np.array_equal(a, X[1 << lv:2 << lv])
+               for lv, a in enumerate(bx.level_boxes(tree, rows)))
