@@ -74,6 +74,16 @@ class SelfTree:
     def n_triangles(self) -> int:
         return int(self.tri_slot.size)
 
+    def __getstate__(self) -> dict:
+        # A lock does not pickle; a copy gets its own.
+        state = self.__dict__.copy()
+        state.pop("hint_lock", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.hint_lock = threading.Lock()
+
 
 def median_split_slots(centroids: np.ndarray) -> tuple[int, np.ndarray]:
     """Leaf slot of every triangle under a balanced median split.
