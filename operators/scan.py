@@ -88,9 +88,14 @@ class SKINCOLLIDE_OT_scan(TimerSteps, bpy.types.Operator):
                       else (self.frame_start, self.frame_end))
         if end < start:
             raise session.SessionError(f"the frame range {start}-{end} is empty")
-        self._meshes = session.built(scene, [ob for ob in scene.objects
-                                             if ob.type == "MESH" and storage.has_data(ob)],
-                                     full_check=True)
+        # The characters the viewport shows, as the live overlay and Refresh check them:
+        # hiding one leaves it out of the scan (the result names it).
+        built = session.built_meshes(scene)
+        shown = session.shown_meshes(scene, context.view_layer)
+        if built and not shown:
+            raise session.SessionError("every built character is hidden: show one to scan it")
+        self._hidden = [ob.name for ob in built if ob not in shown]
+        self._meshes = session.built(scene, shown, full_check=True)
         self._objects = session.load_objects(self._meshes)
         self._frames = list(range(start, end + 1))
         self._start_frame = scene.frame_current
@@ -122,11 +127,13 @@ class SKINCOLLIDE_OT_scan(TimerSteps, bpy.types.Operator):
                            len(self._frames), self.first_hit)
         n = sum(1 for _, r in self._records if r.n_pairs > 0)
         skipped = [r for _, r in self._records if r.not_checked]
-        self.report({"WARNING" if skipped else "INFO"},
+        hidden = ", ".join(f"'{name}'" for name in self._hidden)
+        self.report({"WARNING" if skipped or hidden else "INFO"},
                     f"{n} of {len(self._records)} frames collide"
                     + (f"; {episodes} marker(s) placed" if episodes else "")
                     + (f"; {len(skipped)} frame(s) not checked: {skipped[0].error}"
-                       if skipped else ""))
+                       if skipped else "")
+                    + (f"; hidden, not scanned: {hidden}" if hidden else ""))
 
     def execute(self, context):
         try:

@@ -1,8 +1,7 @@
 """A mesh the view layer does not evaluate (disabled in viewports, or its collection
 hidden or excluded) is not posed by Blender: its evaluated mesh is its rest mesh at every
 frame. It is never checked as if posed: choosing characters skips it with a note (Build,
-the command line), a scan of a built one stops with one line, and the scene is left as
-it was."""
+the command line), and Scan Frame Range leaves hidden characters out and names them."""
 import pytest
 
 pytestmark = [pytest.mark.blender, pytest.mark.usefixtures("registered_addon")]
@@ -48,16 +47,31 @@ def test_a_mesh_blender_does_not_pose_is_skipped_with_a_note(demo, how):
         cli._select_meshes(bpy.context.scene, [b.name])
 
 
-def test_scanning_a_built_mesh_blender_does_not_pose_stops_with_one_line(demo):
-    from skin_collide.addon import scanner
+def test_scan_frame_range_leaves_hidden_characters_out_and_names_them(demo, capfd):
+    """Scan Frame Range checks the characters the viewport shows (as the overlay and
+    Refresh do): one disabled in viewports is left out and named in the result; with
+    every one hidden it stops with one line and keeps the last report. The scanner itself
+    never checks a mesh Blender does not pose."""
+    import json
 
+    from skin_collide.addon import scanner
     a, b = demo
     b.hide_viewport = True
-    report_before = bpy.context.scene.skin_collide.report
-    with pytest.raises(RuntimeError, match=f"'{b.name}' is disabled in viewports.*enable it, "
-                                           "or leave it out"):
+    capfd.readouterr()
+    assert bpy.ops.skin_collide.scan(use_scene_range=False, frame_start=1,
+                                     frame_end=3) == {"FINISHED"}
+    report = bpy.context.scene.skin_collide.report
+    doc = json.loads(report.as_string())
+    assert doc["objects"] == [a.name] and len(doc["frames"]) == 3
+    out = capfd.readouterr()
+    said = [line for line in (out.out + out.err).splitlines() if "frames collide" in line]
+    assert said and said[-1].startswith("Warning")          # Blender prints reports headless
+    assert said[-1].endswith(f"; hidden, not scanned: '{b.name}'")
+    a.hide_set(True)
+    text = report.as_string()
+    with pytest.raises(RuntimeError, match="every built character is hidden: show one to scan it"):
         bpy.ops.skin_collide.scan(use_scene_range=False, frame_start=1, frame_end=3)
-    assert bpy.context.scene.skin_collide.report == report_before
+    assert bpy.context.scene.skin_collide.report.as_string() == text
     sc = scanner.Scanner([a, b])
     with pytest.raises(Exception, match="does not pose it"):
         sc.evaluate(bpy.context.evaluated_depsgraph_get())
