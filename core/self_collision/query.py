@@ -389,9 +389,9 @@ def exact_test(positions: np.ndarray, tris: np.ndarray, ta: np.ndarray, tb: np.n
             out[k:k + EXACT_BLOCK] = exact_test(positions, tris, ta[k:k + EXACT_BLOCK],
                                                 tb[k:k + EXACT_BLOCK])
         return out
-    # The six corners of every pair in one gather, corner by corner (six (K, 3) blocks).
-    v = np.concatenate([np.take(tris, ta, axis=0).T, np.take(tris, tb, axis=0).T]).ravel()
-    g = np.take(positions, v, axis=0).reshape(6, ta.size, 3)
+    va = np.take(tris, ta, axis=0)
+    vb = np.take(tris, tb, axis=0)
+    g = [np.take(positions, v[:, i], axis=0) for v in (va, vb) for i in range(3)]
     return tri_test.triangles_intersect(*g)
 
 
