@@ -133,11 +133,16 @@ def action_frames(ob, stride: int, max_frames: int) -> list[int]:
 
 class SeedPart:
     """A `SelfTree` seen with every `n`-th seed of each level (from `k`): what
-    `candidate_leaf_pairs` reads (``height``, ``seeds``, ``seed_cols``). The candidates
-    of the n parts partition those of the whole tree (each descends from one seed)."""
+    `candidate_leaf_pairs` reads (``height``, ``seeds``, ``seed_cols``, and its own
+    seed hints with their lock). The candidates of the n parts partition those of the
+    whole tree (each descends from one seed)."""
 
     def __init__(self, tree, k: int, n: int):
+        import threading
+
         self.height = tree.height
+        self.seed_hint = None
+        self.hint_lock = threading.Lock()
         self.seeds = [(np.ascontiguousarray(a[k::n]), np.ascontiguousarray(b[k::n]))
                       for a, b in tree.seeds]
         self.seed_cols = [(np.ascontiguousarray(a[k::n]), np.ascontiguousarray(b[k::n]))
