@@ -24,14 +24,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import triangles as tri_test
-from .boxes import INF32, SWAP, level_boxes, outward_f32, stacked_boxes, triangle_boxes  # noqa: F401
+from .boxes import INF32, ROW, SWAP, level_boxes, outward_f32, stacked_boxes, triangle_boxes  # noqa: F401
 from .tree import SelfTree, seed_arrays, seeds_of_nodes
 
 # Box rows are 8 float32: [lo (3), -hi (3), pad, pad]; the swapped copy is
 # [-hi, lo, pad, pad]. The pads are -inf in both, so their sums are -inf <= 0, and a row of
 # 8 comparison bytes reads as one uint64 that equals _ALL iff all 8 hold.
 _ALL = np.uint64(0x0101010101010101)
-_ROW = np.dtype((np.void, 32))
+_ROW = ROW
 _ROW2 = np.dtype((np.void, 64))
 
 
