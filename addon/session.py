@@ -204,6 +204,16 @@ def shown_meshes(scene, view_layer=None) -> list:
     return [ob for ob in built_meshes(scene) if ob.visible_get(view_layer=view_layer)]
 
 
+def shown_built(scene, view_layer=None, full_check: bool = False, verb: str = "check") -> list:
+    """The built meshes the viewport draws (`shown_meshes`), checked as `built` does:
+    what the overlay, Refresh and Scan Frame Range collide. With built characters but
+    none shown, a SessionError "every built character is hidden: show one to <verb> it"."""
+    shown = shown_meshes(scene, view_layer)
+    if not shown and built_meshes(scene):
+        raise SessionError(f"every built character is hidden: show one to {verb} it")
+    return built(scene, shown, full_check=full_check)
+
+
 def load_objects(meshes: list) -> list:
     """The stored collision data of `meshes`; data saved by an older version of the
     add-on (another format) is a SessionError asking for a rebuild."""

@@ -8,19 +8,11 @@ from ..addon import extract, identity, session, storage
 from .stepping import guard_operators
 
 
-def _built_meshes(scene):
-    """The built meshes the viewport draws, checked (`session.shown_meshes`, `built`)."""
-    shown = session.shown_meshes(scene)
-    if not shown and session.built_meshes(scene):
-        raise session.SessionError("every built character is hidden: show one to check it")
-    return session.built(scene, shown)
-
-
 def _built_meshes_or_none(op, scene):
-    """The built meshes (`_built_meshes`), or None after reporting why there are none
-    usable."""
+    """The built meshes the viewport draws (`session.shown_built`), or None after
+    reporting why there are none usable."""
     try:
-        return _built_meshes(scene)
+        return session.shown_built(scene)
     except session.SessionError as exc:
         op.report({"ERROR"}, str(exc))
         return None
@@ -31,7 +23,7 @@ def _query_now(op, context):
     `op` and return None."""
     scene = context.scene
     try:
-        res = session.query(scene, context.evaluated_depsgraph_get(), _built_meshes(scene))
+        res = session.query(scene, context.evaluated_depsgraph_get(), session.shown_built(scene))
     except (session.SessionError, extract.RigError, ValueError) as exc:
         op.report({"ERROR"}, str(exc))
         return None

@@ -90,12 +90,10 @@ class SKINCOLLIDE_OT_scan(TimerSteps, bpy.types.Operator):
             raise session.SessionError(f"the frame range {start}-{end} is empty")
         # The characters the viewport shows, as the live overlay and Refresh check them:
         # hiding one leaves it out of the scan (the result names it).
-        built = session.built_meshes(scene)
-        shown = session.shown_meshes(scene, context.view_layer)
-        if built and not shown:
-            raise session.SessionError("every built character is hidden: show one to scan it")
-        self._hidden = [ob.name for ob in built if ob not in shown]
-        self._meshes = session.built(scene, shown, full_check=True)
+        self._meshes = session.shown_built(scene, context.view_layer, full_check=True,
+                                           verb="scan")
+        self._hidden = [ob.name for ob in session.built_meshes(scene)
+                        if ob not in self._meshes]
         self._objects = session.load_objects(self._meshes)
         self._frames = list(range(start, end + 1))
         self._start_frame = scene.frame_current

@@ -38,7 +38,11 @@ _ROW2 = np.dtype((np.void, 64))
 def boxes_overlap(xa: np.ndarray, xb_swapped: np.ndarray) -> np.ndarray:
     """(...,) bool from (..., 8) float32 rows [lo, -hi, pads] and swapped rows: every
     ``lo_a - hi_b <= 0`` and ``lo_b - hi_a <= 0`` (a float32 sum's sign is exact)."""
-    s = xa + xb_swapped
+    return _no_positive(xa + xb_swapped)
+
+
+def _no_positive(s: np.ndarray) -> np.ndarray:
+    """(...,) bool: every entry of the (..., 8) float32 sums is <= 0 (the boxes overlap)."""
     return (s <= 0).view(np.uint64)[..., 0] == _ALL
 
 
@@ -215,7 +219,7 @@ def _seed_pass(tree: SelfTree, fb: FrameBoxes, moved: list[np.ndarray] | None = 
             ma, mb = np.take(na, maybe), np.take(nb, maybe)
             s = np.take(rows, ma).view(np.float32).reshape(-1, 8)
             s += np.take(rows_s, mb).view(np.float32).reshape(-1, 8)
-            over = (s <= 0).view(np.uint64)[:, 0] == _ALL
+            over = _no_positive(s)
             apart = np.flatnonzero(~over)
             if apart.size:
                 # Apart, but not along the hinted coordinate: hint one that separates
