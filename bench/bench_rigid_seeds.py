@@ -24,6 +24,37 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_self import load_one  # noqa: E402
 
 
+def _corner_pairs(obj) -> int:
+    """The triangle pairs (t, u) that share no vertex key while their polygons share one:
+    with polygons as the tree's leaves, these would still need a test per frame at
+    triangle granularity (docs/self_collision.md, "Culling that was not built")."""
+    rig = obj.rig
+    keys = np.asarray(obj.vertex_keys)
+    P = rig.poly_ptr.size - 1
+    owner = np.repeat(np.arange(P), np.diff(rig.poly_ptr))
+    pk = np.unique(np.stack([keys[rig.poly_verts], owner], 1), axis=0)   # (key, polygon)
+    same_key, a, b = pk[:, 0], [], []
+    for d in range(1, int(np.bincount(np.unique(same_key, return_inverse=True)[1]).max())):
+        hit = np.flatnonzero(same_key[d:] == same_key[:-d])
+        a.append(pk[hit, 1])
+        b.append(pk[hit + d, 1])
+    pp = np.unique(np.stack([np.concatenate(a), np.concatenate(b)], 1), axis=0)
+    tp = rig.tri_polygon.astype(np.int64)
+    order = np.argsort(tp, kind="stable")
+    start = np.searchsorted(tp[order], np.arange(P + 1))
+    count = np.diff(start)
+    tk = keys[rig.triangles]
+    n = 0
+    for i in range(int(count.max())):            # the i-th triangle of polygon a, j-th of b
+        for j in range(int(count.max())):
+            m = (count[pp[:, 0]] > i) & (count[pp[:, 1]] > j)
+            t = order[start[pp[m, 0]] + i]
+            u = order[start[pp[m, 1]] + j]
+            shared = (tk[t][:, :, None] == tk[u][:, None, :]).any(axis=(1, 2))
+            n += int((~shared).sum())
+    return n
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--asset", default="makehuman_default.blend")
@@ -51,6 +82,12 @@ def main() -> None:
     rest = B.level_boxes(tree, B.triangle_boxes(rig.rest_positions, rig.triangles))
     n_seeds = sum(a.size for a, _ in tree.seeds)
     print(f"{args.asset} level {args.level}: {rig.n_triangles} triangles, {n_seeds} seeds")
+    # Where the seeds are: most sit at the leaves and just above (docs/self_collision.md).
+    by_level = [a.size for a, _ in tree.seeds][::-1]
+    print("seeds per tree level, from the leaves up: "
+          + ", ".join(f"{n} ({100 * n / max(n_seeds, 1):.0f}%)" for n in by_level[:4])
+          + f", {sum(by_level[4:])} above")
+    print(f"non-adjacent triangle pairs of polygons sharing a vertex: {_corner_pairs(obj)}")
     print("| dominant weight share above | seeds with one bone | and rest boxes apart |")
     print("|---|---|---|")
     for thr in (1 - 1e-6, 0.99, 0.9):
