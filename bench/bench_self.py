@@ -17,14 +17,19 @@ much of the leaf level the traversal never generates: the rest-adjacent
 triangle pairs (always overlapping, always dropped by the old query) against the box tests
 made. Every frame checks that ours equals the old query's pairs (exits non-zero if not).
 
+With ``--parts`` it also prints where our query's time goes, in this process (boxes, the
+seed pass, the children of the traversal, the exact tests).
+
 Usage (from the repository root):
     bash dev python bench/bench_self.py --asset makehuman_default.blend --levels 0 1
     bash dev python bench/bench_self.py --asset cesium_man.glb --levels 0 1 2
+    bash dev python bench/bench_self.py --asset makehuman_default.blend --levels 0 --skip-old --parts
 Not a test: nothing here asserts on time.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -74,6 +79,42 @@ def as_set(p):
     return set(map(tuple, np.sort(p, axis=1).tolist()))
 
 
+#: The parts of our query that `--parts` times (functions of `core/self_collision/query.py`).
+PARTS = ("frame_boxes", "_seed_pass", "candidate_leaf_pairs", "exact_test")
+
+
+class PartTimer:
+    """While entered, times the calls of `PARTS` (wrapped in the query module, where the
+    query looks them up), in ms summed per part; restores them on exit."""
+
+    def __init__(self):
+        from skin_collide.core.self_collision import query
+
+        self.module = query
+        self.ms = dict.fromkeys(PARTS, 0.0)
+        self.real = {}
+
+    def _timed(self, name, real):
+        def timed(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return real(*args, **kwargs)
+            finally:
+                self.ms[name] += (time.perf_counter() - t0) * 1000
+
+        return timed
+
+    def __enter__(self):
+        for name in PARTS:
+            self.real[name] = getattr(self.module, name)
+            setattr(self.module, name, self._timed(name, self.real[name]))
+        return self
+
+    def __exit__(self, *exc):
+        for name, real in self.real.items():
+            setattr(self.module, name, real)
+
+
 def run_level(args, level: int) -> dict:
     import bpy
     from mathutils.bvhtree import BVHTree
@@ -95,7 +136,8 @@ def run_level(args, level: int) -> dict:
     act = arm.animation_data.action if arm.animation_data else None
     frames = animation.action_frames(act) if act else list(range(scene.frame_start, scene.frame_end + 1))
     frames = frames[::args.stride][:args.max_frames]
-    rows = {k: [] for k in ("eval", "ours", "od", "bu", "bl", "e2e", "pairs", "box", "tri", "culled")}
+    rows = {k: [] for k in ("eval", "ours", "od", "bu", "bl", "e2e", "pairs", "box", "tri", "culled",
+                            "p_boxes", "p_seeds", "p_children", "p_exact")}
     skipped = int(tree.adj_idx.size // 2)
     for f in frames:
         t0 = time.perf_counter()
@@ -111,11 +153,19 @@ def run_level(args, level: int) -> dict:
         overlay.triangle_overlay(pos[0], obj.rig.triangles, hit)
         rows["e2e"].append(rows["eval"][-1] + (time.perf_counter() - t1) * 1000)
         st = {}
-        t0 = time.perf_counter()
-        # The frame's triangles (Blender re-splits bent quads), as query_frame uses them.
-        ftris = core_scan.frame_triangles(obj, pos[0])
-        ours = self_collision.self_pairs(tree, pos[0], ftris, tree.weld_ids, stats=st)
-        rows["ours"].append((time.perf_counter() - t0) * 1000)
+        parts = PartTimer() if args.parts else contextlib.nullcontext()
+        with parts:
+            t0 = time.perf_counter()
+            # The frame's triangles (Blender re-splits bent quads), as query_frame uses them.
+            ftris = core_scan.frame_triangles(obj, pos[0])
+            ours = self_collision.self_pairs(tree, pos[0], ftris, tree.weld_ids, stats=st)
+            rows["ours"].append((time.perf_counter() - t0) * 1000)
+        if args.parts:
+            ms = parts.ms
+            rows["p_boxes"].append(ms["frame_boxes"])
+            rows["p_seeds"].append(ms["_seed_pass"])
+            rows["p_children"].append(ms["candidate_leaf_pairs"] - ms["_seed_pass"])
+            rows["p_exact"].append(ms["exact_test"])
         rows["box"].append(st["box_tests"])
         rows["tri"].append(st["triangle_tests"])
         rows["culled"].append(100.0 * (1.0 - st["tested_triangles"] / obj.rig.n_triangles))
@@ -159,6 +209,11 @@ def print_table(args, results):
              ("Rest-adjacent pairs never generated", "skipped", "{:.0f}"),
              ("Surface culled (% of triangles with no exact test)", "culled", "{:.1f}"),
              ("Ours build s", "build_s", "{:.2f}")]
+    if args.parts:
+        lines += [("Ours, part: boxes ms", "p_boxes", "{:.2f}"),
+                  ("Ours, part: seed pass ms", "p_seeds", "{:.2f}"),
+                  ("Ours, part: children (traversal) ms", "p_children", "{:.2f}"),
+                  ("Ours, part: exact tests ms", "p_exact", "{:.2f}")]
     for label, key, fmt in lines:
         print("| " + " | ".join([label] + [fmt.format(r[key]) for r in results]) + " |")
     for label, num, den in (("Speed-up vs Blender FromObject", "bl", "ours"),
@@ -180,6 +235,9 @@ def main() -> None:
     p.add_argument("--max-frames", type=int, default=8)
     p.add_argument("--skip-old", action="store_true", help="do not run the old sphere query")
     p.add_argument("--verbose", action="store_true")
+    p.add_argument("--parts", action="store_true",
+                   help="also time the parts of our query (boxes, seed pass, children, exact "
+                        "tests) by wrapping them; adds a few calls' overhead to *ours*")
     args = p.parse_args()
     if not os.path.isdir(SHARED):
         sys.exit(f"bench needs ../shared/assets next to the repository ({SHARED})")
