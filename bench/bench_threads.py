@@ -53,6 +53,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -138,8 +139,6 @@ class SeedPart:
     whole tree (each descends from one seed)."""
 
     def __init__(self, tree, k: int, n: int):
-        import threading
-
         self.height = tree.height
         self.seed_hint = None
         self.hint_lock = threading.Lock()

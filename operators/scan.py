@@ -92,7 +92,7 @@ class SKINCOLLIDE_OT_scan(TimerSteps, bpy.types.Operator):
         # hiding one leaves it out of the scan (the result names it).
         self._meshes = session.shown_built(scene, context.view_layer, full_check=True,
                                            verb="scan")
-        self._hidden = [ob.name for ob in session.built_meshes(scene)
+        self._hidden = [ob.name_full for ob in session.built_meshes(scene)
                         if ob not in self._meshes]
         self._objects = session.load_objects(self._meshes)
         self._frames = list(range(start, end + 1))

@@ -33,7 +33,7 @@ def outward_f32(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 ROW = np.dtype((np.void, 32))
 
 
-def _rows(x: np.ndarray) -> np.ndarray:
+def as_rows(x: np.ndarray) -> np.ndarray:
     """A C-contiguous (n, 8) float32 array as (n,) `ROW` elements (a view)."""
     return x.view(ROW).ravel()
 
@@ -62,7 +62,7 @@ def triangle_boxes(positions: np.ndarray, tris: np.ndarray, swapped: bool = Fals
 
 
 def _min_of_three(v: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    g = np.take(_rows(v), idx).view(np.float32).reshape(3, -1, 8)
+    g = np.take(as_rows(v), idx).view(np.float32).reshape(3, -1, 8)
     out = np.minimum(g[0], g[1])
     np.minimum(out, g[2], out=out)
     return out
@@ -79,10 +79,10 @@ def stacked_boxes(tree: "SelfTree", tri_box: np.ndarray) -> np.ndarray:
     S = tree.n_slots
     out = np.empty((2 * S, 8), np.float32)
     out[0] = _EMPTY_ROW
-    leaf = _rows(out[S:])
-    leaf[tree.tri_slot] = _rows(np.ascontiguousarray(tri_box))
+    leaf = as_rows(out[S:])
+    leaf[tree.tri_slot] = as_rows(np.ascontiguousarray(tri_box))
     if tree.n_triangles < S:
-        leaf[empty_slots(tree)] = _rows(_EMPTY_ROW[None])[0]
+        leaf[empty_slots(tree)] = as_rows(_EMPTY_ROW[None])[0]
     for level in range(tree.height - 1, -1, -1):
         n = 1 << level
         child = out[2 * n:4 * n]

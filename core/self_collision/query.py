@@ -24,14 +24,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import triangles as tri_test
-from .boxes import INF32, ROW, SWAP, level_boxes, outward_f32, stacked_boxes, triangle_boxes  # noqa: F401
+from .boxes import INF32, SWAP, as_rows, level_boxes, outward_f32, stacked_boxes, triangle_boxes  # noqa: F401
 from .tree import SelfTree, seed_arrays, seeds_of_nodes
 
 # Box rows are 8 float32: [lo (3), -hi (3), pad, pad]; the swapped copy is
 # [-hi, lo, pad, pad]. The pads are -inf in both, so their sums are -inf <= 0, and a row of
 # 8 comparison bytes reads as one uint64 that equals _ALL iff all 8 hold.
 _ALL = np.uint64(0x0101010101010101)
-_ROW = ROW
 _ROW2 = np.dtype((np.void, 64))
 
 
@@ -193,7 +192,7 @@ def _seed_pass(tree: SelfTree, fb: FrameBoxes, moved: list[np.ndarray] | None = 
     H = tree.height
     X, Xs = fb.stack
     flat = X.ravel()
-    rows, rows_s = X.view(_ROW).ravel(), Xs.view(_ROW).ravel()
+    rows, rows_s = as_rows(X), as_rows(Xs)
     seeds, nodes_a, nodes_b = [], [], []
     with tree.hint_lock:
         na, nb, ptr, ha, hb = seed_arrays(tree)
@@ -586,13 +585,13 @@ def _cross_descend(tree_a: SelfTree, rows_a, tree_b: SelfTree, swapped_b,
             pb = 2 * np.take(pb, q) + (k & 1)
         elif da:
             ga = np.take(X.reshape(-1, 16).view(_ROW2).ravel(), pa).view(np.float32).reshape(-1, 2, 8)
-            gb = np.take(Y.view(_ROW).ravel(), pb).view(np.float32).reshape(-1, 1, 8)
+            gb = np.take(as_rows(Y), pb).view(np.float32).reshape(-1, 1, 8)
             k = np.flatnonzero(boxes_overlap(ga, gb))
             q = k >> 1
             pa = 2 * np.take(pa, q) + (k & 1)
             pb = np.take(pb, q)
         else:
-            ga = np.take(X.view(_ROW).ravel(), pa).view(np.float32).reshape(-1, 1, 8)
+            ga = np.take(as_rows(X), pa).view(np.float32).reshape(-1, 1, 8)
             gb = np.take(Y.reshape(-1, 16).view(_ROW2).ravel(), pb).view(np.float32).reshape(-1, 2, 8)
             k = np.flatnonzero(boxes_overlap(ga, gb))
             q = k >> 1
