@@ -160,7 +160,7 @@ def split_self_pairs(tree, parts, positions, tris, mapper):
 
     def work(part):
         if part is None:                       # the re-split pairs, as one more task
-            ta, tb = q._resplit_pairs(tree, keys, boxes.tri_box, boxes.resplit)
+            ta, tb = q._resplit_pairs(tree, keys, boxes, boxes.resplit)
         else:
             sa, sb, _ = q.candidate_leaf_pairs(part, boxes)
             ta, tb = np.take(tree.slot_tri, sa), np.take(tree.slot_tri, sb)

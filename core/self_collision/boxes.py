@@ -38,27 +38,24 @@ def as_rows(x: np.ndarray) -> np.ndarray:
     return x.view(ROW).ravel()
 
 
-def triangle_boxes(positions: np.ndarray, tris: np.ndarray, swapped: bool = False):
+def triangle_boxes(positions: np.ndarray, tris: np.ndarray) -> np.ndarray:
     """(T, 8) float32 rows [lo, -hi, -inf, -inf] enclosing each triangle's float64
-    vertices (positions (V, 3) float64, tris (T, 3) int); with `swapped`, also the rows
-    [-hi, lo, -inf, -inf] (the B side of `query.boxes_overlap`), as a pair."""
-    lo_v, hi_v = outward_f32(positions)
+    vertices (positions (V, 3) float64, tris (T, 3) int)."""
     # Per vertex its own row, then per triangle the min of its three vertices' rows:
     # one gather of 3T rows, first vertices first, so that the two mins run over
     # contiguous (T, 8) blocks (a min over rows strided by three is eight times slower).
+    idx = np.asarray(tris, np.intp).T.ravel()
+    return _min_of_three(vertex_rows(positions), idx)
+
+
+def vertex_rows(positions: np.ndarray) -> np.ndarray:
+    """(V, 8) float32 rows [lo, -hi, -inf, -inf] of each float64 vertex (V, 3)."""
+    lo_v, hi_v = outward_f32(positions)
     v = np.empty((lo_v.shape[0], 8), np.float32)
     v[:, :3] = lo_v
     np.negative(hi_v, out=v[:, 3:6])
     v[:, 6:] = -INF32
-    idx = np.asarray(tris, np.intp).T.ravel()
-    out = _min_of_three(v, idx)
-    if not swapped:
-        return out
-    vs = np.empty_like(v)
-    vs[:, :3] = v[:, 3:6]
-    vs[:, 3:6] = lo_v
-    vs[:, 6:] = -INF32
-    return out, _min_of_three(vs, idx)
+    return v
 
 
 def _min_of_three(v: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -78,16 +75,49 @@ def stacked_boxes(tree: "SelfTree", tri_box: np.ndarray) -> np.ndarray:
     with swapping columns). The min of two rows is exact, so parents enclose children."""
     S = tree.n_slots
     out = np.empty((2 * S, 8), np.float32)
-    out[0] = _EMPTY_ROW
     leaf = as_rows(out[S:])
     leaf[tree.tri_slot] = as_rows(np.ascontiguousarray(tri_box))
-    if tree.n_triangles < S:
-        leaf[empty_slots(tree)] = as_rows(_EMPTY_ROW[None])[0]
+    return _fill_levels(tree, out)
+
+
+def frame_stack(tree: "SelfTree", positions: np.ndarray, tris: np.ndarray) -> np.ndarray:
+    """`stacked_boxes(tree, triangle_boxes(positions, tris))`, bit for bit, made in slot
+    order: each leaf row is the min of its triangle's three vertex rows, gathered by slot
+    (`slot_corners`) and written in place (a scatter of the triangles' rows into their
+    slots cost as much as the whole gather). positions (V, 3) float64, tris (T, 3) intp."""
+    S = tree.n_slots
+    out = np.empty((2 * S, 8), np.float32)
+    idx = np.take(np.asarray(tris, np.intp).ravel(), slot_corners(tree))
+    g = np.take(as_rows(vertex_rows(positions)), idx).view(np.float32).reshape(3, S, 8)
+    leaf = out[S:]
+    np.minimum(g[0], g[1], out=leaf)
+    np.minimum(leaf, g[2], out=leaf)
+    return _fill_levels(tree, out)
+
+
+def _fill_levels(tree: "SelfTree", out: np.ndarray) -> np.ndarray:
+    """Empty slots and row 0 set to `_EMPTY_ROW`, then every level above the leaves as the
+    min of its two children (`out` (2S, 8) float32, leaves filled)."""
+    out[0] = _EMPTY_ROW
+    if tree.n_triangles < tree.n_slots:
+        as_rows(out[tree.n_slots:])[empty_slots(tree)] = as_rows(_EMPTY_ROW[None])[0]
     for level in range(tree.height - 1, -1, -1):
         n = 1 << level
         child = out[2 * n:4 * n]
         np.minimum(child[0::2], child[1::2], out=out[n:2 * n])
     return out
+
+
+def slot_corners(tree: "SelfTree") -> np.ndarray:
+    """(3 S,) intp flat indices into a (T, 3) triangle array: corner k of the triangle in
+    slot s at ``k S + s`` (an empty slot takes triangle 0's, overwritten by
+    `_fill_levels`). Made once, kept on the tree."""
+    c = getattr(tree, "_slot_corners", None)
+    if c is None:
+        t = np.maximum(tree.slot_tri, 0)
+        c = (3 * t[None, :] + np.arange(3)[:, None]).ravel()
+        tree._slot_corners = c
+    return c
 
 
 #: The row of an empty slot: never overlaps (+inf plus anything not -inf is +inf > 0).

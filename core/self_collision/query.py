@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import triangles as tri_test
-from .boxes import INF32, SWAP, as_rows, level_boxes, outward_f32, stacked_boxes, triangle_boxes  # noqa: F401
+from .boxes import INF32, ROW, SWAP, as_rows, frame_stack, level_boxes, outward_f32, stacked_boxes, triangle_boxes  # noqa: F401
 from .tree import SelfTree, seed_arrays, seeds_of_nodes
 
 # Box rows are 8 float32: [lo (3), -hi (3), pad, pad]; the swapped copy is
@@ -72,7 +72,6 @@ class FrameBoxes:
     the same operations on the same numbers).
 
     Attributes:
-        tri_box: (T, 8) float32 rows [lo, -hi, -inf, -inf] per triangle.
         rows: per level 0..H, `_level_rows`' four arrays: (2**l, 8) float32 rows, their
             swapped copy, and their sibling-pair record views.
         stack: the (2**(H+1), 8) float32 rows of every level (`boxes.stacked_boxes`)
@@ -82,7 +81,6 @@ class FrameBoxes:
             split the other way): only they can make re-split pairs (`_resplit_pairs`).
     """
 
-    tri_box: np.ndarray
     rows: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
     keys: np.ndarray
     resplit: np.ndarray
@@ -93,13 +91,14 @@ def frame_boxes(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
                 weld_ids: np.ndarray) -> FrameBoxes:
     """The boxes of every level of `tree` for one frame: positions (V, 3) float64, tris
     (T, 3) intp the frame's triangles, weld_ids (V,) int64."""
-    tri_box, tri_swapped = triangle_boxes(positions, tris, swapped=True)
-    X = stacked_boxes(tree, tri_box)
-    Xs = stacked_boxes(tree, tri_swapped)
+    X = frame_stack(tree, positions, tris)
+    # The swapped rows are the rows with columns exchanged (the min of each level commutes
+    # with that); one gather of the columns costs a quarter of a second refit.
+    Xs = np.take(X, SWAP, axis=1)
     rows = [_level_rows(X, Xs, level) for level in range(tree.height + 1)]
     keys = np.take(weld_ids, tris)
     d = keys != tree.rest_keys
-    return FrameBoxes(tri_box, rows, keys, d[:, 0] | d[:, 1] | d[:, 2], (X, Xs))
+    return FrameBoxes(rows, keys, d[:, 0] | d[:, 1] | d[:, 2], (X, Xs))
 
 
 def update_frame_boxes(fb: FrameBoxes, tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
@@ -118,7 +117,6 @@ def update_frame_boxes(fb: FrameBoxes, tree: SelfTree, positions: np.ndarray, tr
     np.minimum(np.minimum(lo[:, 0], lo[:, 1]), lo[:, 2], out=box[:, :3])
     np.minimum(np.minimum(neg_hi[:, 0], neg_hi[:, 1]), neg_hi[:, 2], out=box[:, 3:6])
     box[:, 6:] = -INF32
-    fb.tri_box[changed] = box
     keys = np.take(weld_ids, v)
     fb.keys[changed] = keys
     d = keys != np.take(tree.rest_keys, changed, axis=0)
@@ -147,11 +145,20 @@ def update_frame_boxes(fb: FrameBoxes, tree: SelfTree, positions: np.ndarray, tr
 def _children(rows, qa: np.ndarray, qb: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """The child pairs (on the level of `rows`) of parent pairs (qa, qb) whose boxes
     overlap, and the number of box tests."""
-    # Four child pairs of each overlapping parent pair in one gather (a sibling pair of
-    # rows is one contiguous 64-byte record).
-    ga = np.take(rows[2], qa).view(np.float32).reshape(-1, 2, 1, 8)
-    gb = np.take(rows[3], qb).view(np.float32).reshape(-1, 1, 2, 8)
-    ok = boxes_overlap(ga, gb)                                      # (m, 2, 2)
+    # Both children of each parent in one gather (a sibling pair of rows is one
+    # contiguous 64-byte record). The four child pairs are two contiguous (m, 16) sums,
+    # [a0 b0 | a1 b1] and [a0 b1 | a1 b0] (B's record with its halves exchanged): a
+    # broadcast (m, 2, 1, 8) + (m, 1, 2, 8) runs numpy's inner loop 8 floats at a time
+    # and cost five times as much.
+    ga = np.take(rows[2], qa)
+    gb = np.take(rows[3], qb)
+    gf = np.ascontiguousarray(gb.view(ROW).reshape(-1, 2)[:, ::-1]).view(np.float32)
+    ga = ga.view(np.float32).reshape(-1, 16)
+    ok = np.empty((qa.size, 4), bool)                               # [a][b], (m, 2, 2)
+    np.equal((ga + gb.view(np.float32).reshape(-1, 16) <= 0).view(np.uint64), _ALL,
+             out=ok[:, 0::3])                                       # a0 b0, a1 b1
+    np.equal((ga + gf.reshape(-1, 16) <= 0).view(np.uint64), _ALL,
+             out=ok[:, 1:3])                                        # a0 b1, a1 b0
     k = np.flatnonzero(ok)
     q = k >> 2
     ca = np.take(qa, q)
@@ -403,7 +410,7 @@ def _keys_adjacent(keys: np.ndarray, ta: np.ndarray, tb: np.ndarray) -> np.ndarr
     return (a[:, :, None] == b[:, None, :]).any(axis=(1, 2))
 
 
-def _resplit_pairs(tree: SelfTree, keys: np.ndarray, tri_box: np.ndarray,
+def _resplit_pairs(tree: SelfTree, keys: np.ndarray, fb: FrameBoxes,
                    resplit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Rest-adjacent triangle pairs that are not adjacent with this frame's keys and whose
     boxes overlap: only triangles whose keys changed (`resplit`, (T,) bool) can produce
@@ -420,7 +427,9 @@ def _resplit_pairs(tree: SelfTree, keys: np.ndarray, tri_box: np.ndarray,
     ta, tb = (code // keys.shape[0]).astype(np.intp), (code % keys.shape[0]).astype(np.intp)
     keep = ~_keys_adjacent(keys, ta, tb)
     ta, tb = ta[keep], tb[keep]
-    ok = boxes_overlap(tri_box[ta], tri_box[tb][:, SWAP])
+    leaf = fb.rows[tree.height]
+    ok = boxes_overlap(np.take(leaf[0], np.take(tree.tri_slot, ta), axis=0),
+                       np.take(leaf[1], np.take(tree.tri_slot, tb), axis=0))
     return ta[ok], tb[ok]
 
 
@@ -463,9 +472,9 @@ def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
     tris = np.asarray(tris, np.intp)
     if frame is None:
         frame = frame_boxes(tree, positions, tris, np.asarray(weld_ids, np.int64))
-    keys, tri_box = frame.keys, frame.tri_box
+    keys = frame.keys
     levels = None
-    ra, rb = _resplit_pairs(tree, keys, tri_box, frame.resplit)
+    ra, rb = _resplit_pairs(tree, keys, frame, frame.resplit)
     if moved is not None:
         moved = np.asarray(moved, bool)
         levels = moved_levels(tree, moved)

@@ -434,7 +434,8 @@ def test_carried_pairs_equal_full_query_on_pose_edits(monkeypatch):
         # frame's: positions, triangles, boxes of every level and keys.
         fresh = q.frame_boxes(last.tree, pos, np.asarray(tris, np.intp), last.tree.weld_ids)
         assert np.array_equal(last.positions, pos) and np.array_equal(last.tris, tris)
-        assert np.array_equal(last.boxes.tri_box, fresh.tri_box)
+        assert np.array_equal(last.boxes.stack[0], fresh.stack[0])
+        assert np.array_equal(last.boxes.stack[1], fresh.stack[1])
         assert np.array_equal(last.boxes.keys, fresh.keys)
         assert np.array_equal(last.boxes.resplit, fresh.resplit)
         for kept_rows, fresh_rows in zip(last.boxes.rows, fresh.rows):
@@ -611,20 +612,24 @@ def test_seed_hints_shared_by_threads(tube):
 
 def test_stacked_boxes_hold_every_level_in_heap_order(tube):
     """`boxes.stacked_boxes`: level l is rows [2**l, 2**(l+1)), each the min of its two
-    children, empty slots +inf in the first six columns, pads -inf; the swapped triangle
-    rows are the rows with lo and -hi exchanged, and stack the same way."""
+    children, empty slots +inf in the first six columns, pads -inf; rows with lo and -hi
+    exchanged stack to the stack with its columns exchanged (the query's swapped rows);
+    `frame_stack` (the leaves made in slot order) is the same stack bit for bit."""
     from skin_collide.core.self_collision import boxes as bx
+    from skin_collide.core.self_collision import query as q
     rig, weld, tree = tube
     pos = skinning.lbs_rig(rig, elbow_fold(rig)) + 500.0
-    rows, swapped = bx.triangle_boxes(pos, rig.triangles, swapped=True)
-    assert np.array_equal(rows, bx.triangle_boxes(pos, rig.triangles))
-    assert np.array_equal(swapped, rows[:, bx.SWAP])
+    rows = bx.triangle_boxes(pos, rig.triangles)
     lo, hi = bx.outward_f32(pos[rig.triangles])
     assert np.array_equal(rows[:, :3], lo.min(axis=1))
     assert np.array_equal(rows[:, 3:6], -hi.max(axis=1))
+    assert np.all(rows[:, 6:] == -np.inf)
     X = bx.stacked_boxes(tree, rows)
-    Xs = bx.stacked_boxes(tree, swapped)
+    Xs = bx.stacked_boxes(tree, rows[:, bx.SWAP])
     assert np.array_equal(X[1:, bx.SWAP], Xs[1:])
+    assert np.array_equal(bx.frame_stack(tree, pos, rig.triangles), X)
+    fb = q.frame_boxes(tree, pos, np.asarray(rig.triangles, np.intp), weld)
+    assert np.array_equal(fb.stack[0], X) and np.array_equal(fb.stack[1][1:], Xs[1:])
     leaf = np.full((tree.n_slots, 8), np.inf, np.float32)
     leaf[:, 6:] = -np.inf
     leaf[tree.tri_slot] = rows
