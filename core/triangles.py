@@ -297,12 +297,20 @@ def _stage3(rel: np.ndarray, scale: np.ndarray, rel_tol: float) -> np.ndarray:
     # Normals and edge-edge axes again (now with the |v|-relative margin),
     # then the in-plane edge normals w.r.t. both normals: the side faces of
     # the Minkowski difference when it is flat (coplanar pair), and the axes
-    # of segment/point-vs-triangle when one normal vanishes.
-    axes = [n_a, n_b] + [_cross(e, f) for e in ea for f in eb]
-    axes += [_cross(nrm, e) for nrm in (n_a, n_b) for e in ea + eb]
-    sep = np.zeros(m, dtype=bool)
-    for v in axes:
-        sep |= separated(v, va, vb, rscale)
+    # of segment/point-vs-triangle when one normal vanishes. All 23 axes at
+    # once, as (23, 3, m) arrays: the same products and sums per element as
+    # `separated` (so the same values), in a few calls instead of some 300.
+    E = np.array([ea[0], ea[1], ea[2]])                      # (3, 3, m)
+    F = np.array([eb[0], eb[1], eb[2]])
+    N = np.array([n_a, n_b])                                 # (2, 3, m)
+    EF = np.concatenate([E, F])                              # (6, 3, m)
+    axes = np.concatenate([
+        N,
+        _cross_stack(E[:, None], F[None, :]).reshape(9, 3, m),
+        _cross_stack(N[:, None], EF[None, :]).reshape(12, 3, m),
+    ])
+    sep = _separated_any(axes, np.array([va[0], va[1], va[2]]),
+                         np.array([vb[0], vb[1], vb[2]]), rscale)
 
     # Both triangles collinear or points: segment-segment axes of their
     # longest edges (which are the whole triangles in the exact case).  The
@@ -335,6 +343,30 @@ def _stage3(rel: np.ndarray, scale: np.ndarray, rel_tol: float) -> np.ndarray:
             dsep |= separated(v, va_d, vb_d, rscale[deg])
         sep[deg] |= dsep
     return sep
+
+
+def _cross_stack(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """`_cross` of stacked (..., 3, m) arrays (broadcast), as (..., 3, m)."""
+    x, y, z = _cross((p[..., 0, :], p[..., 1, :], p[..., 2, :]),
+                     (q[..., 0, :], q[..., 1, :], q[..., 2, :]))
+    return np.stack([x, y, z], axis=-2)
+
+
+def _separated_any(axes: np.ndarray, pa: np.ndarray, pb: np.ndarray,
+                   rs: np.ndarray) -> np.ndarray:
+    """(m,) bool: some axis of axes (k, 3, m) separates the points pa (3, 3, m) from pb
+    (3, 3, m) by more than ``rs * |v|_1`` (rs (m,)): `_gap` of `_dot` projections on
+    every axis, with the same arithmetic per element."""
+    v = axes[:, None]                                        # (k, 1, 3, m)
+
+    def proj(p):                                             # (k, 3, m): x*x + y*y + z*z
+        return v[:, :, 0] * p[:, 0] + v[:, :, 1] * p[:, 1] + v[:, :, 2] * p[:, 2]
+
+    qa, qb = proj(pa), proj(pb)
+    tol = rs * (np.abs(axes[:, 0]) + np.abs(axes[:, 1]) + np.abs(axes[:, 2]))
+    lo_a, hi_a = _min3(qa[:, 0], qa[:, 1], qa[:, 2]), _max3(qa[:, 0], qa[:, 1], qa[:, 2])
+    lo_b, hi_b = _min3(qb[:, 0], qb[:, 1], qb[:, 2]), _max3(qb[:, 0], qb[:, 1], qb[:, 2])
+    return ((lo_b - hi_a > tol) | (lo_a - hi_b > tol)).any(axis=0)
 
 
 def _as_points(x: np.ndarray, name: str) -> np.ndarray:
