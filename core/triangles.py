@@ -132,25 +132,47 @@ def _dot_into(p: Vec, q: Vec, out: np.ndarray) -> np.ndarray:
     return out
 
 
-def _block(
-    arrs: list[np.ndarray], start: int, stop: int, rel_tol: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Stages 1-2 on pairs ``start:stop``.
+def _rel_rows(arrs: list[np.ndarray], start: int, stop: int) -> np.ndarray:
+    """(15, n) float64 rows x/y/z of a1, a2, b0, b1, b2 minus a0 for pairs
+    ``start:stop`` of the six (K, 3) vertex arrays a0, a1, a2, b0, b1, b2.
 
-    arrs: the six (K, 3) float64 vertex arrays a0, a1, a2, b0, b1, b2.
+    Translating to a local origin (a0 := 0) removes the cancellation that
+    large absolute coordinates would cause in every later difference; the
+    x/y/z rows are made contiguous because strided columns slow every op.
+    """
+    a0_in = arrs[0][start:stop].T
+    rel = np.empty((15, stop - start))
+    for k in range(5):
+        np.subtract(arrs[k + 1][start:stop].T, a0_in, out=rel[3 * k : 3 * k + 3])
+    return rel
+
+
+def _rel_rows_indexed(pa: np.ndarray, ca: np.ndarray, pb: np.ndarray, cb: np.ndarray
+                      ) -> np.ndarray:
+    """`_rel_rows` gathered from coordinate rows: pa (3, Va), pb (3, Vb)
+    float64 (x, y, z rows of each mesh's vertices) and the pairs' corners
+    ca, cb (3, n) int. The same differences of the same numbers, in three
+    calls: the gathers land as (xyz, corner, n) with every row contiguous."""
+    ga = np.take(pa, ca, axis=1)                           # (3, 3, n)
+    gb = np.take(pb, cb, axis=1)
+    rel = np.empty((5, 3, ca.shape[1]))
+    a0 = ga[:, 0]
+    np.subtract(ga[:, 1:].transpose(1, 0, 2), a0, out=rel[:2])
+    np.subtract(gb.transpose(1, 0, 2), a0, out=rel[2:])
+    return rel.reshape(15, -1)
+
+
+def _block(
+    rel: np.ndarray, rel_tol: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Stages 1-2 on the n pairs of ``rel`` (15, n) (`_rel_rows`).
+
     Returns ``(hit, idx3, rel3, scale3)``: hit (n,) bool, True = not
     separated by stages 1-2; idx3 (m,) int, block-local indices of the pairs
     that still need stage 3, with their translated vertices rel3 (15, m)
     float64 and scales scale3 (m,) float64.
     """
-    n = stop - start
-    a0_in = arrs[0][start:stop].T
-    # Translating to a local origin (a0 := 0) removes the cancellation that
-    # large absolute coordinates would cause in every later difference; the
-    # x/y/z rows are made contiguous because strided columns slow every op.
-    rel = np.empty((15, n))
-    for k in range(5):
-        np.subtract(arrs[k + 1][start:stop].T, a0_in, out=rel[3 * k : 3 * k + 3])
+    n = rel.shape[1]
     # Per-pair values that survive into stage 2 live in one buffer so that
     # the survivors are extracted with a single compress call.
     # rows: pA_0..2, pB_0..2, tol3, scale
@@ -414,6 +436,13 @@ def triangles_intersect(
     k = arrs[0].shape[0]
     if any(v.shape[0] != k for v in arrs):
         raise ValueError("all six vertex arrays must have the same length K")
+    return _intersect_blocks(k, lambda start, stop: _rel_rows(arrs, start, stop), rel_tol)
+
+
+def _intersect_blocks(k: int, rel_of, rel_tol: float) -> np.ndarray:
+    """(k,) bool, the test of k pairs whose translated rows for pairs
+    ``start:stop`` are ``rel_of(start, stop)`` ((15, n), `_rel_rows`), a
+    block of `_BLOCK` pairs at a time."""
     out = np.empty(k, dtype=bool)
     # Stage-3 pairs are rare in practice; pooling them over blocks avoids
     # paying its several hundred numpy calls per block, and flushing the
@@ -431,7 +460,7 @@ def triangles_intersect(
     with np.errstate(all="ignore"):  # inf/nan inputs just stay "True"
         for start in range(0, k, _BLOCK):
             stop = min(start + _BLOCK, k)
-            out[start:stop], i3, r3, s3 = _block(arrs, start, stop, rel_tol)
+            out[start:stop], i3, r3, s3 = _block(rel_of(start, stop), rel_tol)
             if i3.size:
                 pool.append((i3 + start, r3, s3))
                 pooled += i3.size
@@ -466,17 +495,26 @@ def triangle_pairs_intersect(
         (K,) bool, True where triangle ``tris_a[idx_a[k]]`` and triangle
         ``tris_b[idx_b[k]]`` intersect (closed, touching counts).
     """
+    same = verts_b is verts_a
     va = _as_points(verts_a, "verts_a")
-    vb = _as_points(verts_b, "verts_b")
-    ta = np.asarray(tris_a)[np.asarray(idx_a)]
-    tb = np.asarray(tris_b)[np.asarray(idx_b)]
-    if ta.ndim != 2 or ta.shape[1] != 3 or tb.shape != ta.shape:
+    vb = va if same else _as_points(verts_b, "verts_b")
+    tris_a, tris_b = np.asarray(tris_a), np.asarray(tris_b)
+    idx_a, idx_b = np.asarray(idx_a, np.intp), np.asarray(idx_b, np.intp)
+    if (tris_a.ndim != 2 or tris_a.shape[1] != 3 or tris_b.ndim != 2
+            or tris_b.shape[1] != 3 or idx_a.ndim != 1 or idx_b.shape != idx_a.shape):
         raise ValueError("tris must be (T, 3) and idx_a, idx_b (K,) of equal length")
-    return triangles_intersect(
-        va[ta[:, 0]], va[ta[:, 1]], va[ta[:, 2]],
-        vb[tb[:, 0]], vb[tb[:, 1]], vb[tb[:, 2]],
-        rel_tol=rel_tol,
-    )
+    # Coordinates and corners as rows (x, y, z; corner 0, 1, 2), so that each
+    # block's vertices are gathered straight into contiguous rows.
+    pa = np.ascontiguousarray(va.T)
+    pb = pa if same else np.ascontiguousarray(vb.T)
+    ra = np.ascontiguousarray(tris_a.T, dtype=np.intp)
+    rb = ra if same and tris_b is tris_a else np.ascontiguousarray(tris_b.T, dtype=np.intp)
+
+    def rel_of(start: int, stop: int) -> np.ndarray:
+        return _rel_rows_indexed(pa, np.take(ra, idx_a[start:stop], axis=1),
+                                 pb, np.take(rb, idx_b[start:stop], axis=1))
+
+    return _intersect_blocks(idx_a.size, rel_of, rel_tol)
 
 
 def _benchmark(n: int = 1_000_000, seed: int = 0, repeat: int = 5) -> None:

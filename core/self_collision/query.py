@@ -382,27 +382,19 @@ def _capped_leaf_blocks(tree: SelfTree, fb: FrameBoxes, budget: int,
             items.append((m, *seeds[m]))
 
 
-#: Candidate pairs gathered and tested per block by `exact_test`. Gathering all of a
-#: dense frame's candidates at once is memory-bound: on MakeHuman in a pose with limbs
-#: scaled up to 5x (10M candidates), blocks of 2**18 halved the exact test's time
-#: (bench/bench_dense_pairs.py pose 0.002 5 1).
+#: Candidate leaf pairs per block that a capped frame hands to the exact test (then asks
+#: `enough`). Gathering all of a dense frame's candidates at once was memory-bound: on
+#: MakeHuman in a pose with limbs scaled up to 5x (10M candidates), blocks of 2**18
+#: halved the exact test's time (bench/bench_dense_pairs.py pose 0.002 5 1); the exact
+#: test now gathers per block of its own (`core.triangles._BLOCK`).
 EXACT_BLOCK = 1 << 18
 
 
 def exact_test(positions: np.ndarray, tris: np.ndarray, ta: np.ndarray, tb: np.ndarray) -> np.ndarray:
-    """(K,) bool: `core.triangles.triangles_intersect` on triangle pairs (ta[k], tb[k]) of
-    one mesh, gathered with `np.take` (several times faster than fancy indexing here), in
-    blocks of `EXACT_BLOCK` pairs."""
-    if ta.size > EXACT_BLOCK:
-        out = np.empty(ta.size, dtype=bool)
-        for k in range(0, ta.size, EXACT_BLOCK):
-            out[k:k + EXACT_BLOCK] = exact_test(positions, tris, ta[k:k + EXACT_BLOCK],
-                                                tb[k:k + EXACT_BLOCK])
-        return out
-    va = np.take(tris, ta, axis=0)
-    vb = np.take(tris, tb, axis=0)
-    g = [np.take(positions, v[:, i], axis=0) for v in (va, vb) for i in range(3)]
-    return tri_test.triangles_intersect(*g)
+    """(K,) bool: `core.triangles.triangle_pairs_intersect` on triangle pairs (ta[k], tb[k])
+    of one mesh (positions (V, 3) float64, tris (T, 3) intp); it gathers the vertices a
+    block of pairs at a time."""
+    return tri_test.triangle_pairs_intersect(positions, tris, ta, positions, tris, tb)
 
 
 def _keys_adjacent(keys: np.ndarray, ta: np.ndarray, tb: np.ndarray) -> np.ndarray:
@@ -639,12 +631,6 @@ def cross_pairs(tree_a: SelfTree, pos_a: np.ndarray, tris_a: np.ndarray, tree_b:
     bb = level_boxes(tree_b, triangle_boxes(pos_b, tris_b))
     sa, sb = cross_candidates(tree_a, ba, tree_b, bb)
     ta, tb = np.take(tree_a.slot_tri, sa), np.take(tree_b.slot_tri, sb)
-    hit = np.empty(ta.size, dtype=bool)
-    for k in range(0, ta.size, EXACT_BLOCK):          # in blocks: see EXACT_BLOCK
-        va = np.take(tris_a, ta[k:k + EXACT_BLOCK], axis=0)
-        vb = np.take(tris_b, tb[k:k + EXACT_BLOCK], axis=0)
-        g = [np.take(pos_a, va[:, i], axis=0) for i in range(3)]
-        g += [np.take(pos_b, vb[:, i], axis=0) for i in range(3)]
-        hit[k:k + EXACT_BLOCK] = tri_test.triangles_intersect(*g)
+    hit = tri_test.triangle_pairs_intersect(pos_a, tris_a, ta, pos_b, tris_b, tb)
     pairs = np.stack([ta[hit], tb[hit]], axis=1).astype(np.int64)
     return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]

@@ -546,6 +546,26 @@ def test_pairs_gather() -> None:
                                          vb[tb[ib, 0]], vb[tb[ib, 1]], vb[tb[ib, 2]]))
 
 
+def test_pairs_gather_one_mesh_in_many_blocks() -> None:
+    """One mesh passed as both (the self query's call), far from the origin, int32 and
+    Fortran-ordered inputs, over several blocks: the gathered-by-rows path equals the
+    test of the gathered vertices pair for pair; bad shapes are refused."""
+    rng = np.random.default_rng(11)
+    v = (rng.integers(-3, 4, size=(60, 3)) * 0.25 + 4000.0).astype(np.float64)
+    t = np.asfortranarray(rng.integers(0, 60, size=(80, 3)).astype(np.int32))
+    ia = rng.integers(0, 80, size=3 * 8192 + 77)
+    ib = rng.integers(0, 80, size=ia.size)
+    got = triangle_pairs_intersect(v, t, ia, v, t, ib)
+    exp = triangles_intersect(v[t[ia, 0]], v[t[ia, 1]], v[t[ia, 2]],
+                              v[t[ib, 0]], v[t[ib, 1]], v[t[ib, 2]])
+    assert np.array_equal(got, exp) and 0 < got.sum() < got.size
+    assert np.array_equal(triangle_pairs_intersect(v, t, ia, v.copy(), t.copy(), ib), exp)
+    with pytest.raises(ValueError):
+        triangle_pairs_intersect(v, t, ia, v, t, ib[:-1])
+    with pytest.raises(ValueError):
+        triangle_pairs_intersect(v, t[:, :2], ia, v, t, ib)
+
+
 # --------------------------------------------------------------------------
 # agreement with Blender's BVHTree.overlap (float32)
 # --------------------------------------------------------------------------
