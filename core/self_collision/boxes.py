@@ -25,7 +25,27 @@ def outward_f32(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     docs/self_collision.md), so the bounds hold for every finite x that fits float32.
     """
     x32 = x.astype(np.float32)
-    return np.nextafter(x32, -INF32), np.nextafter(x32, INF32)
+    return _step_f32(x32, down=True), _step_f32(x32, down=False)
+
+
+def _step_f32(y: np.ndarray, down: bool) -> np.ndarray:
+    """``np.nextafter(y, -inf if down else +inf)`` for a float32 array, bit for bit, by
+    integer steps on the bit patterns (libm's nextafter, one call per element, was most
+    of a frame's vertex rows). A finite float32 is sign and magnitude: one step away from
+    zero adds 1 to its bits read as int32, one step towards zero subtracts 1 (an int32
+    holding a negative float is negative, so ``i >> 31`` is -1 there, 0 elsewhere). The
+    zeros step across the sign, and non-finite values take `np.nextafter` itself."""
+    i = y.view(np.int32)
+    sign = i >> 31                                   # 0 (y >= +0) or -1 (y <= -0)
+    step = 2 * sign + 1                              # +1 or -1: one step up
+    out = (i - step if down else i + step).view(np.float32)
+    zero = y == 0
+    if zero.any():                                   # +0 down and -0 up cross the sign
+        out[zero] = np.nextafter(y[zero], -INF32 if down else INF32)
+    if not np.isfinite(y).all():
+        bad = ~np.isfinite(y)
+        out[bad] = np.nextafter(y[bad], -INF32 if down else INF32)
+    return out
 
 
 #: One box row (8 float32) as a single element, so that rows are gathered and scattered

@@ -639,3 +639,23 @@ def test_stacked_boxes_hold_every_level_in_heap_order(tube):
         level = np.minimum(level[0::2], level[1::2])
     assert all(np.array_equal(a, X[1 << lv:2 << lv])
                for lv, a in enumerate(bx.level_boxes(tree, rows)))
+
+
+def test_outward_rounding_steps_like_nextafter():
+    """`boxes._step_f32` (integer steps on float32 bit patterns) gives np.nextafter's bits
+    for every float32 class: normal and subnormal of both signs, both zeros, the largest
+    finite values, infinities and NaN; so `outward_f32` brackets its input."""
+    from skin_collide.core.self_collision import boxes as bx
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(100_000) * 10.0 ** rng.uniform(-46, 39, 100_000)
+    special = [0.0, -0.0, np.inf, -np.inf, np.nan, 3.4028235e38, -3.4028235e38,
+               1e-45, -1e-45, 1.1754944e-38, -1.1754944e-38, 1.0, -1.0]
+    with np.errstate(over="ignore"):
+        y = np.concatenate([x, special]).astype(np.float32)
+        for down in (True, False):
+            got = bx._step_f32(y.copy(), down)
+            want = np.nextafter(y, np.float32(-np.inf if down else np.inf))
+            assert np.array_equal(got.view(np.int32), want.view(np.int32)), down
+    p = rng.standard_normal((1000, 3)) * 1e3
+    lo, hi = bx.outward_f32(p)
+    assert np.all(lo < p) and np.all(p < hi)
