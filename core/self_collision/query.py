@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import triangles as tri_test
-from .boxes import INF32, ROW, SWAP, as_rows, frame_stack, level_boxes, outward_f32, stacked_boxes, triangle_boxes  # noqa: F401
+from .boxes import INF32, SWAP, as_rows, frame_stack, level_boxes, outward_f32, stacked_boxes, triangle_boxes  # noqa: F401
 from .tree import SelfTree, seed_arrays, seeds_of_nodes
 
 # Box rows are 8 float32: [lo (3), -hi (3), pad, pad]; the swapped copy is
@@ -147,27 +147,33 @@ def _children(rows, qa: np.ndarray, qb: np.ndarray) -> tuple[np.ndarray, np.ndar
     overlap, and the number of box tests."""
     # Both children of each parent in one gather (a sibling pair of rows is one
     # contiguous 64-byte record). The four child pairs are two contiguous (m, 16) sums,
-    # [a0 b0 | a1 b1] and [a0 b1 | a1 b0] (B's record with its halves exchanged): a
-    # broadcast (m, 2, 1, 8) + (m, 1, 2, 8) runs numpy's inner loop 8 floats at a time
-    # and cost five times as much.
-    ga = np.take(rows[2], qa)
-    gb = np.take(rows[3], qb)
-    gf = np.ascontiguousarray(gb.view(ROW).reshape(-1, 2)[:, ::-1]).view(np.float32)
-    ga = ga.view(np.float32).reshape(-1, 16)
-    ok = np.empty((qa.size, 4), bool)                               # [a][b], (m, 2, 2)
-    np.equal((ga + gb.view(np.float32).reshape(-1, 16) <= 0).view(np.uint64), _ALL,
-             out=ok[:, 0::3])                                       # a0 b0, a1 b1
-    np.equal((ga + gf.reshape(-1, 16) <= 0).view(np.uint64), _ALL,
-             out=ok[:, 1:3])                                        # a0 b1, a1 b0
+    # [a0 b0 | a1 b1] and [a0 b1 | a1 b0], the second with B's record halves exchanged
+    # (a gather of its four 16-byte parts): a broadcast (m, 2, 1, 8) + (m, 1, 2, 8), or a
+    # write into every third column, runs numpy's inner loop a few values at a time and
+    # cost several times as much.
+    m = qa.size
+    a = np.take(rows[2], qa).view(np.float32).reshape(m, 16)
+    b = np.take(rows[3], qb)
+    flipped = np.take(b.view(np.complex128).reshape(m, 4), _HALVES, axis=1)
+    ok = np.empty((2, m, 2), bool)                # [diagonal, crossed][pair][child of A]
+    np.equal((a + b.view(np.float32).reshape(m, 16) <= 0).view(np.uint64), _ALL, out=ok[0])
+    np.equal((a + flipped.view(np.float32) <= 0).view(np.uint64), _ALL, out=ok[1])
     k = np.flatnonzero(ok)
-    q = k >> 2
+    crossed = k >= 2 * m
+    r = k - crossed * (2 * m)
+    q = r >> 1
+    bit = r & 1                                   # the child of A; B's is bit ^ crossed
     ca = np.take(qa, q)
     ca <<= 1
-    ca += (k >> 1) & 1
+    ca += bit
     cb = np.take(qb, q)
     cb <<= 1
-    cb += k & 1
-    return ca, cb, ok.size
+    cb += bit ^ crossed
+    return ca, cb, 4 * m
+
+
+#: A 64-byte record of two box rows as four 16-byte parts, its two rows exchanged.
+_HALVES = np.array([2, 3, 0, 1])
 
 
 def _first_apart(s: np.ndarray) -> np.ndarray:
@@ -578,12 +584,8 @@ def _cross_descend(tree_a: SelfTree, rows_a, tree_b: SelfTree, swapped_b,
         X = rows_a(la)
         Y = swapped_b(lb)
         if da and db:
-            ga = np.take(X.reshape(-1, 16).view(_ROW2).ravel(), pa).view(np.float32).reshape(-1, 2, 1, 8)
-            gb = np.take(Y.reshape(-1, 16).view(_ROW2).ravel(), pb).view(np.float32).reshape(-1, 1, 2, 8)
-            k = np.flatnonzero(boxes_overlap(ga, gb))
-            q = k >> 2
-            pa = 2 * np.take(pa, q) + ((k >> 1) & 1)
-            pb = 2 * np.take(pb, q) + (k & 1)
+            pa, pb, _ = _children((X, Y, X.reshape(-1, 16).view(_ROW2).ravel(),
+                                   Y.reshape(-1, 16).view(_ROW2).ravel()), pa, pb)
         elif da:
             ga = np.take(X.reshape(-1, 16).view(_ROW2).ravel(), pa).view(np.float32).reshape(-1, 2, 8)
             gb = np.take(as_rows(Y), pb).view(np.float32).reshape(-1, 1, 8)
