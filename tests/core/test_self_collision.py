@@ -580,6 +580,8 @@ def test_seed_hints_follow_the_frame_and_never_change_the_answer(tube):
         passed, over = _hint_test(tree, fb)
         assert np.array_equal(passed, over)    # every apart seed: apart along its hint
         na, nb, _, ha, hb = sc_tree.seed_arrays(tree)
+        # A hint stays 8 * node + column (the query reads the nodes back from it).
+        assert np.array_equal(ha >> 3, na) and np.array_equal(hb >> 3, nb)
         col = rng.integers(0, 6, na.size)
         ha[:] = 8 * na + col
         hb[:] = 8 * nb + SWAP[col]
