@@ -38,8 +38,10 @@ class BoxTreeData:
                "build_seconds": np.array(t.build_seconds)}
         for level, (a, b) in enumerate(t.seeds):
             out[f"seed_a.{level}"], out[f"seed_b.{level}"] = a, b
+        # "face_": the columns of the rows [lo, pad, -hi, pad]. Data stored as "col_"
+        # indexed rows [lo, -hi, pads]; it is ignored (the hints then start from x).
         for level, (a, b) in enumerate(t.seed_cols or []):
-            out[f"col_a.{level}"], out[f"col_b.{level}"] = a, b
+            out[f"face_a.{level}"], out[f"face_b.{level}"] = a, b
         return out
 
     @classmethod
@@ -48,8 +50,8 @@ class BoxTreeData:
         seeds = [(d[f"seed_a.{k}"].astype(np.intp), d[f"seed_b.{k}"].astype(np.intp))
                  for k in range(H + 1)]
         cols = None
-        if "col_a.0" in d:
-            cols = [(d[f"col_a.{k}"].astype(np.intp), d[f"col_b.{k}"].astype(np.intp))
+        if "face_a.0" in d:
+            cols = [(d[f"face_a.{k}"].astype(np.intp), d[f"face_b.{k}"].astype(np.intp))
                     for k in range(H + 1)]
         tree = SelfTree(H, int(d["n_slots"]), d["tri_slot"].astype(np.intp),
                         d["slot_tri"].astype(np.intp), seeds, d["rest_keys"].astype(np.int64),
@@ -109,8 +111,8 @@ class BoxVolumes(Volumes):
         if self.rows is not None:
             return
         self.rows = np.concatenate(self._refit())
-        lo = self.rows[:, :3].astype(np.float64)
-        hi = -self.rows[:, 3:6].astype(np.float64)
+        lo = self.rows[:, box_query.LO].astype(np.float64)
+        hi = -self.rows[:, box_query.NEG_HI].astype(np.float64)
         empty = ~np.isfinite(lo).all(axis=1)
         lo[empty] = 0.0
         hi[empty] = 0.0
@@ -173,8 +175,8 @@ class BoxTree(Method):
     def drawable(self, rig: Rig, prepared: BoxTreeData, frame: Frame, level: int) -> Drawable:
         """The non-empty boxes of one level of the tree at this frame."""
         rows = BoxVolumes(prepared.tree, frame)._refit()[min(max(level, 0), prepared.tree.height)]
-        lo = rows[:, :3].astype(np.float64)
-        hi = -rows[:, 3:6].astype(np.float64)
+        lo = rows[:, box_query.LO].astype(np.float64)
+        hi = -rows[:, box_query.NEG_HI].astype(np.float64)
         keep = np.isfinite(lo).all(axis=1)
         lo, hi = lo[keep], hi[keep]
         bits = np.array([[k & 1, k >> 1 & 1, k >> 2 & 1] for k in range(8)], dtype=bool)

@@ -4,7 +4,7 @@
   box always contains the float64 box of the same triangles; comparisons of float32
   values are exact, so two boxes whose float64 boxes overlap always pass the test
   (`docs/self_collision.md`).
-* Each level stores its boxes as (n, 8) rows ``[lo, -hi, pad, pad]``; the parent row is
+* Each level stores its boxes as (n, 8) rows ``[lo, pad, -hi, pad]``; the parent row is
   the min of its two children's rows (exact). Boxes A and B overlap iff every entry of
   ``row_A + swap(row_B)`` is <= 0, ``swap`` exchanging lo and -hi: each sum is the
   rounded ``lo - hi`` of two float32 values, whose sign is exact; an empty slot is
@@ -24,18 +24,30 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import triangles as tri_test
-from .boxes import INF32, SWAP, as_rows, frame_stack, level_boxes, outward_f32, stacked_boxes, triangle_boxes  # noqa: F401
+from .boxes import (  # noqa: F401
+    INF32,
+    LO,
+    NEG_HI,
+    SWAP,
+    as_rows,
+    frame_stack,
+    level_boxes,
+    outward_f32,
+    stacked_boxes,
+    swap_halves,
+    triangle_boxes,
+)
 from .tree import SelfTree, seed_arrays, seeds_of_nodes
 
-# Box rows are 8 float32: [lo (3), -hi (3), pad, pad]; the swapped copy is
-# [-hi, lo, pad, pad]. The pads are -inf in both, so their sums are -inf <= 0, and a row of
+# Box rows are 8 float32: [lo (3), pad, -hi (3), pad] (`boxes.SWAP`); the swapped copy is
+# [-hi, pad, lo, pad]. The pads are -inf in both, so their sums are -inf <= 0, and a row of
 # 8 comparison bytes reads as one uint64 that equals _ALL iff all 8 hold.
 _ALL = np.uint64(0x0101010101010101)
 _ROW2 = np.dtype((np.void, 64))
 
 
 def boxes_overlap(xa: np.ndarray, xb_swapped: np.ndarray) -> np.ndarray:
-    """(...,) bool from (..., 8) float32 rows [lo, -hi, pads] and swapped rows: every
+    """(...,) bool from (..., 8) float32 rows [lo, pad, -hi, pad] and swapped rows: every
     ``lo_a - hi_b <= 0`` and ``lo_b - hi_a <= 0`` (a float32 sum's sign is exact)."""
     return _no_positive(xa + xb_swapped)
 
@@ -92,9 +104,9 @@ def frame_boxes(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
     """The boxes of every level of `tree` for one frame: positions (V, 3) float64, tris
     (T, 3) intp the frame's triangles, weld_ids (V,) int64."""
     X = frame_stack(tree, positions, tris)
-    # The swapped rows are the rows with columns exchanged (the min of each level commutes
-    # with that); one gather of the columns costs a quarter of a second refit.
-    Xs = np.take(X, SWAP, axis=1)
+    # The swapped rows are the rows with their halves exchanged (the min of each level
+    # commutes with that): one gather of 16-byte parts instead of a second refit.
+    Xs = swap_halves(X)
     rows = [_level_rows(X, Xs, level) for level in range(tree.height + 1)]
     keys = np.take(weld_ids, tris)
     d = keys != tree.rest_keys
@@ -114,9 +126,9 @@ def update_frame_boxes(fb: FrameBoxes, tree: SelfTree, positions: np.ndarray, tr
     neg_hi = (-hi).reshape(-1, 3, 3)
     # The rows as `triangle_boxes` makes them (the same min of the same three corners).
     box = np.empty((changed.size, 8), np.float32)
-    np.minimum(np.minimum(lo[:, 0], lo[:, 1]), lo[:, 2], out=box[:, :3])
-    np.minimum(np.minimum(neg_hi[:, 0], neg_hi[:, 1]), neg_hi[:, 2], out=box[:, 3:6])
-    box[:, 6:] = -INF32
+    np.minimum(np.minimum(lo[:, 0], lo[:, 1]), lo[:, 2], out=box[:, 0:3])
+    np.minimum(np.minimum(neg_hi[:, 0], neg_hi[:, 1]), neg_hi[:, 2], out=box[:, 4:7])
+    box[:, 3::4] = -INF32
     keys = np.take(weld_ids, v)
     fb.keys[changed] = keys
     d = keys != np.take(tree.rest_keys, changed, axis=0)
@@ -128,7 +140,7 @@ def update_frame_boxes(fb: FrameBoxes, tree: SelfTree, positions: np.ndarray, tr
     R = np.take(box, order, axis=0)
     X, Xs = fb.rows[H][0], fb.rows[H][1]
     X[nodes] = R
-    Xs[nodes] = R[:, SWAP]
+    Xs[nodes] = swap_halves(R)
     for level in range(H - 1, -1, -1):
         nodes = nodes >> 1                    # sorted: equal parents are neighbours
         first = np.empty(nodes.size, bool)
@@ -139,7 +151,7 @@ def update_frame_boxes(fb: FrameBoxes, tree: SelfTree, positions: np.ndarray, tr
         pair = np.take(fb.rows[level + 1][0].reshape(-1, 2, 8), nodes, axis=0)
         R = np.minimum(pair[:, 0], pair[:, 1])
         fb.rows[level][0][nodes] = R
-        fb.rows[level][1][nodes] = R[:, SWAP]
+        fb.rows[level][1][nodes] = swap_halves(R)
 
 
 def _children(rows, qa: np.ndarray, qb: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .boxes import SWAP, level_boxes, triangle_boxes
+from .boxes import FACES, SWAP, level_boxes, triangle_boxes
 
 
 @dataclass
@@ -232,7 +232,7 @@ def build(rest_positions: np.ndarray, triangles: np.ndarray, weld_ids: np.ndarra
         seeds.append((np.concatenate(parts_a), np.concatenate(parts_b)))
         touch_prev = touch
     del touch_prev, touch, sa, sb
-    # Per seed, the box column (of [lo, -hi]) and its partner that separated the pair
+    # Per seed, the box face column (of [lo, pad, -hi, pad]) and its partner that separated the pair
     # most at rest, as flat indices into a level's (n, 8) rows: a cheap first test.
     rest_boxes = level_boxes(SelfTree(H, S, tri_slot, slot_tri, seeds, keys, adj_ptr, adj_idx,
                                       np.asarray(weld_ids, np.int64)),
@@ -240,8 +240,8 @@ def build(rest_positions: np.ndarray, triangles: np.ndarray, weld_ids: np.ndarra
     seed_cols = []
     for level, (a, b) in enumerate(seeds):
         X = rest_boxes[level]
-        col = np.concatenate([np.argmax(X[a[i:i + _SEED_CHUNK], :6]
-                                        + X[b[i:i + _SEED_CHUNK]][:, SWAP[:6]], axis=1)
+        col = np.concatenate([FACES[np.argmax(X[a[i:i + _SEED_CHUNK]][:, FACES]
+                                              + X[b[i:i + _SEED_CHUNK]][:, SWAP[FACES]], axis=1)]
                               for i in range(0, a.size, _SEED_CHUNK)]) if a.size else a
         seed_cols.append((a * 8 + col, b * 8 + SWAP[col]))
     return SelfTree(H, S, tri_slot, slot_tri, seeds, keys, adj_ptr, adj_idx,
@@ -267,10 +267,17 @@ def seed_arrays(tree: SelfTree) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
         na = np.concatenate([a for a, _ in tree.seeds]).astype(np.intp) + off
         nb = np.concatenate([b for _, b in tree.seeds]).astype(np.intp) + off
         off *= 8
+        ha = hb = None
         if tree.seed_cols is not None:
             ha = np.concatenate([fa for fa, _ in tree.seed_cols]).astype(np.intp) + off
             hb = np.concatenate([fb for _, fb in tree.seed_cols]).astype(np.intp) + off
-        else:                                 # no rest columns: start from x
+            # A hint must name a face of each node and the face it is tested against
+            # (stored data of another row layout would pair unrelated coordinates).
+            if not (np.array_equal(ha >> 3, na) and np.array_equal(hb >> 3, nb)
+                    and np.isin(ha & 7, FACES).all()
+                    and np.array_equal(hb & 7, SWAP[ha & 7])):
+                ha = hb = None
+        if ha is None:                        # no rest columns: start from x
             ha, hb = na * 8, nb * 8 + SWAP[0]
         tree.seed_hint = (na, nb, ptr, ha, hb)
     return tree.seed_hint

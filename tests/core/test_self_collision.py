@@ -546,10 +546,10 @@ def test_seeds_of_nodes_equals_a_scan_of_all_seeds():
 def _hint_test(tree, fb):
     """Per seed (all levels, `tree.seed_arrays` order): its hinted coordinate's test
     passes (does not prove the boxes apart), and its boxes overlap."""
-    from skin_collide.core.self_collision.boxes import SWAP
+    from skin_collide.core.self_collision.boxes import FACES, SWAP
     na, nb, ptr, ha, hb = sc_tree.seed_arrays(tree)
     col = ha - 8 * na                           # a hint is a consistent pair of indices
-    assert np.all((col >= 0) & (col < 6)) and np.array_equal(hb, 8 * nb + SWAP[col])
+    assert np.isin(col, FACES).all() and np.array_equal(hb, 8 * nb + SWAP[col])
     X, Xs = fb.stack
     flat = X.ravel()
     return flat[ha] + flat[hb] <= 0, q.boxes_overlap(X[na], Xs[nb])
@@ -561,7 +561,7 @@ def test_seed_hints_follow_the_frame_and_never_change_the_answer(tube):
     is separated by its hint, so a second look at the frame tests fully only the seeds
     that overlap. The answer never depends on the hints: scrambled (but consistent)
     hints give brute force's pairs."""
-    from skin_collide.core.self_collision.boxes import SWAP
+    from skin_collide.core.self_collision.boxes import FACES, SWAP
     rig, weld, _ = tube
     tree = sc.build(rig.rest_positions, rig.triangles, weld)
     rng = np.random.default_rng(11)
@@ -582,7 +582,7 @@ def test_seed_hints_follow_the_frame_and_never_change_the_answer(tube):
         na, nb, _, ha, hb = sc_tree.seed_arrays(tree)
         # A hint stays 8 * node + column (the query reads the nodes back from it).
         assert np.array_equal(ha >> 3, na) and np.array_equal(hb >> 3, nb)
-        col = rng.integers(0, 6, na.size)
+        col = FACES[rng.integers(0, 6, na.size)]
         ha[:] = 8 * na + col
         hb[:] = 8 * nb + SWAP[col]
         again = sc.self_pairs(tree, pos, rig.triangles, weld)
@@ -623,9 +623,10 @@ def test_stacked_boxes_hold_every_level_in_heap_order(tube):
     pos = skinning.lbs_rig(rig, elbow_fold(rig)) + 500.0
     rows = bx.triangle_boxes(pos, rig.triangles)
     lo, hi = bx.outward_f32(pos[rig.triangles])
-    assert np.array_equal(rows[:, :3], lo.min(axis=1))
-    assert np.array_equal(rows[:, 3:6], -hi.max(axis=1))
-    assert np.all(rows[:, 6:] == -np.inf)
+    assert np.array_equal(rows[:, bx.LO], lo.min(axis=1))
+    assert np.array_equal(rows[:, bx.NEG_HI], -hi.max(axis=1))
+    assert np.all(rows[:, 3::4] == -np.inf)
+    assert np.array_equal(bx.swap_halves(rows), rows[:, bx.SWAP])
     X = bx.stacked_boxes(tree, rows)
     Xs = bx.stacked_boxes(tree, rows[:, bx.SWAP])
     assert np.array_equal(X[1:, bx.SWAP], Xs[1:])
@@ -633,7 +634,7 @@ def test_stacked_boxes_hold_every_level_in_heap_order(tube):
     fb = q.frame_boxes(tree, pos, np.asarray(rig.triangles, np.intp), weld)
     assert np.array_equal(fb.stack[0], X) and np.array_equal(fb.stack[1][1:], Xs[1:])
     leaf = np.full((tree.n_slots, 8), np.inf, np.float32)
-    leaf[:, 6:] = -np.inf
+    leaf[:, 3::4] = -np.inf
     leaf[tree.tri_slot] = rows
     level = leaf
     for lv in range(tree.height, -1, -1):
@@ -661,3 +662,33 @@ def test_outward_rounding_steps_like_nextafter():
     p = rng.standard_normal((1000, 3)) * 1e3
     lo, hi = bx.outward_f32(p)
     assert np.all(lo < p) and np.all(p < hi)
+
+
+def test_hints_of_another_row_layout_are_not_used(tube):
+    """Seed columns stored by a version with rows [lo, -hi, pads] pair coordinates of
+    different axes under [lo, pad, -hi, pad]: `seed_arrays` refuses them and starts from
+    x, and the answer stays brute force's; the box-tree method stores its columns under
+    new names, so that old stored columns are never read back."""
+    from skin_collide.core.methods.box_tree import BoxTreeData
+    from skin_collide.core.self_collision.boxes import SWAP
+    rig, weld, tree = tube
+    old_swap = np.array([3, 4, 5, 0, 1, 2, 6, 7])
+    cols = []
+    for a, b in tree.seeds:
+        c = np.full(a.size, 4, np.intp)                # old -hi_y: now -hi_x
+        cols.append((a * 8 + c, b * 8 + old_swap[c]))
+    old = sc_tree.SelfTree(tree.height, tree.n_slots, tree.tri_slot, tree.slot_tri,
+                           tree.seeds, tree.rest_keys, tree.adj_ptr, tree.adj_idx,
+                           tree.weld_ids, cols)
+    na, nb, _, ha, hb = sc_tree.seed_arrays(old)
+    assert np.array_equal(ha, 8 * na) and np.array_equal(hb, 8 * nb + SWAP[0])
+    pos = skinning.lbs_rig(rig, elbow_fold(rig))
+    bf = scan.brute_force_pairs(pos, rig.triangles, keys=weld[rig.triangles])
+    assert as_set(sc.self_pairs(old, pos, rig.triangles, weld)) == as_set(bf)
+    arrays = BoxTreeData(tree).arrays()
+    assert "face_a.0" in arrays and not any(k.startswith("col_") for k in arrays)
+    renamed = {k.replace("face_", "col_"): v for k, v in arrays.items()}
+    assert BoxTreeData.from_arrays(renamed).tree.seed_cols is None
+    back = BoxTreeData.from_arrays(arrays).tree
+    assert all(np.array_equal(x, y) for p, q_ in zip(back.seed_cols, tree.seed_cols)
+               for x, y in zip(p, q_))
