@@ -64,10 +64,13 @@ REL_TOL: float = 1e-12
 # recognised as disjoint; correctness never depends on it.
 _NEAR_FLAT: float = 1e-3
 
-# Pairs processed per block: keeps the temporaries of one block in cache
-# (measured ~1.5x faster than larger blocks) and bounds peak memory for very
-# large K; each block is fully vectorized.
-_BLOCK: int = 1 << 13
+# Pairs processed per block: keeps the temporaries of one block in cache and
+# bounds peak memory for very large K; each block is fully vectorized. Since
+# the vertices are gathered per block (`_rel_rows_indexed`), 2**14 beat 2**13
+# on self-collision candidates (bench/bench_self.py --parts: MakeHuman 27k
+# 1.37 -> 1.20 ms, 107k 5.8 -> 5.0-5.5 ms; bench/bench_dense_pairs.py pose
+# 0.002 5 1 --exact: 2.24 -> 1.81 s), with fewer numpy calls per pair.
+_BLOCK: int = 1 << 14
 
 Vec = tuple[np.ndarray, np.ndarray, np.ndarray]  # x, y, z rows, each (n,)
 
