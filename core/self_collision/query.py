@@ -437,9 +437,12 @@ def _resplit_pairs(tree: SelfTree, keys: np.ndarray, fb: FrameBoxes,
     ta = np.repeat(changed, deg)
     start = np.repeat(tree.adj_ptr[changed] - np.cumsum(deg) + deg, deg)
     tb = tree.adj_idx[start + np.arange(ta.size)]
+    # Each pair once without a sort: the adjacency lists are symmetric and hold each pair
+    # once per side (`rest_adjacent_pairs`), so a pair is taken from its smaller triangle
+    # when both changed, and from the one that changed otherwise.
+    once = np.flatnonzero((ta < tb) | ~np.take(resplit, tb))
+    ta, tb = np.take(ta, once), np.take(tb, once)
     ta, tb = np.minimum(ta, tb), np.maximum(ta, tb)
-    code = np.unique(ta.astype(np.int64) * keys.shape[0] + tb)
-    ta, tb = (code // keys.shape[0]).astype(np.intp), (code % keys.shape[0]).astype(np.intp)
     keep = ~_keys_adjacent(keys, ta, tb)
     ta, tb = ta[keep], tb[keep]
     leaf = fb.rows[tree.height]

@@ -106,6 +106,7 @@ def test_equals_brute_force_with_resplit_quads(tube):
         ours = sc.self_pairs(tree, pos, tris, weld, stats=st)
         bf = scan.brute_force_pairs(pos, tris, keys=weld[tris])
         assert as_set(ours) == as_set(bf)
+        assert len(np.unique(ours, axis=0)) == len(ours)   # each pair once
         total += len(bf)
         assert st["resplit"] > 0                      # rest-adjacent pairs came apart
     assert total > 0
@@ -692,3 +693,34 @@ def test_hints_of_another_row_layout_are_not_used(tube):
     back = BoxTreeData.from_arrays(arrays).tree
     assert all(np.array_equal(x, y) for p, q_ in zip(back.seed_cols, tree.seed_cols)
                for x, y in zip(p, q_))
+
+
+def test_resplit_pairs_each_once(tube):
+    """`_resplit_pairs`: the rest-adjacent pairs with no frame key in common whose boxes
+    overlap, each pair once (t < u), with either or both triangles re-split."""
+    rig, weld, tree = tube
+    rng = np.random.default_rng(8)
+    pos = skinning.lbs_rig(rig, elbow_fold(rig))
+    seen = 0
+    for fraction in (0.3, 1.0):
+        tris = np.asarray(resplit(rig, rng, fraction), np.intp)
+        fb = q.frame_boxes(tree, pos, tris, weld)
+        ta, tb = q._resplit_pairs(tree, fb.keys, fb, fb.resplit)
+        got = np.stack([ta, tb], axis=1)
+        assert np.all(ta < tb) and len(np.unique(got, axis=0)) == len(got)
+        a, b = sc_tree.rest_adjacent_pairs(tree.rest_keys)
+        keys = fb.keys
+        apart = ~(keys[a][:, :, None] == keys[b][:, None, :]).any(axis=(1, 2))
+        lo, hi = boxes_lo_hi(pos, tris)
+        over = np.all((lo[a] <= hi[b]) & (lo[b] <= hi[a]), axis=1)
+        want = {(int(x), int(y)) for x, y in zip(a[apart & over], b[apart & over])}
+        assert as_set(got) == want
+        seen += len(want)
+    assert seen > 0
+
+
+def boxes_lo_hi(pos, tris):
+    """Per triangle the float32 outward box (lo, hi), (T, 3) each."""
+    from skin_collide.core.self_collision import boxes as bx
+    lo, hi = bx.outward_f32(pos[tris])
+    return lo.min(axis=1), hi.max(axis=1)
