@@ -384,7 +384,7 @@ def _separated_any(axes: np.ndarray, pa: np.ndarray, pb: np.ndarray,
     every axis, with the same arithmetic per element."""
     v = axes[:, None]                                        # (k, 1, 3, m)
 
-    def proj(p):                                             # (k, 3, m): x*x + y*y + z*z
+    def proj(p):                                             # (k, 3, m): v . p, as `_dot`
         return v[:, :, 0] * p[:, 0] + v[:, :, 1] * p[:, 1] + v[:, :, 2] * p[:, 2]
 
     qa, qb = proj(pa), proj(pb)

@@ -20,6 +20,7 @@ import numpy as np
 from .. import welds
 from ..rig import Rig
 from ..self_collision import query as box_query
+from ..self_collision.boxes import LO, NEG_HI
 from ..self_collision.tree import SelfTree, build
 from .base import Drawable, Frame, Hierarchy, Method, Volumes
 
@@ -111,8 +112,8 @@ class BoxVolumes(Volumes):
         if self.rows is not None:
             return
         self.rows = np.concatenate(self._refit())
-        lo = self.rows[:, box_query.LO].astype(np.float64)
-        hi = -self.rows[:, box_query.NEG_HI].astype(np.float64)
+        lo = self.rows[:, LO].astype(np.float64)
+        hi = -self.rows[:, NEG_HI].astype(np.float64)
         empty = ~np.isfinite(lo).all(axis=1)
         lo[empty] = 0.0
         hi[empty] = 0.0
@@ -175,8 +176,8 @@ class BoxTree(Method):
     def drawable(self, rig: Rig, prepared: BoxTreeData, frame: Frame, level: int) -> Drawable:
         """The non-empty boxes of one level of the tree at this frame."""
         rows = BoxVolumes(prepared.tree, frame)._refit()[min(max(level, 0), prepared.tree.height)]
-        lo = rows[:, box_query.LO].astype(np.float64)
-        hi = -rows[:, box_query.NEG_HI].astype(np.float64)
+        lo = rows[:, LO].astype(np.float64)
+        hi = -rows[:, NEG_HI].astype(np.float64)
         keep = np.isfinite(lo).all(axis=1)
         lo, hi = lo[keep], hi[keep]
         bits = np.array([[k & 1, k >> 1 & 1, k >> 2 & 1] for k in range(8)], dtype=bool)

@@ -26,8 +26,6 @@ import numpy as np
 from .. import triangles as tri_test
 from .boxes import (  # noqa: F401
     INF32,
-    LO,
-    NEG_HI,
     SWAP,
     as_rows,
     frame_stack,

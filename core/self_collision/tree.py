@@ -232,8 +232,9 @@ def build(rest_positions: np.ndarray, triangles: np.ndarray, weld_ids: np.ndarra
         seeds.append((np.concatenate(parts_a), np.concatenate(parts_b)))
         touch_prev = touch
     del touch_prev, touch, sa, sb
-    # Per seed, the box face column (of [lo, pad, -hi, pad]) and its partner that separated the pair
-    # most at rest, as flat indices into a level's (n, 8) rows: a cheap first test.
+    # Per seed, the box face column (of [lo, pad, -hi, pad]) and its partner that
+    # separated the pair most at rest, as flat indices into a level's (n, 8) rows: a
+    # cheap first test.
     rest_boxes = level_boxes(SelfTree(H, S, tri_slot, slot_tri, seeds, keys, adj_ptr, adj_idx,
                                       np.asarray(weld_ids, np.int64)),
                              triangle_boxes(np.asarray(rest_positions, np.float64), tris))
