@@ -103,17 +103,6 @@ def _max3(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     return np.maximum(np.maximum(a, b), c)
 
 
-def _gap(
-    proj_a: list[np.ndarray], proj_b: list[np.ndarray], tol: np.ndarray
-) -> np.ndarray:
-    """True where the projected intervals are apart by more than ``tol``."""
-    lo_a = _min3(*proj_a)
-    hi_a = _max3(*proj_a)
-    lo_b = _min3(*proj_b)
-    hi_b = _max3(*proj_b)
-    return (lo_b - hi_a > tol) | (lo_a - hi_b > tol)
-
-
 def _longest_edge(p0: Vec, p1: Vec, p2: Vec) -> tuple[Vec, Vec]:
     """End points of the longest edge: for a collinear triangle (or a point)
     this segment is the whole triangle."""
@@ -315,16 +304,12 @@ def _stage3(rel: np.ndarray, scale: np.ndarray, rel_tol: float) -> np.ndarray:
     n_b = _cross(eb[0], _sub(vb[2], vb[0]))
     rscale = rel_tol * scale
 
-    def separated(v: Vec, pa: list[Vec], pb: list[Vec], rs: np.ndarray) -> np.ndarray:
-        tol = rs * (np.abs(v[0]) + np.abs(v[1]) + np.abs(v[2]))
-        return _gap([_dot(v, p) for p in pa], [_dot(v, p) for p in pb], tol)
-
     # Normals and edge-edge axes again (now with the |v|-relative margin),
     # then the in-plane edge normals w.r.t. both normals: the side faces of
     # the Minkowski difference when it is flat (coplanar pair), and the axes
     # of segment/point-vs-triangle when one normal vanishes. All 23 axes at
     # once, as (23, 3, m) arrays: the same products and sums per element as
-    # `separated` (so the same values), in a few calls instead of some 300.
+    # a loop over the axes (so the same values), in a few calls instead of some 300.
     E = np.array([ea[0], ea[1], ea[2]])                      # (3, 3, m)
     F = np.array([eb[0], eb[1], eb[2]])
     N = np.array([n_a, n_b])                                 # (2, 3, m)
@@ -363,10 +348,8 @@ def _stage3(rel: np.ndarray, scale: np.ndarray, rel_tol: float) -> np.ndarray:
             d_b,
             w,  # two points
         ]
-        dsep = np.zeros(deg.size, dtype=bool)
-        for v in seg_axes:
-            dsep |= separated(v, va_d, vb_d, rscale[deg])
-        sep[deg] |= dsep
+        sep[deg] |= _separated_any(np.array(seg_axes), np.array(va_d), np.array(vb_d),
+                                   rscale[deg])
     return sep
 
 
@@ -380,8 +363,8 @@ def _cross_stack(p: np.ndarray, q: np.ndarray) -> np.ndarray:
 def _separated_any(axes: np.ndarray, pa: np.ndarray, pb: np.ndarray,
                    rs: np.ndarray) -> np.ndarray:
     """(m,) bool: some axis of axes (k, 3, m) separates the points pa (3, 3, m) from pb
-    (3, 3, m) by more than ``rs * |v|_1`` (rs (m,)): `_gap` of `_dot` projections on
-    every axis, with the same arithmetic per element."""
+    (3, 3, m) by more than ``rs * |v|_1`` (rs (m,)): on some axis the projected intervals
+    (`_dot` per point, the same arithmetic per element) are more than that apart."""
     v = axes[:, None]                                        # (k, 1, 3, m)
 
     def proj(p):                                             # (k, 3, m): v . p, as `_dot`

@@ -95,9 +95,11 @@ def vertex_rows(positions: np.ndarray) -> np.ndarray:
     return v
 
 
-def _min_of_three(v: np.ndarray, idx: np.ndarray) -> np.ndarray:
+def _min_of_three(v: np.ndarray, idx: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """(n, 8) float32: row k the min of rows ``idx[k]``, ``idx[n + k]``, ``idx[2n + k]`` of
+    v (V, 8) (idx (3n,) intp), written into `out` when given."""
     g = np.take(as_rows(v), idx).view(np.float32).reshape(3, -1, 8)
-    out = np.minimum(g[0], g[1])
+    out = np.minimum(g[0], g[1], out=out)
     np.minimum(out, g[2], out=out)
     return out
 
@@ -125,10 +127,7 @@ def frame_stack(tree: "SelfTree", positions: np.ndarray, tris: np.ndarray) -> np
     S = tree.n_slots
     out = np.empty((2 * S, 8), np.float32)
     idx = np.take(np.asarray(tris, np.intp).ravel(), slot_corners(tree))
-    g = np.take(as_rows(vertex_rows(positions)), idx).view(np.float32).reshape(3, S, 8)
-    leaf = out[S:]
-    np.minimum(g[0], g[1], out=leaf)
-    np.minimum(leaf, g[2], out=leaf)
+    _min_of_three(vertex_rows(positions), idx, out=out[S:])
     return _fill_levels(tree, out)
 
 
