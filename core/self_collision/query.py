@@ -24,18 +24,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import triangles as tri_test
-from .boxes import (  # noqa: F401
-    INF32,
+from .boxes import (  # noqa: F401 (outward_f32 is re-exported)
     SWAP,
     as_rows,
     frame_stack,
     level_boxes,
     outward_f32,
-    stacked_boxes,
     swap_halves,
     triangle_boxes,
 )
-from .tree import SelfTree, seed_arrays, seeds_of_nodes
+from .tree import SelfTree, seed_hints, seeds_of_nodes
 
 # Box rows are 8 float32: [lo (3), pad, -hi (3), pad] (`boxes.SWAP`); the swapped copy is
 # [-hi, pad, lo, pad]. The pads are -inf in both, so their sums are -inf <= 0, and a row of
@@ -214,7 +212,7 @@ def _seed_pass(tree: SelfTree, fb: FrameBoxes, moved: list[np.ndarray] | None = 
     rows, rows_s = as_rows(X), as_rows(Xs)
     seeds, nodes_a, nodes_b = [], [], []
     with tree.hint_lock:
-        _, _, ptr, ha, hb = seed_arrays(tree)
+        ptr, ha, hb = seed_hints(tree)
         at = None
         if moved is not None:
             # The seeds of the moved nodes, from the tree's node -> seeds index (a pose

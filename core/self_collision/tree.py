@@ -45,7 +45,7 @@ class SelfTree:
         seed_index: per level, the seeds of each node (`seeds_of_nodes`), made on first
             use by a carried query (a pose edit) and kept; None before.
         seed_hint: the seeds of every level in one list with, per seed, the coordinate
-            that last separated it in a queried frame (`seed_arrays`;
+            that last separated it in a queried frame (`seed_hints`;
             `query._seed_pass` moves a seed's hint to the column that separates it when
             the hinted one did not). A cost choice only, never an answer: any one
             coordinate with ``lo_a > hi_b`` proves the boxes apart. Made from `seed_cols`
@@ -251,25 +251,50 @@ def build(rest_positions: np.ndarray, triangles: np.ndarray, weld_ids: np.ndarra
 
 def seed_arrays(tree: SelfTree) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                           np.ndarray]:
-    """Every level's seeds in one list, for one pass over all of them per frame
-    (`query._seed_pass`): ``(na, nb, ptr, ha, hb)``, made on first use and kept.
+    """Every level's seeds in one list: ``(na, nb, ptr, ha, hb)``.
 
     na, nb: (N,) intp the seeds' nodes in heap numbering (node k of level l is
-    ``2**l + k``, the rows of `boxes.stacked_boxes`), level by level; ptr: (H + 2,) intp,
-    level l's seeds are ``[ptr[l], ptr[l + 1])``. ha, hb: (N,) intp the hints
-    (`SelfTree.seed_hint`) as flat indices into the stacked rows, from `seed_cols` at
-    first, then moved in place by the queries. Call with ``tree.hint_lock`` held.
+    ``2**l + k``, the rows of `boxes.stacked_boxes`), level by level, made here (they are
+    ``ha >> 3`` and ``hb >> 3``; the tree keeps only the hints); ptr, ha, hb:
+    `seed_hints`. Call with ``tree.hint_lock`` held.
+    """
+    ptr, ha, hb = seed_hints(tree)
+    na, nb = _seed_nodes(tree)
+    return na, nb, ptr, ha, hb
+
+
+def _seed_nodes(tree: SelfTree) -> tuple[np.ndarray, np.ndarray]:
+    """(na, nb) (N,) intp every level's seeds in heap numbering, level by level."""
+    off = _level_offsets(tree)
+    na = np.concatenate([a for a, _ in tree.seeds]).astype(np.intp) + off
+    nb = np.concatenate([b for _, b in tree.seeds]).astype(np.intp) + off
+    return na, nb
+
+
+def _level_offsets(tree: SelfTree) -> np.ndarray:
+    """(N,) intp per seed, level by level, its level's first heap row ``2**l``."""
+    sizes = [a.size for a, _ in tree.seeds]
+    return np.repeat(np.array([1 << lv for lv in range(len(sizes))], np.intp), sizes)
+
+
+def seed_hints(tree: SelfTree) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every level's seed hints in one list, for one pass over all of them per frame
+    (`query._seed_pass`): ``(ptr, ha, hb)``, made on first use and kept
+    (`SelfTree.seed_hint`).
+
+    ptr: (H + 2,) intp, level l's seeds are ``[ptr[l], ptr[l + 1])``. ha, hb: (N,) intp
+    the hints as flat indices into the stacked rows, ``8 * node + column`` and
+    ``8 * other + SWAP[column]``, from `seed_cols` at first, then moved in place by the
+    queries. Call with ``tree.hint_lock`` held.
     """
     if tree.seed_hint is None:
         sizes = [a.size for a, _ in tree.seeds]
         ptr = np.zeros(len(sizes) + 1, np.intp)
         np.cumsum(sizes, out=ptr[1:])
-        off = np.repeat(np.array([1 << lv for lv in range(len(sizes))], np.intp), sizes)
-        na = np.concatenate([a for a, _ in tree.seeds]).astype(np.intp) + off
-        nb = np.concatenate([b for _, b in tree.seeds]).astype(np.intp) + off
-        off *= 8
+        na, nb = _seed_nodes(tree)
         ha = hb = None
         if tree.seed_cols is not None:
+            off = 8 * _level_offsets(tree)
             ha = np.concatenate([fa for fa, _ in tree.seed_cols]).astype(np.intp) + off
             hb = np.concatenate([fb for _, fb in tree.seed_cols]).astype(np.intp) + off
             # A hint must name a face of each node and the face it is tested against
@@ -280,7 +305,7 @@ def seed_arrays(tree: SelfTree) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
                 ha = hb = None
         if ha is None:                        # no rest columns: start from x
             ha, hb = na * 8, nb * 8 + SWAP[0]
-        tree.seed_hint = (na, nb, ptr, ha, hb)
+        tree.seed_hint = (ptr, ha, hb)
     return tree.seed_hint
 
 
