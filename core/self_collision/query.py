@@ -33,7 +33,7 @@ from .boxes import (  # noqa: F401 (outward_f32 is re-exported)
     swap_halves,
     triangle_boxes,
 )
-from .tree import SelfTree, seed_hints, seeds_of_nodes
+from .tree import SelfTree, merged_seed_hints, seed_hints, seeds_of_nodes
 
 # Box rows are 8 float32: [lo (3), pad, -hi (3), pad] (`boxes.SWAP`); the swapped copy is
 # [-hi, pad, lo, pad]. The pads are -inf in both, so their sums are -inf <= 0, and a row of
@@ -93,6 +93,16 @@ class FrameBoxes:
     keys: np.ndarray
     resplit: np.ndarray
     stack: tuple[np.ndarray, np.ndarray]
+
+    @property
+    def heap(self) -> tuple[None, None, np.ndarray, np.ndarray]:
+        """The stacked rows and swapped rows as sibling-pair records, in the form of a
+        level of `rows` for `_children`: record r holds heap rows 2r and 2r + 1, the
+        children of heap node r, so the self traversal names nodes by heap row (node k
+        of level l is ``2**l + k``) on every level (views of `stack`)."""
+        X, Xs = self.stack
+        return (None, None, X.reshape(-1, 16).view(_ROW2).ravel(),
+                Xs.reshape(-1, 16).view(_ROW2).ravel())
 
 
 def frame_boxes(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
@@ -204,7 +214,8 @@ def _seed_pass(tree: SelfTree, fb: FrameBoxes, moved: list[np.ndarray] | None = 
     seeds do not depend on the traversal), and the number of box tests. With `moved`
     (`moved_levels`), only the seeds with a moved node are tested.
 
-    Returns ([(a, b) per level 0..H: (k_l,) intp node pairs of that level], tests).
+    Returns ([per level 0..H, a list of (a, b) parts: (k,) intp node pairs of that
+    level in heap numbering], tests).
     """
     H = tree.height
     X, Xs = fb.stack
@@ -212,7 +223,9 @@ def _seed_pass(tree: SelfTree, fb: FrameBoxes, moved: list[np.ndarray] | None = 
     rows, rows_s = as_rows(X), as_rows(Xs)
     seeds, nodes_a, nodes_b = [], [], []
     with tree.hint_lock:
-        ptr, ha, hb = seed_hints(tree)
+        # A whole frame tests the merged seeds (half seeds among them); a carried query
+        # the seeds of its moved nodes, from the plain list and its index.
+        ptr, ha, hb = merged_seed_hints(tree) if moved is None else seed_hints(tree)
         at = None
         if moved is not None:
             # The seeds of the moved nodes, from the tree's node -> seeds index (a pose
@@ -258,12 +271,45 @@ def _seed_pass(tree: SelfTree, fb: FrameBoxes, moved: list[np.ndarray] | None = 
     else:
         seed, ma, mb = (np.concatenate(x) for x in (seeds, nodes_a, nodes_b))
     cut = np.searchsorted(seed, ptr)              # seeds are sorted by level
-    out = []
-    for level in range(H + 1):
-        i0, i1 = cut[level], cut[level + 1]
-        off = 1 << level
-        out.append((ma[i0:i1] - off, mb[i0:i1] - off))
+    out = [[(ma[cut[lv]:cut[lv + 1]], mb[cut[lv]:cut[lv + 1]])] for lv in range(H + 1)]
+    if moved is None:
+        # The half seeds that passed (after every seed, by level) stand for their two
+        # seeds: those whose boxes overlap join their level.
+        h0 = cut[H + 1]
+        ca, cb, at = _half_children(fb, ma[h0:], mb[h0:], cut[H + 1:] - h0)
+        tests += 2 * (ma.size - h0)
+        for level in range(H + 1):
+            if at[level + 1] > at[level]:
+                out[level].append((ca[at[level]:at[level + 1]], cb[at[level]:at[level + 1]]))
     return out, tests
+
+
+def _half_children(fb: FrameBoxes, fine: np.ndarray, coarse: np.ndarray, cut: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The seeds stood for by half seeds whose boxes overlap: per half seed (finer node
+    `fine` of level l, coarser `coarse` of level l - 1, both (m,) heap rows), the pairs
+    of the finer node with each child of the coarser one whose boxes overlap, in heap
+    numbering, and where each level's start: (ca, cb, at), at[l] the first pair of level
+    l (`cut` (H + 2,) intp splits the half seeds by level the same way)."""
+    X, Xs = fb.stack
+    m = fine.size
+    # The finer node's row twice (two 16-byte halves each, gathered as [0 1 0 1])
+    # against the coarser node's two children, one 64-byte record (the children of
+    # heap row r are rows 2r and 2r + 1).
+    a = np.take(np.take(X.view(np.complex128), fine, axis=0), _TWICE, axis=1)
+    b = np.take(fb.heap[3], coarse)
+    ok = (a.view(np.float32) + b.view(np.float32).reshape(m, 16) <= 0).view(np.uint64) == _ALL
+    k = np.flatnonzero(ok)
+    q = k >> 1
+    ca = np.take(fine, q)
+    cb = np.take(coarse, q)
+    cb <<= 1
+    cb += k & 1
+    return ca, cb, np.searchsorted(q, cut)       # q is sorted
+
+
+#: A row's two 16-byte halves, twice.
+_TWICE = np.array([0, 1, 0, 1])
 
 
 def moved_levels(tree: SelfTree, moved: np.ndarray) -> list[np.ndarray]:
@@ -277,16 +323,21 @@ def moved_levels(tree: SelfTree, moved: np.ndarray) -> list[np.ndarray]:
     return out
 
 
-def _with_moved(moved: list[np.ndarray] | None, level: int, pa: np.ndarray,
-                pb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The node pairs of `level` of which at least one node holds a moved triangle (all
-    of them without `moved`). Every leaf pair with a moved triangle has only such
-    ancestors, so the filter loses none of them (docs/self_collision.md)."""
+def _with_moved(moved: np.ndarray | None, pa: np.ndarray, pb: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The node pairs (heap numbering) of which at least one node holds a moved triangle
+    (all of them without `moved`, the (2 S,) bool heap mask of `moved_levels`). Every
+    leaf pair with a moved triangle has only such ancestors, so the filter loses none of
+    them (docs/self_collision.md)."""
     if moved is None or not pa.size:
         return pa, pb
-    ml = moved[level]
-    keep = np.flatnonzero(np.take(ml, pa) | np.take(ml, pb))
+    keep = np.flatnonzero(np.take(moved, pa) | np.take(moved, pb))
     return np.take(pa, keep), np.take(pb, keep)
+
+
+def _moved_heap(moved: list[np.ndarray] | None) -> np.ndarray | None:
+    """`moved_levels`' per-level masks as one (2 S,) bool mask in heap order."""
+    return None if moved is None else np.concatenate([np.zeros(1, bool)] + moved)
 
 
 def candidate_leaf_pairs(tree: SelfTree, fb: FrameBoxes,
@@ -298,8 +349,11 @@ def candidate_leaf_pairs(tree: SelfTree, fb: FrameBoxes,
     pa = np.zeros(0, np.intp)
     pb = np.zeros(0, np.intp)
     seeds, tests = _seed_pass(tree, fb, moved)
+    moved = _moved_heap(moved)
+    # Nodes by heap row on every level (`FrameBoxes.heap`): a level's seeds and the
+    # children of the level above need no renumbering.
+    rows = fb.heap
     for level in range(1, tree.height + 1):
-        rows = fb.rows[level]
         parts_a, parts_b = [], []
         for s0 in range(0, pa.size, LEVEL_BLOCK):
             # In blocks, so that a dense frame's temporaries stay in cache.
@@ -307,17 +361,18 @@ def candidate_leaf_pairs(tree: SelfTree, fb: FrameBoxes,
             tests += t
             parts_a.append(ca)
             parts_b.append(cb)
-        sa, sb = seeds[level]
-        if sa.size:
-            parts_a.append(sa)
-            parts_b.append(sb)
+        for sa, sb in seeds[level]:
+            if sa.size:
+                parts_a.append(sa)
+                parts_b.append(sb)
         if not parts_a:
             pa, pb = pa[:0], pb[:0]
             continue
         pa = np.concatenate(parts_a) if len(parts_a) > 1 else parts_a[0]
         pb = np.concatenate(parts_b) if len(parts_b) > 1 else parts_b[0]
-        pa, pb = _with_moved(moved, level, pa, pb)
-    return pa, pb, tests
+        pa, pb = _with_moved(moved, pa, pb)
+    S = tree.n_slots
+    return pa - S, pb - S, tests
 
 
 #: A capped (live) query sends at most this many candidate triangle pairs through the
@@ -339,39 +394,42 @@ def _capped_leaf_blocks(tree: SelfTree, fb: FrameBoxes, budget: int,
     after `budget` leaf pairs only pays for the part it took. Box tests are added to
     ``counts["box_tests"]``; ``counts["prefix"]`` is set when the prefix mode starts."""
     H = tree.height
+    S = tree.n_slots
+    rows = fb.heap                                # nodes by heap row, as in candidate_leaf_pairs
 
-    def level_rows(level):
-        return fb.rows[level]
-
-    def expand(level, pa, pb):
-        """Pairs of `level` from overlapping pairs (pa, pb) of level - 1 (no seeds)."""
-        r = level_rows(level)
+    def expand(pa, pb):
+        """The overlapping child pairs of overlapping pairs (pa, pb) (no seeds)."""
         parts_a, parts_b = [], []
         for s0 in range(0, pa.size, LEVEL_BLOCK):
-            ca, cb, t = _children(r, pa[s0:s0 + LEVEL_BLOCK], pb[s0:s0 + LEVEL_BLOCK])
+            ca, cb, t = _children(rows, pa[s0:s0 + LEVEL_BLOCK], pb[s0:s0 + LEVEL_BLOCK])
             counts["box_tests"] += t
             parts_a.append(ca)
             parts_b.append(cb)
         if len(parts_a) == 1:
-            return _with_moved(moved, level, parts_a[0], parts_b[0])
+            return _with_moved(moved_heap, parts_a[0], parts_b[0])
         if not parts_a:
             return pa[:0], pb[:0]
-        return _with_moved(moved, level, np.concatenate(parts_a), np.concatenate(parts_b))
+        return _with_moved(moved_heap, np.concatenate(parts_a), np.concatenate(parts_b))
+
+    def level_seeds(level):
+        parts = seeds[level]
+        return (np.concatenate([a for a, _ in parts]), np.concatenate([b for _, b in parts]))
 
     pa = np.zeros(0, np.intp)
     pb = np.zeros(0, np.intp)
     seeds, t = _seed_pass(tree, fb, moved)
+    moved_heap = _moved_heap(moved)
     counts["box_tests"] += t
     for level in range(1, H + 1):
-        ca, cb = expand(level, pa, pb)
-        sa, sb = seeds[level]
+        ca, cb = expand(pa, pb)
+        sa, sb = level_seeds(level)
         pa = np.concatenate([ca, sa]) if sa.size else ca
         pb = np.concatenate([cb, sb]) if sb.size else cb
         if level < H and 4 * pa.size > budget:
             break
     else:
         for k in range(0, pa.size, EXACT_BLOCK):
-            yield pa[k:k + EXACT_BLOCK], pb[k:k + EXACT_BLOCK]
+            yield pa[k:k + EXACT_BLOCK] - S, pb[k:k + EXACT_BLOCK] - S
         return
     # Dense: a prefix at a time. The chunk of parent pairs adapts to the leaf pairs that
     # each one gave so far, aiming at `EXACT_BLOCK` leaf pairs per chunk.
@@ -385,16 +443,16 @@ def _capped_leaf_blocks(tree: SelfTree, fb: FrameBoxes, budget: int,
             xa, xb = qa[k:k + chunk], qb[k:k + chunk]
             n0 = xa.size
             k += n0
-            for d in range(lv + 1, H + 1):
-                xa, xb = expand(d, xa, xb)
+            for _ in range(lv + 1, H + 1):
+                xa, xb = expand(xa, xb)
             per_pair = max(xa.size / n0, 1e-3)
             chunk = int(min(max(EXACT_BLOCK / per_pair, 16), 4 * chunk))
             for s0 in range(0, xa.size, EXACT_BLOCK):
-                yield xa[s0:s0 + EXACT_BLOCK], xb[s0:s0 + EXACT_BLOCK]
+                yield xa[s0:s0 + EXACT_BLOCK] - S, xb[s0:s0 + EXACT_BLOCK] - S
         if not items and m < H:
             # The seeds of the next deeper level are the next item.
             m += 1
-            items.append((m, *seeds[m]))
+            items.append((m, *level_seeds(m)))
 
 
 #: Candidate leaf pairs per block that a capped frame hands to the exact test (then asks

@@ -50,6 +50,10 @@ class SelfTree:
             the hinted one did not). A cost choice only, never an answer: any one
             coordinate with ``lo_a > hi_b`` proves the boxes apart. Made from `seed_cols`
             on first use; None before.
+        merged_hint: the seeds of a whole-frame query (`merged_seed_hints`): the seeds
+            with, where two seeds of one node share the other's parent and are both
+            seeds, the two replaced by one pair of the node and that parent. Made from
+            `seeds` on first use; None before.
         hint_lock: held while a query reads and moves the hints, so that a seed's two
             flat indices are always read as the pair they were written as.
     """
@@ -67,6 +71,7 @@ class SelfTree:
     build_seconds: float = 0.0
     seed_index: list | None = field(default=None, repr=False, compare=False)
     seed_hint: tuple | None = field(default=None, repr=False, compare=False)
+    merged_hint: tuple | None = field(default=None, repr=False, compare=False)
     hint_lock: threading.Lock = field(default_factory=threading.Lock, repr=False,
                                       compare=False)
 
@@ -288,25 +293,105 @@ def seed_hints(tree: SelfTree) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     queries. Call with ``tree.hint_lock`` held.
     """
     if tree.seed_hint is None:
-        sizes = [a.size for a, _ in tree.seeds]
-        ptr = np.zeros(len(sizes) + 1, np.intp)
-        np.cumsum(sizes, out=ptr[1:])
-        na, nb = _seed_nodes(tree)
-        ha = hb = None
-        if tree.seed_cols is not None:
-            off = 8 * _level_offsets(tree)
-            ha = np.concatenate([fa for fa, _ in tree.seed_cols]).astype(np.intp) + off
-            hb = np.concatenate([fb for _, fb in tree.seed_cols]).astype(np.intp) + off
-            # A hint must name a face of each node and the face it is tested against
-            # (stored data of another row layout would pair unrelated coordinates).
-            if not (np.array_equal(ha >> 3, na) and np.array_equal(hb >> 3, nb)
-                    and np.isin(ha & 7, FACES).all()
-                    and np.array_equal(hb & 7, SWAP[ha & 7])):
-                ha = hb = None
-        if ha is None:                        # no rest columns: start from x
-            ha, hb = na * 8, nb * 8 + SWAP[0]
-        tree.seed_hint = (ptr, ha, hb)
+        tree.seed_hint = _first_hints(tree)
     return tree.seed_hint
+
+
+def _first_hints(tree: SelfTree) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`seed_hints` before any query: the rest columns (`seed_cols`), or x."""
+    sizes = [a.size for a, _ in tree.seeds]
+    ptr = np.zeros(len(sizes) + 1, np.intp)
+    np.cumsum(sizes, out=ptr[1:])
+    na, nb = _seed_nodes(tree)
+    ha = hb = None
+    if tree.seed_cols is not None:
+        off = 8 * _level_offsets(tree)
+        ha = np.concatenate([fa for fa, _ in tree.seed_cols]).astype(np.intp) + off
+        hb = np.concatenate([fb for _, fb in tree.seed_cols]).astype(np.intp) + off
+        # A hint must name a face of each node and the face it is tested against
+        # (stored data of another row layout would pair unrelated coordinates).
+        if not (np.array_equal(ha >> 3, na) and np.array_equal(hb >> 3, nb)
+                and np.isin(ha & 7, FACES).all()
+                and np.array_equal(hb & 7, SWAP[ha & 7])):
+            ha = hb = None
+    if ha is None:                        # no rest columns: start from x
+        ha, hb = na * 8, nb * 8 + SWAP[0]
+    return ptr, ha, hb
+
+
+def merged_seed_hints(tree: SelfTree) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The seeds a whole-frame query tests, with their hints: ``(ptr, ha, hb)``, made on
+    first use and kept (`SelfTree.merged_hint`). Call with ``tree.hint_lock`` held.
+
+    The seeds of level l under one pair of touching parents (P, Q) are some of the four
+    child pairs. When a child a of P is a seed with both children of Q, the two seeds
+    are one *half seed* (a, Q): a of level l, Q of level l - 1, which do not touch (no
+    triangle of a shares a key with one of Q's two children). Where a child of Q is a
+    seed with both children of P, likewise; per parent pair either the rows or the
+    columns are merged (the more of them), so that every leaf pair below stays under
+    exactly one seed (docs/self_collision.md, "Half seeds"). A half seed whose boxes
+    overlap stands for its two seeds: the query tests those two (`query._seed_pass`).
+
+    ptr: (2 H + 3,) intp: the seeds of level l are ``[ptr[l], ptr[l + 1])`` and the
+    half seeds whose finer node is of level l ``[ptr[H + 1 + l], ptr[H + 2 + l])``.
+    ha, hb: (N,) intp hints as in `seed_hints` (8 * heap row + face column; a half
+    seed's finer node first).
+    """
+    if tree.merged_hint is None:
+        ptr, ha, hb = _first_hints(tree)
+        H = tree.height
+        same, half = [], []
+        for level in range(H + 1):
+            a, b = tree.seeds[level]
+            fa, fb = ha[ptr[level]:ptr[level + 1]], hb[ptr[level]:ptr[level + 1]]
+            keep, pairs = _merge_level(a, b, fa, fb, level)
+            same.append((fa[keep], fb[keep]))
+            half.append(pairs)
+        groups = same + half
+        sizes = [x.size for x, _ in groups]
+        out = np.zeros(len(sizes) + 1, np.intp)
+        np.cumsum(sizes, out=out[1:])
+        tree.merged_hint = (out, np.concatenate([x for x, _ in groups]).astype(np.intp),
+                            np.concatenate([y for _, y in groups]).astype(np.intp))
+    return tree.merged_hint
+
+
+def _merge_level(a: np.ndarray, b: np.ndarray, fa: np.ndarray, fb: np.ndarray, level: int
+                 ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """Level `level`'s seeds (a, b) (level-local node indices) with hints (fa, fb): which
+    stay (keep, (n,) bool) and the half seeds that replace the others, as hint pairs
+    (finer node's hint, coarser node's hint), each (k,) intp."""
+    keep = np.ones(a.size, bool)
+    none = (np.zeros(0, np.intp), np.zeros(0, np.intp))
+    P, Q = a >> 1, b >> 1
+    cand = np.flatnonzero(P != Q)                 # siblings' seeds have no parent pair
+    if not cand.size:
+        return keep, none
+    half = np.int64(1) << (level - 1)
+    _, inv = np.unique(P[cand] * half + Q[cand], return_inverse=True)
+    bit = np.left_shift(1, 2 * (a[cand] & 1) + (b[cand] & 1))
+    mask = np.bincount(inv.ravel(), weights=bit).astype(np.int64)[inv.ravel()]
+    # Bit 2 i + j of a parent pair's mask: child i of P with child j of Q is a seed.
+    r = [(mask & 3) == 3, (mask & 12) == 12]      # child 0 / 1 of P with both of Q
+    c = [(mask & 5) == 5, (mask & 10) == 10]      # child 0 / 1 of Q with both of P
+    n_rows = r[0].astype(np.int8) + r[1]
+    n_cols = c[0].astype(np.int8) + c[1]
+    rows = (n_rows >= n_cols) & (n_rows > 0)
+    cols = n_cols > n_rows
+    ia, ib = a[cand] & 1, b[cand] & 1
+    in_row = rows & np.where(ia == 0, r[0], r[1])
+    in_col = cols & np.where(ib == 0, c[0], c[1])
+    keep[cand[in_row | in_col]] = False
+    # One half seed per merged row (node a with Q), from its seed with Q's first child,
+    # and per merged column (node b with P): the face column of the seed's rest hint,
+    # against the opposite face of the coarser node.
+    ra = cand[in_row & (ib == 0)]
+    ca = cand[in_col & (ia == 0)]
+    top = 8 * half                                # level - 1's heap rows start at half
+    fine = np.concatenate([fa[ra], fb[ca]])
+    coarse = np.concatenate([(Q[ra] * 8 + top + (fb[ra] & 7)),
+                             (P[ca] * 8 + top + (fa[ca] & 7))])
+    return keep, (fine, coarse)
 
 
 def seeds_of_nodes(tree: SelfTree, level: int, nodes: np.ndarray,

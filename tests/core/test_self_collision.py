@@ -544,13 +544,15 @@ def test_seeds_of_nodes_equals_a_scan_of_all_seeds():
             assert np.array_equal(np.sort(got), want), (level, k)      # each seed once
 
 
-def _hint_test(tree, fb):
-    """Per seed (all levels, `tree.seed_arrays` order): its hinted coordinate's test
-    passes (does not prove the boxes apart), and its boxes overlap."""
+def _hint_test(hints, fb):
+    """Per seed of the hint triple `hints` (`tree.seed_hints` or `merged_seed_hints`):
+    its hinted coordinate's test passes (does not prove the boxes apart), and its boxes
+    overlap. A hint is a consistent pair of indices: a face of the node ``ha >> 3`` and
+    the opposite face of the node ``hb >> 3``."""
     from skin_collide.core.self_collision.boxes import FACES, SWAP
-    na, nb, ptr, ha, hb = sc_tree.seed_arrays(tree)
-    col = ha - 8 * na                           # a hint is a consistent pair of indices
-    assert np.isin(col, FACES).all() and np.array_equal(hb, 8 * nb + SWAP[col])
+    _, ha, hb = hints
+    na, nb = ha >> 3, hb >> 3
+    assert np.isin(ha & 7, FACES).all() and np.array_equal(hb & 7, SWAP[ha & 7])
     X, Xs = fb.stack
     flat = X.ravel()
     return flat[ha] + flat[hb] <= 0, q.boxes_overlap(X[na], Xs[nb])
@@ -561,7 +563,8 @@ def test_seed_hints_follow_the_frame_and_never_change_the_answer(tube):
     separated it (the rest one at first). After a query every seed apart in that frame
     is separated by its hint, so a second look at the frame tests fully only the seeds
     that overlap. The answer never depends on the hints: scrambled (but consistent)
-    hints give brute force's pairs."""
+    hints give brute force's pairs. A whole frame tests the merged seeds (half seeds
+    among them), a carried query the plain seeds of its moved nodes: both kinds."""
     from skin_collide.core.self_collision.boxes import FACES, SWAP
     rig, weld, _ = tube
     tree = sc.build(rig.rest_positions, rig.triangles, weld)
@@ -570,26 +573,76 @@ def test_seed_hints_follow_the_frame_and_never_change_the_answer(tube):
     # mostly point the wrong way (a character turning, a Y-up file).
     turn = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])
     poses = [elbow_fold(rig)] + [procedural.random_pose(rig, rng) for _ in range(3)]
-    stale = 0
+    stale = {"merged": 0, "plain": 0}
     for pose in poses:
         pos = skinning.lbs_rig(rig, pose) @ turn.T + np.array([3e3, -2e3, 1e3])
         fb = q.frame_boxes(tree, pos, rig.triangles, weld)
-        passed, over = _hint_test(tree, fb)
-        assert np.all(passed[over])            # overlapping boxes pass any coordinate
-        stale += np.count_nonzero(passed & ~over)
-        first = sc.self_pairs(tree, pos, rig.triangles, weld)
-        passed, over = _hint_test(tree, fb)
-        assert np.array_equal(passed, over)    # every apart seed: apart along its hint
-        na, nb, _, ha, hb = sc_tree.seed_arrays(tree)
-        # A hint stays 8 * node + column (the query reads the nodes back from it).
-        assert np.array_equal(ha >> 3, na) and np.array_equal(hb >> 3, nb)
-        col = FACES[rng.integers(0, 6, na.size)]
-        ha[:] = 8 * na + col
-        hb[:] = 8 * nb + SWAP[col]
-        again = sc.self_pairs(tree, pos, rig.triangles, weld)
         bf = scan.brute_force_pairs(pos, rig.triangles, keys=weld[rig.triangles])
-        assert as_set(first) == as_set(bf) == as_set(again)
-    assert stale > 0                           # the turned frames did stale the hints
+        everything = np.ones(rig.triangles.shape[0], bool)
+        for kind, hints, query in (
+                ("merged", sc_tree.merged_seed_hints,
+                 lambda: sc.self_pairs(tree, pos, rig.triangles, weld)),
+                ("plain", sc_tree.seed_hints,
+                 lambda: sc.self_pairs(tree, pos, rig.triangles, weld, moved=everything))):
+            passed, over = _hint_test(hints(tree), fb)
+            assert np.all(passed[over])            # overlapping boxes pass any coordinate
+            stale[kind] += np.count_nonzero(passed & ~over)
+            first = query()
+            passed, over = _hint_test(hints(tree), fb)
+            assert np.array_equal(passed, over)    # every apart seed: apart along its hint
+            _, ha, hb = hints(tree)
+            col = FACES[rng.integers(0, 6, ha.size)]
+            ha[:] = (ha >> 3) * 8 + col
+            hb[:] = (hb >> 3) * 8 + SWAP[col]
+            again = query()
+            assert as_set(first) == as_set(bf) == as_set(again), kind
+    assert stale["merged"] > 0 and stale["plain"] > 0   # the turned frames staled them
+
+
+def _leaf_pairs_below(tree, a, b, la, lb):
+    """Every leaf slot pair (a < b) below node pairs (a of level la, b of level lb), one
+    row per pair below each node pair (repeats kept)."""
+    H = tree.height
+    da, db = 1 << (H - la), 1 << (H - lb)
+    sa = (a[:, None] * da + np.arange(da)).repeat(db, axis=1)
+    sb = np.tile(b[:, None] * db + np.arange(db), (1, da))
+    sa, sb = sa.ravel(), sb.ravel()
+    full = (tree.slot_tri[sa] >= 0) & (tree.slot_tri[sb] >= 0)
+    sa, sb = sa[full], sb[full]
+    return np.stack([np.minimum(sa, sb), np.maximum(sa, sb)], axis=1)
+
+
+def test_half_seeds_stand_for_exactly_the_seeds_they_replace(tube):
+    """`merged_seed_hints`: the seeds left and the half seeds (a node of level l with a
+    node of level l - 1) cover exactly the leaf pairs the plain seeds cover, each once;
+    so every half seed's two nodes are apart at rest in the sense of touching (no leaf
+    pair below them shares a rest key), and merging happened (fewer tests)."""
+    rig, weld, tree = tube
+    with tree.hint_lock:
+        ptr, ha, hb = sc_tree.merged_seed_hints(tree)
+    H = tree.height
+    want, got = [], []
+    for level, (a, b) in enumerate(tree.seeds):
+        want.append(_leaf_pairs_below(tree, a, b, level, level))
+        same = slice(ptr[level], ptr[level + 1])
+        half = slice(ptr[H + 1 + level], ptr[H + 2 + level])
+        off = 1 << level
+        got.append(_leaf_pairs_below(tree, (ha[same] >> 3) - off, (hb[same] >> 3) - off,
+                                     level, level))
+        if level:
+            got.append(_leaf_pairs_below(tree, (ha[half] >> 3) - off,
+                                         (hb[half] >> 3) - off // 2, level, level - 1))
+            assert np.all((ha[half] >> 3) >= off) and np.all((ha[half] >> 3) < 2 * off)
+            assert np.all((hb[half] >> 3) >= off // 2) and np.all((hb[half] >> 3) < off)
+    want, got = np.concatenate(want), np.concatenate(got)
+    assert len(np.unique(want, axis=0)) == len(want)
+    assert len(np.unique(got, axis=0)) == len(got)     # each leaf pair under one seed
+    assert as_set(want) == as_set(got)
+    keys = weld[rig.triangles]
+    t = tree.slot_tri[got]
+    assert not q._keys_adjacent(keys, t[:, 0], t[:, 1]).any()
+    assert ha.size < sum(a.size for a, _ in tree.seeds)
+    assert ptr[-1] > ptr[H + 1]                         # some half seeds
 
 
 def test_seed_hints_shared_by_threads(tube):
@@ -683,6 +736,8 @@ def test_hints_of_another_row_layout_are_not_used(tube):
                            tree.weld_ids, cols)
     na, nb, _, ha, hb = sc_tree.seed_arrays(old)
     assert np.array_equal(ha, 8 * na) and np.array_equal(hb, 8 * nb + SWAP[0])
+    _, ha, hb = sc_tree.merged_seed_hints(old)          # made from the same first hints
+    assert np.isin(ha & 7, [0, SWAP[0]]).all() and np.array_equal(hb & 7, SWAP[ha & 7])
     pos = skinning.lbs_rig(rig, elbow_fold(rig))
     bf = scan.brute_force_pairs(pos, rig.triangles, keys=weld[rig.triangles])
     assert as_set(sc.self_pairs(old, pos, rig.triangles, weld)) == as_set(bf)
