@@ -204,8 +204,11 @@ def _first_apart(s: np.ndarray) -> np.ndarray:
 
 #: Seeds tested per block by `_seed_pass`: one pass over all levels saves numpy calls on
 #: small meshes; blocks keep a large mesh's temporaries in cache (one block of all of
-#: MakeHuman 107k's 1M seeds was 1.6 ms slower per frame than per level).
-SEED_BLOCK = 1 << 16
+#: MakeHuman 107k's 1M seeds was 1.6 ms slower per frame than per level). Since half
+#: seeds (167k seed tests on MakeHuman 27k), 2**17 beat 2**16 by 0.1-0.15 ms on
+#: MakeHuman 27k and Cesium Man 28k and by 0.2 ms at 107k, with 2**18 no better
+#: (interleaved in one process, every frame).
+SEED_BLOCK = 1 << 17
 
 
 def _seed_pass(tree: SelfTree, fb: FrameBoxes, moved: list[np.ndarray] | None = None
