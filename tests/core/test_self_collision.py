@@ -613,10 +613,11 @@ def _leaf_pairs_below(tree, a, b, la, lb):
 
 
 def test_half_seeds_stand_for_exactly_the_seeds_they_replace(tube):
-    """`merged_seed_hints`: the seeds left and the half seeds (a node of level l with a
-    node of level l - 1) cover exactly the leaf pairs the plain seeds cover, each once;
-    so every half seed's two nodes are apart at rest in the sense of touching (no leaf
-    pair below them shares a rest key), and merging happened (fewer tests)."""
+    """`merged_seed_hints`: the seeds left, those moved down to the first level and the
+    half seeds (a node of level l with a node of level l - 1) cover exactly the leaf
+    pairs the plain seeds cover, each once; so no merged seed's two nodes touch (no leaf
+    pair below them shares a rest key). Half seeds exist, and no seed sits above
+    `FIRST_LEVEL`."""
     rig, weld, tree = tube
     with tree.hint_lock:
         ptr, ha, hb = sc_tree.merged_seed_hints(tree)
@@ -641,8 +642,9 @@ def test_half_seeds_stand_for_exactly_the_seeds_they_replace(tube):
     keys = weld[rig.triangles]
     t = tree.slot_tri[got]
     assert not q._keys_adjacent(keys, t[:, 0], t[:, 1]).any()
-    assert ha.size < sum(a.size for a, _ in tree.seeds)
     assert ptr[-1] > ptr[H + 1]                         # some half seeds
+    top = min(sc_tree.FIRST_LEVEL, H)                   # none above the first level
+    assert ptr[top] == 0 and ptr[H + 1 + top] == ptr[H + 1]
 
 
 def test_seed_hints_shared_by_threads(tube):
