@@ -80,19 +80,29 @@ class FrameBoxes:
     the same operations on the same numbers).
 
     Attributes:
-        rows: per level 0..H, `_level_rows`' four arrays: (2**l, 8) float32 rows, their
-            swapped copy, and their sibling-pair record views.
-        stack: the (2**(H+1), 8) float32 rows of every level (`boxes.stacked_boxes`)
-            and their swapped copy, of which `rows` are views.
         keys: (T, 3) int64 welded keys of the frame's triangles.
         resplit: (T,) bool, the triangles whose keys differ from the rest keys (a polygon
             split the other way): only they can make re-split pairs (`_resplit_pairs`).
+        stack: the (2**(H+1), 8) float32 rows of every level (`boxes.stacked_boxes`)
+            and their swapped copy, of which `rows` and `heap` are views.
     """
 
-    rows: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
     keys: np.ndarray
     resplit: np.ndarray
     stack: tuple[np.ndarray, np.ndarray]
+
+    @property
+    def rows(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        """Per level 0..H, `_level_rows`' four arrays: (2**l, 8) float32 rows, their
+        swapped copy, and their sibling-pair record views (views of `stack`, made on
+        first use: the whole-frame self query reads `heap` only)."""
+        rows = self.__dict__.get("_rows")
+        if rows is None:
+            X, Xs = self.stack
+            height = X.shape[0].bit_length() - 2          # 2**(H+1) rows
+            rows = [_level_rows(X, Xs, level) for level in range(height + 1)]
+            self.__dict__["_rows"] = rows
+        return rows
 
     @property
     def heap(self) -> tuple[None, None, np.ndarray, np.ndarray]:
@@ -113,10 +123,10 @@ def frame_boxes(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
     # The swapped rows are the rows with their halves exchanged (the min of each level
     # commutes with that): one gather of 16-byte parts instead of a second refit.
     Xs = swap_halves(X)
-    rows = [_level_rows(X, Xs, level) for level in range(tree.height + 1)]
     keys = np.take(weld_ids, tris)
     d = keys != tree.rest_keys
-    return FrameBoxes(rows, keys, d[:, 0] | d[:, 1] | d[:, 2], (X, Xs))
+    return FrameBoxes(keys, d[:, 0] | d[:, 1] | d[:, 2], (X, Xs))
+
 
 
 def update_frame_boxes(fb: FrameBoxes, tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
@@ -498,9 +508,10 @@ def _resplit_pairs(tree: SelfTree, keys: np.ndarray, fb: FrameBoxes,
     ta, tb = np.minimum(ta, tb), np.maximum(ta, tb)
     keep = ~_keys_adjacent(keys, ta, tb)
     ta, tb = ta[keep], tb[keep]
-    leaf = fb.rows[tree.height]
-    ok = boxes_overlap(np.take(leaf[0], np.take(tree.tri_slot, ta), axis=0),
-                       np.take(leaf[1], np.take(tree.tri_slot, tb), axis=0))
+    X, Xs = fb.stack
+    S = tree.n_slots
+    ok = boxes_overlap(np.take(X, np.take(tree.tri_slot, ta) + S, axis=0),
+                       np.take(Xs, np.take(tree.tri_slot, tb) + S, axis=0))
     return ta[ok], tb[ok]
 
 
@@ -555,7 +566,7 @@ def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
     stopped = dense = False
     if enough is None and budget is None:
         sa, sb, tests = candidate_leaf_pairs(tree, frame, levels)
-        ta, tb = tree.slot_tri[sa], tree.slot_tri[sb]
+        ta, tb = np.take(tree.slot_tri, sa), np.take(tree.slot_tri, sb)
         if ra.size:
             ta, tb = np.concatenate([ta, ra]), np.concatenate([tb, rb])
         hit = exact_test(positions, tris, ta, tb)
