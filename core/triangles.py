@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["REL_TOL", "triangles_intersect", "triangle_pairs_intersect"]
+__all__ = ["REL_TOL", "triangles_intersect", "triangle_pairs_intersect", "corner_pairs_intersect"]
 
 #: Default relative tolerance (see the module docstring): a separation is only
 #: accepted if it exceeds ``REL_TOL * (2 L)**3`` (stages 1-2, determinants) or
@@ -253,21 +253,33 @@ def _stage2(rel: np.ndarray, vals: np.ndarray) -> np.ndarray:
     # iff |centre_B - centre_A| > (width_A + width_B) / 2 + tol, where
     # centre_B - centre_A = -E_ij + [i == 1] t_j + (s_i - t_j) / 2.
     pa, pb, tol3 = vals[0:3], vals[3:6], vals[6]
-    ht = [0.5 * (pb[j] - pb[(j + 1) % 3]) for j in range(3)]
-    hs = [0.5 * (pa[(i + 1) % 3] - pa[i]) for i in range(3)]
-    hwt = [np.abs(x) + tol3 for x in ht]
-    hws = [np.abs(x) for x in hs]
-    m_b = [_cross3(vb[j], eb[j]) for j in range(3)]
-    sep = np.zeros(m, dtype=bool)
-    # One pass per axis over short rows keeps the working set in cache
-    # (a single (3, 3, m) broadcast formulation was measured 2x slower).
-    for i in range(3):
-        for j in range(3):
-            g = hs[i] + ht[j] if i == 1 else hs[i] - ht[j]
-            g -= np.einsum("km,km->m", ea[i], m_b[j])
-            np.abs(g, out=g)
-            sep |= g > hws[i] + hwt[j]
-    return sep
+    # The nine axes at once, as (3, 3, m) arrays [i, j, pair]: the same products and
+    # sums per element as one pass per axis (checked equal on 200k random close pairs),
+    # in about 15 calls instead of about 100 (the self query's exact tests get only the
+    # pairs the slabs left: the calls, not the elements, were their cost).
+    ht = pb - pb[_NEXT]                      # t_j / 2
+    ht *= 0.5
+    hs = pa[_NEXT] - pa                      # s_i / 2
+    hs *= 0.5
+    hwt = np.abs(ht)
+    hwt += tol3
+    hws = np.abs(hs)
+    m_b = vb[:, _NEXT] * eb[:, _PREV]        # b_j x eB_j, per component k
+    m_b -= vb[:, _PREV] * eb[:, _NEXT]
+    g = hs[:, None] + _SIGN * ht[None]       # s_i - t_j, or s_i + t_j for i == 1
+    e = ea[:, None, 0] * m_b[None, :, 0]     # E_ij = eA_i . (b_j x eB_j)
+    e += ea[:, None, 1] * m_b[None, :, 1]
+    e += ea[:, None, 2] * m_b[None, :, 2]
+    g -= e
+    np.abs(g, out=g)
+    return (g > hws[:, None] + hwt[None]).any(axis=(0, 1))
+
+
+#: Components (or vertices) k + 1 and k + 2 (mod 3), for stacked crosses and edges.
+_NEXT = np.array([1, 2, 0])
+_PREV = np.array([2, 0, 1])
+#: Stage 2's sign of t_j per edge i of A (+ for i == 1).
+_SIGN = np.array([-1.0, 1.0, -1.0])[:, None, None]
 
 
 def _cross3(p: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -501,6 +513,19 @@ def triangle_pairs_intersect(
                                  pb, np.take(rb, idx_b[start:stop], axis=1))
 
     return _intersect_blocks(idx_a.size, rel_of, rel_tol)
+
+
+def corner_pairs_intersect(rows_a: np.ndarray, ca: np.ndarray, rows_b: np.ndarray,
+                           cb: np.ndarray, *, rel_tol: float = REL_TOL) -> np.ndarray:
+    """`triangle_pairs_intersect` on pairs given by their corners: rows_a (3, Va) and
+    rows_b (3, Vb) float64 the x, y, z rows of each mesh's vertices, ca and cb (3, K)
+    intp the corners (vertex indices) of each pair's triangle of A and of B. For a
+    caller that already has them (the self query gathers corners for its own filter).
+    Returns (K,) bool, True where the triangles intersect (closed, touching counts)."""
+    def rel_of(start: int, stop: int) -> np.ndarray:
+        return _rel_rows_indexed(rows_a, ca[:, start:stop], rows_b, cb[:, start:stop])
+
+    return _intersect_blocks(ca.shape[1], rel_of, rel_tol)
 
 
 def _benchmark(n: int = 1_000_000, seed: int = 0, repeat: int = 5) -> None:

@@ -13,7 +13,8 @@
   (`SelfTree.seeds`) plus the four child pairs of every overlapping candidate of level
   l - 1, fetched in one gather. Touching pairs (rest-adjacent triangles below them) are
   never generated.
-* Leaves: the exact float64 test `core.triangles.triangle_pairs_intersect`; hits sharing a
+* Leaves: float32 bounds on the cube diagonals (`slabs`) prove most candidate pairs
+  apart; the exact float64 test of `core.triangles` decides the others; hits sharing a
   key of the frame's triangles are dropped. Rest-adjacent pairs that stop being adjacent
   in this frame (a polygon re-split) are added from the rest adjacency lists.
 """
@@ -33,6 +34,7 @@ from .boxes import (  # noqa: F401 (outward_f32 is re-exported)
     swap_halves,
     triangle_boxes,
 )
+from .slabs import slabs_apart
 from .tree import SelfTree, merged_seed_hints, seed_hints, seeds_of_nodes
 
 # Box rows are 8 float32: [lo (3), pad, -hi (3), pad] (`boxes.SWAP`); the swapped copy is
@@ -476,11 +478,27 @@ def _capped_leaf_blocks(tree: SelfTree, fb: FrameBoxes, budget: int,
 EXACT_BLOCK = 1 << 18
 
 
-def exact_test(positions: np.ndarray, tris: np.ndarray, ta: np.ndarray, tb: np.ndarray) -> np.ndarray:
-    """(K,) bool: `core.triangles.triangle_pairs_intersect` on triangle pairs (ta[k], tb[k])
-    of one mesh (positions (V, 3) float64, tris (T, 3) intp); it gathers the vertices a
-    block of pairs at a time."""
-    return tri_test.triangle_pairs_intersect(positions, tris, ta, positions, tris, tb)
+def exact_test(positions: np.ndarray, tris: np.ndarray, ta: np.ndarray, tb: np.ndarray,
+               counts: dict | None = None) -> np.ndarray:
+    """(K,) bool: whether triangle pairs (ta[k], tb[k]) of one mesh (positions (V, 3)
+    float64, tris (T, 3) intp) intersect: the float64 test of `core.triangles` decides,
+    on the pairs that the diagonal slabs (`slabs.slabs_apart`, a float32 proof of
+    separation) do not prove apart: 86-89% of a frame's leaf pairs are, at a fraction of
+    the exact test's cost. `counts`, when given, adds the pairs the slabs dismissed to
+    ``counts["slab_apart"]``."""
+    hit = np.zeros(ta.size, bool)
+    if not ta.size:
+        return hit
+    coords = np.ascontiguousarray(np.asarray(positions, np.float64).T)
+    corners = np.ascontiguousarray(np.asarray(tris, np.intp).T)
+    ca, cb = np.take(corners, ta, axis=1), np.take(corners, tb, axis=1)
+    rest = np.flatnonzero(~slabs_apart(coords, ca, cb))
+    if counts is not None:
+        counts["slab_apart"] = counts.get("slab_apart", 0) + int(ta.size - rest.size)
+    if rest.size:
+        hit[rest] = tri_test.corner_pairs_intersect(coords, np.take(ca, rest, axis=1),
+                                                    coords, np.take(cb, rest, axis=1))
+    return hit
 
 
 def _keys_adjacent(keys: np.ndarray, ta: np.ndarray, tb: np.ndarray) -> np.ndarray:
@@ -569,7 +587,8 @@ def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
         ta, tb = np.take(tree.slot_tri, sa), np.take(tree.slot_tri, sb)
         if ra.size:
             ta, tb = np.concatenate([ta, ra]), np.concatenate([tb, rb])
-        hit = exact_test(positions, tris, ta, tb)
+        counts = {"slab_apart": 0}
+        hit = exact_test(positions, tris, ta, tb, counts)
         ha, hb = ta[hit], tb[hit]
         if ha.size:
             # Pairs not rest-adjacent may share a key after a re-split: drop them.
@@ -580,7 +599,7 @@ def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
     else:
         if budget is None:
             budget = CANDIDATE_BUDGET
-        counts = {"box_tests": 0}
+        counts = {"box_tests": 0, "slab_apart": 0}
         blocks = _capped_leaf_blocks(tree, frame, budget, counts, levels)
         parts_a, parts_b, n_found, n_tested = [], [], 0, 0
         touched = np.zeros(tris.shape[0], dtype=bool)
@@ -604,7 +623,7 @@ def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
             n_tested += ba.size
             touched[ba] = True
             touched[bb] = True
-            hit = exact_test(positions, tris, ba, bb)
+            hit = exact_test(positions, tris, ba, bb, counts)
             xa, xb = ba[hit], bb[hit]
             if xa.size:
                 far = ~_keys_adjacent(keys, xa, xb)
@@ -628,6 +647,7 @@ def self_pairs(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
             touched[ta] = True
             touched[tb] = True
         stats.update(box_tests=tests, triangle_tests=n_tested, resplit=int(ra.size),
+                     slab_apart=counts["slab_apart"],
                      tested_triangles=int(np.count_nonzero(touched)))
     pairs = np.stack([np.minimum(ha, hb), np.maximum(ha, hb)], axis=1).astype(np.int64)
     return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
