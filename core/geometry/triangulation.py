@@ -113,14 +113,12 @@ def _rows32(positions: np.ndarray) -> np.ndarray:
 
 def _flips32(p: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """`_flips` on (3, V) float32 rows."""
-    c0, c1, c2, c3 = cols
-    # Per axis k: d12 = p1 − p0, d13 = p2 − p0, d14 = p3 − p0.
-    d12, d13, d14 = [], [], []
-    for x in p:
-        x0 = x[c0]
-        d12.append(x[c1] - x0)
-        d13.append(x[c2] - x0)
-        d14.append(x[c3] - x0)
+    # The four corners of every quad in one gather, (axis, corner, quad), then per axis
+    # d12 = p1 − p0, d13 = p2 − p0, d14 = p3 − p0 in one subtraction (the same float32
+    # differences as twelve gathers and nine subtractions, in two calls).
+    g = np.take(p, cols, axis=1)
+    d = g[:, 1:] - g[:, :1]
+    d12, d13, d14 = d[:, 0], d[:, 1], d[:, 2]
 
     def cross(a, b):
         return (a[1] * b[2] - a[2] * b[1],
