@@ -134,13 +134,17 @@ def action_frames(ob, stride: int, max_frames: int) -> list[int]:
 
 class SeedPart:
     """A `SelfTree` seen with every `n`-th seed of each level (from `k`): what
-    `candidate_leaf_pairs` reads (``height``, ``seeds``, ``seed_cols``, and its own
-    seed hints with their lock). The candidates of the n parts partition those of the
-    whole tree (each descends from one seed)."""
+    `candidate_leaf_pairs` reads (``height``, ``n_slots``, ``slot_tri``, ``seeds``,
+    ``seed_cols``, and its own seed hints with their lock; its merged seeds are made
+    from its own seeds). The candidates of the n parts partition those of the whole
+    tree (each descends from one seed)."""
 
     def __init__(self, tree, k: int, n: int):
         self.height = tree.height
+        self.n_slots = tree.n_slots
+        self.slot_tri = tree.slot_tri
         self.seed_hint = None
+        self.merged_hint = None
         self.hint_lock = threading.Lock()
         self.seeds = [(np.ascontiguousarray(a[k::n]), np.ascontiguousarray(b[k::n]))
                       for a, b in tree.seeds]
