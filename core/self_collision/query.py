@@ -130,7 +130,6 @@ def frame_boxes(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
     return FrameBoxes(keys, d[:, 0] | d[:, 1] | d[:, 2], (X, Xs))
 
 
-
 def update_frame_boxes(fb: FrameBoxes, tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
                        weld_ids: np.ndarray, changed: np.ndarray) -> None:
     """Update `fb` in place for a frame in which only the triangles `changed` ((m,) intp,
@@ -483,9 +482,10 @@ def exact_test(positions: np.ndarray, tris: np.ndarray, ta: np.ndarray, tb: np.n
     """(K,) bool: whether triangle pairs (ta[k], tb[k]) of one mesh (positions (V, 3)
     float64, tris (T, 3) intp) intersect: the float64 test of `core.triangles` decides,
     on the pairs that the diagonal slabs (`slabs.slabs_apart`, a float32 proof of
-    separation) do not prove apart: 86-89% of a frame's leaf pairs are, at a fraction of
-    the exact test's cost. `counts`, when given, adds the pairs the slabs dismissed to
-    ``counts["slab_apart"]``."""
+    separation) do not prove apart. They prove 86-89% of a frame's leaf pairs apart, for
+    about a third of the float64 test's time on those pairs (a MakeHuman 27k frame's
+    14.6k candidates: 0.34 ms, against 1.1 ms). `counts`, when given, adds the pairs the
+    slabs dismissed to ``counts["slab_apart"]``."""
     hit = np.zeros(ta.size, bool)
     if not ta.size:
         return hit

@@ -50,9 +50,10 @@ class SelfTree:
             the hinted one did not). A cost choice only, never an answer: any one
             coordinate with ``lo_a > hi_b`` proves the boxes apart. Made from `seed_cols`
             on first use; None before.
-        merged_hint: the seeds of a whole-frame query (`merged_seed_hints`): the seeds
-            with, where two seeds of one node share the other's parent and are both
-            seeds, the two replaced by one pair of the node and that parent. Made from
+        merged_hint: the seeds a whole-frame query tests, with their hints
+            (`merged_seed_hints`): the seeds above `FIRST_LEVEL` moved down to it, and
+            where a node is a seed with both children of a node of the level above, the
+            two replaced by one *half seed* of the node and that parent. Made from
             `seeds` on first use; None before.
         hint_lock: held while a query reads and moves the hints, so that a seed's two
             flat indices are always read as the pair they were written as.
@@ -323,13 +324,15 @@ def merged_seed_hints(tree: SelfTree) -> tuple[np.ndarray, np.ndarray, np.ndarra
     """The seeds a whole-frame query tests, with their hints: ``(ptr, ha, hb)``, made on
     first use and kept (`SelfTree.merged_hint`). Call with ``tree.hint_lock`` held.
 
-    The seeds of level l under one pair of touching parents (P, Q) are some of the four
-    child pairs. When a child a of P is a seed with both children of Q, the two seeds
+    The seeds above `FIRST_LEVEL` are first replaced by their descendant pairs on it
+    (`_descend`). The seeds of level l under one pair of touching parents (P, Q) are
+    some of the four child pairs. When a child a of P is a seed with both children of Q, the two seeds
     are one *half seed* (a, Q): a of level l, Q of level l - 1, which do not touch (no
     triangle of a shares a key with one of Q's two children). Where a child of Q is a
     seed with both children of P, likewise; per parent pair either the rows or the
     columns are merged (the more of them), so that every leaf pair below stays under
-    exactly one seed (docs/self_collision.md, "Half seeds"). A half seed whose boxes
+    exactly one seed (docs/self_collision.md, "Half seeds and the first level";
+    `test_half_seeds_stand_for_exactly_the_seeds_they_replace`). A half seed whose boxes
     overlap stands for its two seeds: the query tests those two (`query._seed_pass`).
 
     ptr: (2 H + 3,) intp: the seeds of level l are ``[ptr[l], ptr[l + 1])`` and the
@@ -394,7 +397,9 @@ def _merge_level(a: np.ndarray, b: np.ndarray, fa: np.ndarray, fb: np.ndarray, l
                  ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
     """Level `level`'s seeds (a, b) (level-local node indices) with hints (fa, fb): which
     stay (keep, (n,) bool) and the half seeds that replace the others, as hint pairs
-    (finer node's hint, coarser node's hint), each (k,) intp."""
+    (finer node's hint, coarser node's hint), each (k,) intp. Per parent pair either
+    its full rows or its full columns are merged, never both (a leaf pair must stay
+    under one seed)."""
     keep = np.ones(a.size, bool)
     none = (np.zeros(0, np.intp), np.zeros(0, np.intp))
     P, Q = a >> 1, b >> 1
