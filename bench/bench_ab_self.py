@@ -28,7 +28,6 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import scenes  # noqa: E402,F401 (bench_self's helpers import it)
 from bench_self import load_one  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

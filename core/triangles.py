@@ -282,16 +282,6 @@ _PREV = np.array([2, 0, 1])
 _SIGN = np.array([-1.0, 1.0, -1.0])[:, None, None]
 
 
-def _cross3(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Cross product of (3, m) arrays, as a (3, m) array."""
-    out = np.empty_like(p)
-    for k in range(3):
-        k1, k2 = (k + 1) % 3, (k + 2) % 3
-        np.multiply(p[k1], q[k2], out=out[k])
-        out[k] -= p[k2] * q[k1]
-    return out
-
-
 def _stage3(rel: np.ndarray, scale: np.ndarray, rel_tol: float) -> np.ndarray:
     """Separation certificates for (nearly) coplanar / degenerate pairs.
 

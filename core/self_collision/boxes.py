@@ -82,7 +82,7 @@ def triangle_boxes(positions: np.ndarray, tris: np.ndarray) -> np.ndarray:
     # one gather of 3T rows, first vertices first, so that the two mins run over
     # contiguous (T, 8) blocks (a min over rows strided by three is eight times slower).
     idx = np.asarray(tris, np.intp).T.ravel()
-    return _min_of_three(vertex_rows(positions), idx)
+    return min_of_three(vertex_rows(positions), idx)
 
 
 def vertex_rows(positions: np.ndarray) -> np.ndarray:
@@ -95,7 +95,24 @@ def vertex_rows(positions: np.ndarray) -> np.ndarray:
     return v
 
 
-def _min_of_three(v: np.ndarray, idx: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+# A row of 8 comparison bytes reads as one uint64 that equals _ALL iff all 8 hold.
+_ALL = np.uint64(0x0101010101010101)
+
+
+def boxes_overlap(xa: np.ndarray, xb_swapped: np.ndarray) -> np.ndarray:
+    """(...,) bool from (..., 8) float32 rows [lo, pad, -hi, pad] and swapped rows: every
+    ``lo_a - hi_b <= 0`` and ``lo_b - hi_a <= 0`` (a float32 sum's sign is exact; the pads
+    are -inf in both, so their sums are -inf <= 0). The same test serves any rows of
+    lows and negated highs in two 16-byte halves (`slabs`)."""
+    return _no_positive(xa + xb_swapped)
+
+
+def _no_positive(s: np.ndarray) -> np.ndarray:
+    """(...,) bool: every entry of the (..., 8) float32 sums is <= 0 (the boxes overlap)."""
+    return (s <= 0).view(np.uint64)[..., 0] == _ALL
+
+
+def min_of_three(v: np.ndarray, idx: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """(n, 8) float32: row k the min of rows ``idx[k]``, ``idx[n + k]``, ``idx[2n + k]`` of
     v (V, 8) (idx (3n,) intp), written into `out` when given."""
     g = np.take(as_rows(v), idx).view(np.float32).reshape(3, -1, 8)
@@ -127,7 +144,7 @@ def frame_stack(tree: "SelfTree", positions: np.ndarray, tris: np.ndarray) -> np
     S = tree.n_slots
     out = np.empty((2 * S, 8), np.float32)
     idx = np.take(np.asarray(tris, np.intp).ravel(), slot_corners(tree))
-    _min_of_three(vertex_rows(positions), idx, out=out[S:])
+    min_of_three(vertex_rows(positions), idx, out=out[S:])
     return _fill_levels(tree, out)
 
 

@@ -25,9 +25,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import triangles as tri_test
-from .boxes import (  # noqa: F401 (outward_f32 is re-exported)
+from .boxes import (  # noqa: F401 (outward_f32 and boxes_overlap are re-exported)
+    _ALL,
     SWAP,
+    _no_positive,
     as_rows,
+    boxes_overlap,
     frame_stack,
     level_boxes,
     outward_f32,
@@ -37,22 +40,7 @@ from .boxes import (  # noqa: F401 (outward_f32 is re-exported)
 from .slabs import slabs_apart
 from .tree import SelfTree, merged_seed_hints, seed_hints, seeds_of_nodes
 
-# Box rows are 8 float32: [lo (3), pad, -hi (3), pad] (`boxes.SWAP`); the swapped copy is
-# [-hi, pad, lo, pad]. The pads are -inf in both, so their sums are -inf <= 0, and a row of
-# 8 comparison bytes reads as one uint64 that equals _ALL iff all 8 hold.
-_ALL = np.uint64(0x0101010101010101)
 _ROW2 = np.dtype((np.void, 64))
-
-
-def boxes_overlap(xa: np.ndarray, xb_swapped: np.ndarray) -> np.ndarray:
-    """(...,) bool from (..., 8) float32 rows [lo, pad, -hi, pad] and swapped rows: every
-    ``lo_a - hi_b <= 0`` and ``lo_b - hi_a <= 0`` (a float32 sum's sign is exact)."""
-    return _no_positive(xa + xb_swapped)
-
-
-def _no_positive(s: np.ndarray) -> np.ndarray:
-    """(...,) bool: every entry of the (..., 8) float32 sums is <= 0 (the boxes overlap)."""
-    return (s <= 0).view(np.uint64)[..., 0] == _ALL
 
 
 #: Parent pairs expanded per block by `candidate_leaf_pairs` (see `EXACT_BLOCK`).

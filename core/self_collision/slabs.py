@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .boxes import as_rows, swap_halves
+from .boxes import boxes_overlap, min_of_three, swap_halves
 
 #: With a = |x| + |y| + |z| (rounded), ``a * _REL + _ABS`` exceeds the rounding error
 #: of a projection ``±x ± y ± z`` in float64 (about 2**-52 a) plus half a float32 spacing
@@ -26,7 +26,6 @@ _REL = 2.0 ** -23
 _ABS = 2.0 ** -149
 #: Above this magnitude a bound could round to an infinity of the wrong sign: no proof.
 _LIMIT = 1e37
-_ALL = np.uint64(0x0101010101010101)
 
 
 def vertex_slabs(rows: np.ndarray) -> np.ndarray | None:
@@ -72,16 +71,8 @@ def slabs_apart(coords: np.ndarray, ca: np.ndarray, cb: np.ndarray) -> np.ndarra
         slabs = vertex_slabs(coords)
     if slabs is None:
         return np.zeros(n, bool)
-    rows = as_rows(slabs)
-    a = _triangle_rows(rows, ca)
-    b = _triangle_rows(rows, cb)
-    return (a + swap_halves(b) <= 0).view(np.uint64)[:, 0] != _ALL
-
-
-def _triangle_rows(rows: np.ndarray, corners: np.ndarray) -> np.ndarray:
-    """(n, 8) float32: per triangle the min of its three vertices' rows (`ROW` elements
-    `rows`, corners (3, n) intp): its lows, and its negated highs."""
-    g = np.take(rows, corners).view(np.float32).reshape(3, -1, 8)
-    out = np.minimum(g[0], g[1])
-    np.minimum(out, g[2], out=out)
-    return out
+    # A triangle's row is the min of its three vertices' rows (its lows and negated
+    # highs); the pair's test is the boxes' test on them.
+    a = min_of_three(slabs, ca.ravel())
+    b = min_of_three(slabs, cb.ravel())
+    return ~boxes_overlap(a, swap_halves(b))
