@@ -511,8 +511,9 @@ def bvhtree_pairs(objects, positions, self_collision: bool,
         if i == j:
             pairs = np.unique(np.sort(pairs, axis=1), axis=0)
             pairs = pairs[pairs[:, 0] != pairs[:, 1]]
-            far = ~welds.adjacent_pairs(objects[i].vertex_keys[tris[i]], pairs[:, 0],
-                                            pairs[:, 1])
+            keys = core_scan.frame_keys(objects[i], positions[i])
+            keys = objects[i].vertex_keys if keys is None else keys
+            far = ~welds.adjacent_pairs(keys[tris[i]], pairs[:, 0], pairs[:, 1])
         elif seams[i] is not None and seams[j] is not None and \
                 core_scan.seams_apply(objects[i], objects[j], poses[i], poses[j]):
             far = ~core_scan.seam_pairs(seams[i], tris[i], pairs[:, 0],

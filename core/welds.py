@@ -101,6 +101,96 @@ def adjacent_pairs(tri_keys: np.ndarray, ta: np.ndarray, tb: np.ndarray) -> np.n
     return np.any(a[:, :, None] == b[:, None, :], axis=(1, 2))
 
 
+def shared_vertices(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The vertices welded to another one, and the first vertex of each one's weld id.
+
+    Args:
+        keys: (V,) int64 weld ids (`vertex_weld_ids`).
+    Returns:
+        members (M,) int64 and firsts (M,) int64: every vertex whose id another vertex
+        shares, and the lowest-index vertex of that id (itself for that one).
+    """
+    keys = np.asarray(keys)
+    if keys.size < 2:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    order = np.argsort(keys, kind="stable")
+    k = keys[order]
+    start = np.empty(k.size, dtype=bool)
+    start[0] = True
+    np.not_equal(k[1:], k[:-1], out=start[1:])
+    group = np.cumsum(start) - 1
+    first = order[start][group]
+    shared = np.bincount(group)[group] > 1
+    return order[shared].astype(np.int64), first[shared].astype(np.int64)
+
+
+def frame_weld_ids(keys: np.ndarray, positions: np.ndarray, members: np.ndarray,
+                   firsts: np.ndarray) -> np.ndarray | None:
+    """The weld ids of one frame: welded vertices are one vertex only while they are drawn
+    at the same position. Under skinning (LBS or dual quaternions) and rigid motion they
+    never part (same rest position, same weights, same arithmetic); a deformation that
+    reads more than that (Corrective Smooth, a shape key, a cache) can pull them apart,
+    and the triangles on either side are then no longer adjacent (docs/exactness.md).
+
+    Args:
+        keys: (V,) int64 the ids decided at build (`vertex_weld_ids`).
+        positions: (V, 3) float64 the frame's positions (bit-equal where Blender's are).
+        members, firsts: `shared_vertices(keys)`.
+    Returns:
+        None when every weld holds (then `keys` are the frame's ids), else (V,) int64 ids
+        where the vertices of each parted weld are split by their exact position.
+    """
+    if not members.size:
+        return None
+    apart = np.any(positions[members] != positions[firsts], axis=1)
+    if not apart.any():
+        return None
+    opened = np.isin(keys[members], np.unique(keys[members[apart]]))
+    v = members[opened]
+    # + 0.0 turns -0.0 into 0.0: equal coordinates, equal bits.
+    bits = np.ascontiguousarray(positions[v] + 0.0).view(np.int64)
+    rows = np.column_stack([keys[v], bits])
+    _, inv = np.unique(rows, axis=0, return_inverse=True)
+    out = np.array(keys, dtype=np.int64)
+    out[v] = int(out.max()) + 1 + inv.reshape(-1)
+    return out
+
+
+def parted_pairs(triangles: np.ndarray, keys: np.ndarray, frame_keys: np.ndarray
+                 ) -> np.ndarray:
+    """Triangle pairs adjacent by the build's weld ids but not by the frame's: those that
+    meet only at a weld that has parted this frame. The self queries never generate
+    pairs adjacent by `keys`, so these are tested on their own (`core.scan`).
+
+    Args:
+        triangles: (T, 3) int32 the frame's triangles.
+        keys, frame_keys: (V,) int64 `vertex_weld_ids` and `frame_weld_ids`.
+    Returns:
+        (K, 2) int64 triangle pairs a < b, unique.
+    """
+    changed = frame_keys != keys
+    t, c = np.nonzero(changed[triangles])
+    if not t.size:
+        return np.zeros((0, 2), np.int64)
+    # (weld id, triangle) once each, grouped by weld id: every two triangles of a group
+    # met at that weld.
+    rows = np.unique(np.column_stack([keys[triangles[t, c]], t.astype(np.int64)]), axis=0)
+    k, tri = rows[:, 0], rows[:, 1]
+    start = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+    size = np.diff(np.r_[start, k.size])
+    n = np.repeat(size, size)                     # group size of each row
+    s = np.repeat(start, size)                    # group start of each row
+    a = np.repeat(np.arange(k.size), n)
+    b = np.repeat(s, n) + (np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n))
+    a, b = tri[a], tri[b]
+    keep = a < b
+    pairs = np.unique(np.column_stack([a[keep], b[keep]]), axis=0)
+    if not pairs.size:
+        return pairs.reshape(0, 2)
+    near = adjacent_pairs(frame_keys[triangles], pairs[:, 0], pairs[:, 1])
+    return pairs[~near]
+
+
 #: Tolerance of `snap_seams`, relative to the largest rest coordinate of the surface.
 SEAM_TOLERANCE = 1e-5
 
