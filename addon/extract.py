@@ -45,6 +45,19 @@ class ModifierReport:
     before: list[str]
     after: list[str]
     other_armatures: list[str]
+    #: The armature deforms the mesh through armature parenting (``parent_type`` 'ARMATURE',
+    #: "With Automatic Weights" and the like): Blender then puts a virtual Armature
+    #: modifier first in the stack (vertex groups; envelopes for vertices without a
+    #: deform weight), so every real modifier comes after it.
+    virtual: bool = False
+
+
+def armature_parent(ob):
+    """The armature that deforms `ob` through armature parenting, or None."""
+    p = ob.parent
+    if p is not None and ob.parent_type == "ARMATURE" and p.type == "ARMATURE":
+        return p
+    return None
 
 
 def _matrix_to_np(m) -> np.ndarray:
@@ -71,11 +84,17 @@ def modifier_report(ob) -> ModifierReport:
             others.append(mod.name)
         label = f"{mod.name} ({mod.type})"
         (before if arm_mod is None else after).append(label)
+    parent = armature_parent(ob)
+    if parent is not None and arm_mod is None:
+        return ModifierReport(None, parent, [], before, others, virtual=True)
+    if parent is not None:
+        others.append(f"armature parent '{parent.name}' (a second, virtual Armature modifier)")
     return ModifierReport(arm_mod, arm_mod.object if arm_mod else None, before, after, others)
 
 
 def skinned_meshes(scene) -> list:
-    """Mesh objects of `scene` that carry an enabled Armature modifier with an armature."""
+    """Mesh objects of `scene` that an armature deforms: an enabled Armature modifier with
+    an armature, or armature parenting (`armature_parent`)."""
     return [ob for ob in scene.objects
             if ob.type == "MESH" and modifier_report(ob).armature is not None]
 
@@ -335,24 +354,49 @@ def _check_mesh(ob) -> None:
         raise RigError(f"mesh '{ob.name}' has no vertices")
 
 
-def source_rig(ob) -> Rig:
-    """The `Rig` of `ob`'s own mesh data (what the Armature modifier receives; for a rigid
-    prop, its mesh moved by its world matrix), read without evaluating anything: the rig of
-    a plain Armature stack, and what the staleness check compares for any stack.
+def deformers(ob) -> list[str]:
+    """What may deform mesh `ob` besides an armature, in words, from its settings: its
+    viewport modifiers, its shape keys, a parent that deforms it (a lattice or a curve
+    with parent type Lattice/Armature: a virtual modifier). A deformation that none of
+    these names (a cache, a Geometry Nodes tree reading the time) shows in its evaluated
+    positions, which `addon.motion` compares between frames."""
+    out = [f"{m.name} ({m.type})" for m in ob.modifiers
+           if m.show_viewport and m.type != "ARMATURE"]
+    keys = ob.data.shape_keys
+    if keys is not None and len(keys.key_blocks) > 1:
+        out.append(f"{len(keys.key_blocks) - 1} shape keys")
+    p = ob.parent
+    if p is not None and ob.parent_type in {"ARMATURE", "LATTICE"} and p.type != "ARMATURE":
+        out.append(f"its {p.type.lower()} parent '{p.name}' (a virtual modifier)")
+    return out
+
+
+def source_rig(ob, moved: str = "") -> Rig:
+    """The `Rig` of `ob`'s own mesh data (what the Armature modifier receives; for a mesh
+    without an armature, its mesh moved by its world matrix), read without evaluating
+    anything: the rig of a plain Armature stack, and what the staleness check compares
+    for any stack.
+
+    `moved`: for a mesh without an armature, what moves it when its settings do not say
+    (`addon.motion` saw its evaluated positions change between frames).
 
     Raises `RigError` for a non-mesh, a mesh in Edit Mode or without vertices, and a mesh
-    that is neither skinned nor moved by anything (`what_moves`). Anything that keeps
-    `core.skinning` from reproducing Blender's result exactly goes into `Rig.unsupported`.
+    that is neither skinned nor moved by anything (`what_moves`, `deformers`). Anything
+    that keeps `core.skinning` from reproducing Blender's result exactly goes into
+    `Rig.unsupported` (such a rig is refitted bottom-up from Blender's positions).
     """
     if ob is None or ob.type != "MESH":
         raise RigError(f"{getattr(ob, 'name', ob)!s} is not a mesh object")
     report = modifier_report(ob)
-    moved = what_moves(ob) if report.armature is None else ""
+    if report.armature is None:
+        moved = what_moves(ob) or moved or ", ".join(deformers(ob))
+    else:
+        moved = ""
     if report.armature is None and not moved:
-        raise RigError(f"mesh '{ob.name}' has no Armature modifier and nothing moves it "
-                       "(no parent, constraint or animation): parent it to a bone "
-                       "(Ctrl+P > Bone) or an object to check it as a rigid prop, or "
-                       "skin it with an Armature modifier")
+        raise RigError(f"mesh '{ob.name}' has no armature and nothing moves it "
+                       "(no parent, constraint, animation, shape key or modifier): parent "
+                       "it to a bone (Ctrl+P > Bone) or an object to check it as a rigid "
+                       "prop, or skin it with an Armature modifier")
     _check_mesh(ob)
     if moved:
         return _rigid_rig(ob, moved)
@@ -364,6 +408,8 @@ def source_rig(ob) -> Rig:
     names, index, parents, rest_mats, deform = _bone_arrays(arm_ob)
     rest, tris, poly, poly_ptr, poly_verts = read_topology(ob.data)
     ptr, bone, value, ignored = read_weights(ob, index, deform)
+    if mod is None:
+        mod = _VirtualArmature(bool((np.diff(ptr) == 0).any()))
 
     unsupported: list[str] = []
     notes: list[str] = []
@@ -380,7 +426,8 @@ def source_rig(ob) -> Rig:
     if not mod.use_vertex_groups:
         unsupported.append("the Armature modifier does not use vertex groups")
     if mod.use_bone_envelopes:
-        unsupported.append("bone envelopes are enabled on the Armature modifier")
+        unsupported.append(mod.envelope_reason if report.virtual else
+                           "bone envelopes are enabled on the Armature modifier")
     if mod.vertex_group:
         unsupported.append(f"the Armature modifier is masked by vertex group '{mod.vertex_group}'")
     if mod.use_multi_modifier:
@@ -407,6 +454,27 @@ def source_rig(ob) -> Rig:
     )
 
 
+@dataclass
+class _VirtualArmature:
+    """The settings of the virtual Armature modifier armature parenting adds (Blender
+    gives it the armature's deform flags, which Python cannot read: vertex groups, and
+    bone envelopes for the vertices that carry no deform-bone weight). Whatever differs
+    in a file shows when the build compares the skinning with Blender's positions
+    (`addon.motion.verify`), which then falls back to the bottom-up refit."""
+
+    use_envelopes: bool
+    use_vertex_groups: bool = True
+    vertex_group: str = ""
+    use_multi_modifier: bool = False
+    use_deform_preserve_volume: bool = False
+    envelope_reason: str = ("vertices without a deform-bone weight, which armature "
+                            "parenting may move by the bones' envelopes")
+
+    @property
+    def use_bone_envelopes(self) -> bool:
+        return self.use_envelopes
+
+
 def _no_bones(V: int) -> dict:
     """The bone and weight arrays of a rig without bones (every vertex static)."""
     return dict(weight_ptr=np.zeros(V + 1, np.int64), weight_bone=np.zeros(0, np.int32),
@@ -420,16 +488,14 @@ def _rigid_rig(ob, moved: str) -> Rig:
     keys move vertices the world matrix does not: `unsupported` (refitted bottom-up)."""
     rest, tris, poly, poly_ptr, poly_verts = read_topology(ob.data)
     unsupported = []
-    mods = [f"{m.name} ({m.type})" for m in ob.modifiers if m.show_viewport]
-    if mods:
-        unsupported.append("modifiers on a rigid mesh: " + ", ".join(mods))
-    keys = ob.data.shape_keys
-    if keys is not None and len(keys.key_blocks) > 1:
-        unsupported.append(f"{len(keys.key_blocks) - 1} shape keys on a rigid mesh")
+    deform = deformers(ob)
+    if deform:
+        unsupported.append("deformed without an armature: " + ", ".join(deform))
+    note = (f"deformed by {', '.join(deform)}: refitted from Blender's positions" if deform
+            else f"rigid: moves with {moved}, one transform per frame")
     return Rig(name=ob.name, rest_positions=rest, triangles=tris, tri_polygon=poly,
                poly_ptr=poly_ptr, poly_verts=poly_verts, unsupported=unsupported,
-               notes=[f"rigid: moves with {moved}, one transform per frame"], rigid=moved,
-               **_no_bones(rest.shape[0]))
+               notes=[note], rigid=moved, **_no_bones(rest.shape[0]))
 
 
 def read_topology_arrays(me) -> tuple[np.ndarray, np.ndarray]:
@@ -458,16 +524,17 @@ def same_topology(me, rig: Rig) -> bool:
     return bool(np.array_equal(start, rig.poly_ptr[:-1]) and np.array_equal(verts, rig.poly_verts))
 
 
-def rig_from_object(ob, depsgraph=None) -> Rig:
+def rig_from_object(ob, depsgraph=None, moved: str = "") -> Rig:
     """The `Rig` a mesh object is collided with: its own data (`source_rig`), or, when its
     modifiers change the topology around the Armature modifier, the surface Blender draws
     (`surface_rig`). `depsgraph`: an evaluated depsgraph (default: the context's), needed
-    only for a stack with modifiers besides one Armature modifier.
+    only for a stack with modifiers besides one Armature modifier. `moved`: as for
+    `source_rig`.
 
     Raises `RigError` as `source_rig` does, and when the evaluated topology differs between
     the rest pose and the current pose (it would differ between frames).
     """
-    rig = source_rig(ob)
+    rig = source_rig(ob, moved)
     if plain_stack(ob):
         return rig
     if depsgraph is None:
@@ -662,7 +729,13 @@ def pose_from_object(ob, depsgraph, built_rest: tuple[np.ndarray, np.ndarray] | 
     else:
         rest_inverse = np.linalg.inv(rest)
     deform = pose_mats @ rest_inverse
-    return Pose(deform, _matrix_to_np(arm_eval.matrix_world), _matrix_to_np(ob_eval.matrix_world))
+    arm_world = _matrix_to_np(arm_eval.matrix_world)
+    correction = getattr(ob, "correction", None)
+    if correction is not None:
+        # A collection instance (`addon.drawn.Instance`): the same skinning, drawn at the
+        # instance's matrix, as if its armature stood there too.
+        arm_world = correction(depsgraph) @ arm_world
+    return Pose(deform, arm_world, _matrix_to_np(ob_eval.matrix_world))
 
 
 def rigid_pose(ob, depsgraph) -> Pose:

@@ -21,7 +21,7 @@ from ..core import contact_filters, contact_groups, contacts, welds
 from ..core import scan as core_scan
 from ..core.methods import registry
 from ..core.scan_report import FrameRecord, ScanReport, report_source  # noqa: F401
-from . import extract
+from . import drawn, extract, motion
 
 #: The older spelling of a scan's method (`registry.MODES`: mode name -> method id).
 MODES = tuple(registry.MODES)
@@ -60,12 +60,15 @@ class Scanner:
 
     def __init__(self, meshes: list, mode: str | None = None, self_collision: bool = False,
                  first_hit: bool = False, method: str | None = None,
-                 objects: list | None = None, ids: list | None = None):
+                 objects: list | None = None, ids: list | None = None,
+                 selection=None):
         """`method`: a registered method id (`core.methods.registry`; default
         `registry.DEFAULT`, which hands rigs it cannot bound to its fallbacks). `mode` is
         the older spelling (`registry.MODES`). `objects`:
         already built `CollisionObject`s of `meshes` (loaded from the .blend) instead of
-        building them here."""
+        building them here. `selection`: the `motion.Selection` that chose `meshes` (its
+        sampled frames verify each rig's motion model, `motion.checked_rig`); without it
+        the rigs are read as the meshes' settings say."""
         if mode is not None and mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
         if method is None:
@@ -94,12 +97,17 @@ class Scanner:
         #: prefix of them was tested (the pairs found are a subset, possibly under the cap).
         self.dense = False
         if objects is None:
-            rigs = [extract.rig_from_object(ob) for ob in meshes]
+            if selection is not None:
+                rigs = motion.rigs(meshes, selection.sampled, selection.moved)
+            else:
+                rigs = [extract.rig_from_object(ob) for ob in meshes]
             for rig in rigs:
                 if rig.n_triangles == 0:
                     raise extract.RigError(f"mesh '{rig.name}' has no faces to collide")
-            objects = core_scan.prepare_all(rigs, method, self_trees=self_collision)
+            objects = prepare_shared(meshes, rigs, method, self_collision)
         self.objects = objects
+        #: Collection instances take part: their matrices are read once per frame.
+        self.instances = any(drawn.is_instance(ob) for ob in meshes)
         #: per object, what identifies it in rest contacts (names headless; the panel
         #: passes stable ids that survive renames).
         self.ids: list = list(ids) if ids is not None else [o.name for o in objects]
@@ -153,6 +161,8 @@ class Scanner:
         positions, poses, tris = [], [], []
         degenerate: list[str] = []
         frame = depsgraph.scene.frame_current
+        if self.instances:
+            drawn.refresh(depsgraph)
         for ob, obj in zip(self.meshes, self.objects):
             if not extract.is_evaluated(ob, depsgraph):
                 raise extract.RigError(f"{extract.not_evaluated(ob)}: enable it, or leave "
@@ -370,6 +380,25 @@ class Scanner:
             if progress is not None:
                 progress(k, len(frames), rec)
         return self.report(records, len(frames))
+
+
+def prepare_shared(meshes: list, rigs: list, method: str, self_trees: bool) -> list:
+    """`core.scan.prepare_all` of `rigs`, once per source object: the meshes that draw one
+    source (collection instances, `addon.drawn`) share its build (`core.scan.renamed`)."""
+    first: dict[int, int] = {}
+    unique = []
+    for ob, rig in zip(meshes, rigs):
+        ptr = drawn.source_of(ob).as_pointer()
+        if ptr not in first:
+            first[ptr] = len(unique)
+            unique.append(rig)
+    built = core_scan.prepare_all(unique, method, self_trees=self_trees)
+    out, used = [], set()
+    for ob, rig in zip(meshes, rigs):
+        k = first[drawn.source_of(ob).as_pointer()]
+        out.append(built[k] if k not in used else core_scan.renamed(built[k], rig))
+        used.add(k)
+    return out
 
 
 def _built_rest(obj) -> tuple[np.ndarray, np.ndarray]:

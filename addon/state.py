@@ -45,6 +45,10 @@ class State:
         self.prefetched: dict = {}
         self.rest_contacts_version = 0  # bumped when any character's rest contacts change
         self.rest_contacts_index: dict = {}   # scene name -> (key, its ContactIndex)
+        # -- collection instances (addon/drawn.py) --
+        # (instancer pointer, persistent id) -> the instance's world matrix, as the last
+        # depsgraph read drew it (`drawn.refresh`: once per evaluated frame).
+        self.instance_matrices: dict = {}
         # -- the overlay (addon/overlay.py) --
         self.drawn: dict = {}       # scene name -> the arrays drawn for its last result
         self.build_count = 0        # how many times they were (re)built (tests read it)

@@ -125,6 +125,15 @@ def prepare(rig: Rig, method: str = registry.DEFAULT, **options) -> CollisionObj
                            time.perf_counter() - t0, asked=method)
 
 
+def renamed(obj: CollisionObject, rig: Rig) -> CollisionObject:
+    """`obj` for another object that draws the same mesh with the same rig (a collection
+    instance, `rig` its copy under the instance's name): the same built data and self
+    tree, made once, and its own name and per-frame state."""
+    return CollisionObject(rig.name, rig, obj.method, obj.data, obj.reason, obj.vertex_keys,
+                           0.0, obj.asked, self_tree=obj.self_tree, _other_data=obj._other_data,
+                           shared_vertices=obj.shared_vertices)
+
+
 def prepare_all(rigs: list[Rig], method: str = registry.DEFAULT, self_trees: bool = False,
                 workers: int | None = None, **options) -> list[CollisionObject]:
     """`prepare` for several rigs, on a thread pool of `workers` (default: the machine's
