@@ -22,11 +22,23 @@ class MeshReport:
     max_deviation_relative: float = float("nan")
 
 
-def describe(ob) -> MeshReport:
+def model_text(rig: Rig) -> str:
+    """The motion model a rig is collided with, and why, for people."""
+    if rig.unsupported:
+        return "bottom-up from Blender's evaluated positions: " + "; ".join(rig.unsupported)
+    if rig.is_rigid:
+        return f"rigid transform: the rest mesh moved by its world matrix ({rig.rigid})"
+    how = "dual-quaternion" if rig.preserve_volume else "linear blend"
+    return f"skinning ({how}): the evaluated mesh is the armature's skinning of the rest mesh"
+
+
+def describe(ob, rig: Rig | None = None) -> MeshReport:
     """Static facts about a character mesh: skinned, or a rigid prop (raises
     extract.RigError when it is neither). The counts are those of the surface checked
-    (`extract.rig_from_object`: the evaluated one when modifiers change the topology)."""
-    rig = extract.rig_from_object(ob)
+    (`extract.rig_from_object`: the evaluated one when modifiers change the topology).
+    `rig`: the rig as a scan reads it (`addon.motion.checked_rig`: its model verified on
+    sampled frames), default read here from the settings."""
+    rig = extract.rig_from_object(ob) if rig is None else rig
     rep = extract.modifier_report(ob)
     counts = rig.influence_counts()
     sums = rig.weight_sums()
@@ -67,6 +79,7 @@ def describe(ob) -> MeshReport:
     else:
         facts += [("modifiers", ", ".join(rep.before) or "none")]
     facts += [
+        ("model", model_text(rig)),
         ("unsupported", "; ".join(rig.unsupported) or "none"),
         ("refit", f"{chosen.id}: {chosen.label}"
                   + (f" (instead of {'; '.join(passed_over)})" if passed_over else "")),
@@ -105,6 +118,21 @@ def measure_deviation(scene, ob, report: MeshReport, frames: list[int]) -> None:
         worst_rel = max(worst_rel, dev / max(size, 1e-12))
     report.max_deviation = worst
     report.max_deviation_relative = worst_rel
+
+
+def settle(ob, report: MeshReport, tolerance: float) -> MeshReport:
+    """The report again, its rig refitted bottom-up, when `measure_deviation` found the
+    model off by more than `tolerance` of the mesh's size on a frame the build did not
+    sample: the facts never say "unsupported: none" beside a large deviation."""
+    rel = report.max_deviation_relative
+    if report.rig.unsupported or not rel > tolerance:
+        return report
+    report.rig.unsupported.append(
+        f"the model is off by {report.max_deviation:.3g} ({rel:.1%} of the mesh's size) on "
+        "the frames measured")
+    out = describe(ob, report.rig)
+    out.max_deviation, out.max_deviation_relative = report.max_deviation, rel
+    return out
 
 
 def frames_to_check(scene, arm_ob) -> tuple[list[int], str]:

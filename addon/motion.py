@@ -229,6 +229,13 @@ class Selection:
     notes: list[str]
     sampled: Sampled | None
 
+    def why(self, ob) -> str:
+        """What moves `ob` ("" when it is not among the meshes)."""
+        for m, why in zip(self.meshes, self.moved):
+            if m is ob or (not drawn.is_instance(m) and m == ob):
+                return why
+        return ""
+
 
 def left_out_reason(ob, depsgraph) -> str:
     """Why Blender does not draw mesh object `ob` (for the notes), "" when it does."""
@@ -267,14 +274,19 @@ def characters(scene, frames: list[int] | None = None, chosen=None,
         frames = list(range(scene.frame_start, scene.frame_end + 1))
     dg = bpy.context.evaluated_depsgraph_get()
     every = drawn.drawn_meshes(dg)
+    pool = chosen if chosen is not None else scene.objects
     if named is not None:
         candidates = list(named)
-    elif chosen is not None:
-        want = {ob.as_pointer() for ob in chosen}
-        candidates = [m for m in every if drawn.source_of(m).as_pointer() in want
-                      or (drawn.is_instance(m) and m.top.as_pointer() in want)]
     else:
-        candidates = every
+        # Real objects in the order of `pool` (the scene's, or the choice's), then the
+        # instances in the depsgraph's order.
+        order = {ob.as_pointer(): k for k, ob in enumerate(pool)}
+        real = sorted((m for m in every if not drawn.is_instance(m)
+                       and m.as_pointer() in order), key=lambda m: order[m.as_pointer()])
+        inst = [m for m in every if drawn.is_instance(m)
+                and (chosen is None or m.source.as_pointer() in order
+                     or m.top.as_pointer() in order)]
+        candidates = real + inst
     notes: list[str] = []
     shown = []
     for m in candidates:
@@ -294,11 +306,9 @@ def characters(scene, frames: list[int] | None = None, chosen=None,
         else:
             notes.append(f"'{m.name}' is skipped: nothing moves it in frames "
                          f"{min(frames)}-{max(frames)} (no armature, parent, constraint, "
-                         "animation, animated shape key, cache or modifier following another "
-                         "object, and its evaluated positions are the same at frames "
-                         f"{', '.join(map(str, sampled.frames))})")
+                         "animation, shape key, cache or deforming modifier; the same "
+                         f"evaluated positions at frames {', '.join(map(str, sampled.frames))})")
     drawn_ptrs = {m.as_pointer() for m in every if not drawn.is_instance(m)}
-    pool = chosen if chosen is not None else scene.objects
     if named is None:
         for ob in pool:
             if ob.type != "MESH" or ob.as_pointer() in drawn_ptrs:

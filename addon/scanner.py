@@ -98,7 +98,8 @@ class Scanner:
         self.dense = False
         if objects is None:
             if selection is not None:
-                rigs = motion.rigs(meshes, selection.sampled, selection.moved)
+                rigs = motion.rigs(meshes, selection.sampled,
+                                   [selection.why(ob) for ob in meshes])
             else:
                 rigs = [extract.rig_from_object(ob) for ob in meshes]
             for rig in rigs:

@@ -2,13 +2,15 @@
 their built data, and the last query's result (kept per scene, in memory)."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..core import scan as core_scan
 from ..core.query import multi
 from ..core.self_collision import query as _query
-from . import extract, scanner, storage
+from . import drawn, extract, motion, scanner, storage
 from . import rest_contacts as rest_contacts_store
 from .state import STATE
 
@@ -80,7 +82,9 @@ def live_result(scene) -> LiveResult | None:
 
 def chosen_meshes(scene, context=None) -> list:
     """Every mesh the scene settings choose (the selected objects, or the chosen
-    collection's), characters or not. Raises SessionError when there is none."""
+    collection's), characters or not, and the Empties among them that instance a
+    collection (their meshes are drawn as `addon.drawn.Instance`s). Raises SessionError
+    when there is none."""
     s = scene.skin_collide
     if s.source == "COLLECTION":
         if s.collection is None:
@@ -89,27 +93,43 @@ def chosen_meshes(scene, context=None) -> list:
     else:
         candidates = list(context.selected_objects) if context is not None else \
             [ob for ob in scene.objects if ob.select_get()]
-    meshes = [ob for ob in candidates if ob.type == "MESH"]
+    meshes = [ob for ob in candidates if ob.type == "MESH"
+              or (ob.instance_type == "COLLECTION" and ob.instance_collection is not None)]
     if not meshes:
         raise SessionError("no mesh selected: select the skinned characters to check")
     return meshes
 
 
-def participants_and_notes(scene, context=None) -> tuple[list, list[str]]:
+def selection(scene, context=None) -> motion.Selection:
     """The characters that take part, per the scene settings (the selected objects, or the
-    chosen collection's): skinned meshes and rigid props (`extract.character_meshes`), and
-    one note per mesh skipped because nothing moves it. Raises SessionError when no mesh
-    is chosen, or when every chosen mesh is skipped (the notes say why)."""
-    meshes, notes = extract.character_meshes(chosen_meshes(scene, context))
-    if not meshes:
-        raise SessionError("no character to check: " + "; ".join(notes)
+    chosen collection's, and the meshes their collection instances draw): what Blender's
+    evaluation moves in the scene's frame range (`addon.motion.characters`), with one note
+    per mesh left out. Raises SessionError when no mesh is chosen, or when every chosen
+    mesh is left out (the notes say why)."""
+    sel = motion.characters(scene, chosen=chosen_meshes(scene, context))
+    if not sel.meshes:
+        raise SessionError("no character to check: " + "; ".join(sel.notes)
                            + ": parent a prop to a bone or an object, or skin it")
-    return meshes, notes
+    return sel
+
+
+def participants_and_notes(scene, context=None) -> tuple[list, list[str]]:
+    """`selection`'s meshes and notes."""
+    sel = selection(scene, context)
+    return sel.meshes, sel.notes
 
 
 def participants(scene, context=None) -> list:
     """The characters that take part (`participants_and_notes`, without the notes)."""
     return participants_and_notes(scene, context)[0]
+
+
+def participant_id(ob) -> str:
+    """What identifies a participant in rest contacts: its built data's stable id
+    (`storage.uid`), and for a collection instance that of its source and its own name."""
+    if drawn.is_instance(ob):
+        return f"{storage.uid(ob.source)}/{ob.name}"
+    return storage.uid(ob)
 
 
 # Per-vertex staleness (weights, rest positions) without re-reading the weights on every
@@ -198,10 +218,20 @@ def built_meshes(scene) -> list:
 
 def shown_meshes(scene, view_layer=None) -> list:
     """The built meshes the viewport draws (`view_layer`'s, default the context's): what
-    the live overlay and Refresh check. A hidden character takes no part: hidden with the
-    eye it is not drawn; disabled in viewports it is not even evaluated (Blender hands out
-    its rest mesh), so its collisions would be with a body nobody sees."""
-    return [ob for ob in built_meshes(scene) if ob.visible_get(view_layer=view_layer)]
+    the live overlay and Refresh check, and the collection instances that draw them
+    (`addon.drawn`). A hidden character takes no part: hidden with the eye it is not
+    drawn; disabled in viewports it is not even evaluated (Blender hands out its rest
+    mesh), so its collisions would be with a body nobody sees."""
+    built_ = built_meshes(scene)
+    out = [ob for ob in built_ if ob.visible_get(view_layer=view_layer)]
+    if any(ob.instance_type == "COLLECTION" and ob.instance_collection is not None
+           for ob in scene.objects):
+        import bpy
+
+        ptrs = {ob.as_pointer() for ob in built_}
+        out += [m for m in drawn.drawn_meshes(bpy.context.evaluated_depsgraph_get())
+                if drawn.is_instance(m) and m.source.as_pointer() in ptrs]
+    return out
 
 
 def shown_built(scene, view_layer=None, full_check: bool = False, verb: str = "check") -> list:
@@ -220,10 +250,24 @@ def load_objects(meshes: list) -> list:
     out = []
     for ob in meshes:
         try:
-            out.append(storage.load(ob))
+            out.append(_load_instance(ob) if drawn.is_instance(ob) else storage.load(ob))
         except ValueError as exc:
             raise SessionError(f"'{ob.name_full}': {exc}") from None
     return out
+
+
+def _load_instance(inst):
+    """The stored data of an instance's source, under the instance's name: made once per
+    instance and kept while the source's data is (its per-frame state is its own)."""
+    base = storage.load(inst.source)
+    if base is None:
+        return None
+    key = (inst.name, id(base))
+    obj = STATE.instance_objects.get(key)
+    if obj is None:
+        obj = STATE.instance_objects[key] = core_scan.renamed(
+            base, dataclasses.replace(base.rig, name=inst.name))
+    return obj
 
 
 
@@ -257,7 +301,7 @@ def pipeline(scene, meshes: list, objects: list, first_hit: bool = False) -> sca
     s = scene.skin_collide
     sc = scanner.Scanner(meshes, method=s.method, self_collision=s.self_collision,
                          first_hit=first_hit, objects=objects,
-                         ids=[storage.uid(ob) for ob in meshes])
+                         ids=[participant_id(ob) for ob in meshes])
     if s.ignore_rest_contacts:
         sc.ignore = rest_contacts_store.index(scene, meshes)
     import bpy

@@ -49,6 +49,9 @@ class State:
         # (instancer pointer, persistent id) -> the instance's world matrix, as the last
         # depsgraph read drew it (`drawn.refresh`: once per evaluated frame).
         self.instance_matrices: dict = {}
+        # (instance name, id of its source's loaded data) -> the instance's
+        # `CollisionObject` (`session.load_objects`).
+        self.instance_objects: dict = {}
         # -- the overlay (addon/overlay.py) --
         self.drawn: dict = {}       # scene name -> the arrays drawn for its last result
         self.build_count = 0        # how many times they were (re)built (tests read it)

@@ -217,10 +217,15 @@ def seam_pairs(ids_a: np.ndarray, tri_a: np.ndarray, ta: np.ndarray,
 
 def frame_keys(obj: CollisionObject, positions: np.ndarray) -> np.ndarray | None:
     """`obj`'s weld ids at this frame (`welds.frame_weld_ids`): None while every weld
-    holds, else (V,) int64 ids with the parted welds split. `positions`: (V, 3) float64."""
+    holds, else (V,) int64 ids with the parted welds split. `positions`: (V, 3) float64.
+    An evaluated surface's seams hold within `welds.SEAM_TOLERANCE` of its size, as at
+    build (`welds.snap_seams`)."""
     if obj.shared_vertices is None:
         obj.shared_vertices = welds.shared_vertices(obj.vertex_keys)
-    return welds.frame_weld_ids(obj.vertex_keys, positions, *obj.shared_vertices)
+    tol = 0.0
+    if obj.rig.surface and obj.shared_vertices[0].size:
+        tol = welds.SEAM_TOLERANCE * float(np.ptp(positions, axis=0).max())
+    return welds.frame_weld_ids(obj.vertex_keys, positions, *obj.shared_vertices, tol=tol)
 
 
 def parted_self_pairs(obj: CollisionObject, positions: np.ndarray, tris: np.ndarray

@@ -125,7 +125,7 @@ def shared_vertices(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def frame_weld_ids(keys: np.ndarray, positions: np.ndarray, members: np.ndarray,
-                   firsts: np.ndarray) -> np.ndarray | None:
+                   firsts: np.ndarray, tol: float = 0.0) -> np.ndarray | None:
     """The weld ids of one frame: welded vertices are one vertex only while they are drawn
     at the same position. Under skinning (LBS or dual quaternions) and rigid motion they
     never part (same rest position, same weights, same arithmetic); a deformation that
@@ -136,13 +136,18 @@ def frame_weld_ids(keys: np.ndarray, positions: np.ndarray, members: np.ndarray,
         keys: (V,) int64 the ids decided at build (`vertex_weld_ids`).
         positions: (V, 3) float64 the frame's positions (bit-equal where Blender's are).
         members, firsts: `shared_vertices(keys)`.
+        tol: a weld holds while its vertices are within this distance per axis: 0 for a
+            rig on the mesh's own data (welded vertices are bit-equal at rest and stay so
+            under skinning); for an evaluated surface, whose seams come out of the
+            modifiers a few ulps apart on every frame (`snap_seams`), the seam tolerance
+            times the frame's size.
     Returns:
         None when every weld holds (then `keys` are the frame's ids), else (V,) int64 ids
         where the vertices of each parted weld are split by their exact position.
     """
     if not members.size:
         return None
-    apart = np.any(positions[members] != positions[firsts], axis=1)
+    apart = np.any(np.abs(positions[members] - positions[firsts]) > tol, axis=1)
     if not apart.any():
         return None
     opened = np.isin(keys[members], np.unique(keys[members[apart]]))

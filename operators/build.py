@@ -5,7 +5,7 @@ import os
 
 import bpy
 
-from ..addon import extract, session, storage
+from ..addon import drawn, extract, motion, session, storage
 from ..core import scan as core_scan
 from .stepping import TimerSteps, guard_operators, object_mode_poll
 
@@ -67,8 +67,17 @@ class SKINCOLLIDE_OT_build(TimerSteps, bpy.types.Operator):
         return object_mode_poll(cls, context)
 
     def _prepare(self, context):
-        meshes, self._notes = session.participants_and_notes(context.scene, context)
-        rigs = [extract.rig_from_object(ob) for ob in meshes]
+        sel = session.selection(context.scene, context)
+        self._notes = sel.notes
+        # One build per source object: the collection instances that draw it share it.
+        meshes, moved, seen = [], [], set()
+        for ob, why in zip(sel.meshes, sel.moved):
+            src = drawn.source_of(ob)
+            if src.as_pointer() not in seen:
+                seen.add(src.as_pointer())
+                meshes.append(src)
+                moved.append(why)
+        rigs = motion.rigs(meshes, sel.sampled, moved)
         for rig in rigs:
             if rig.n_triangles == 0:
                 raise extract.RigError(f"mesh '{rig.name}' has no faces to collide")

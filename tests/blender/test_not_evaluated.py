@@ -41,9 +41,12 @@ def test_a_mesh_blender_does_not_pose_is_skipped_with_a_note(demo, how):
     assert meshes == [a]
     assert notes == [f"'{b.name}' is disabled in viewports, or its collection is hidden or "
                      "excluded, so Blender does not pose it: skipped (enable it to check it)"]
-    chosen, cli_notes = cli._select_meshes(bpy.context.scene, None)
-    assert chosen == [a] and cli_notes == notes
-    with pytest.raises(cli.UsageError, match="does not pose it"):
+    sel = cli._select_meshes(bpy.context.scene, None)
+    why = ("it is disabled in viewports" if how == "disabled"
+           else "its collection is excluded or disabled in this view layer")
+    assert sel.meshes == [a]
+    assert sel.notes == [f"'{b.name_full}' is not checked: {why} (Blender does not draw it)"]
+    with pytest.raises(cli.UsageError, match=f"is not checked: {why}"):
         cli._select_meshes(bpy.context.scene, [b.name])
 
 

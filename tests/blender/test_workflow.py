@@ -210,7 +210,7 @@ def test_bad_input_reports_and_changes_nothing(demo, case):
         plain = bpy.data.objects.new("plain", me)
         scene.collection.objects.link(plain)
         plain.select_set(True)
-        op, msg = bpy.ops.skin_collide.build, "no Armature modifier"
+        op, msg = bpy.ops.skin_collide.build, "'plain' is skipped: nothing moves it"
     elif case == "empty range":
         bpy.ops.skin_collide.build()
 
