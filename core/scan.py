@@ -417,6 +417,21 @@ def frame_method(obj: CollisionObject, pose: Pose | None, mode: str) -> str:
     return m.frame_method(obj.data_for(m), pose)
 
 
+# `welds.shared_vertices` of the last few concatenated seam ids (by the seam list's identity,
+# which `seam_ids` caches per object set): a sort of every vertex, once per set.
+_SEAM_VERTICES: list = []
+
+
+def _seam_vertices(seams: list, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    for key, g, shared in _SEAM_VERTICES:
+        if key is seams and g.shape == G.shape:
+            return shared
+    shared = welds.shared_vertices(G)
+    _SEAM_VERTICES.insert(0, (seams, G, shared))
+    del _SEAM_VERTICES[_SEAM_CACHE_SIZE:]
+    return shared
+
+
 def _seams_hold(objects, poses, seams, i: int, j: int) -> bool:
     return (seams[i] is not None and seams[j] is not None
             and seams_apply(objects[i], objects[j], poses[i], poses[j]))
@@ -469,6 +484,10 @@ def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candid
         G = np.concatenate([np.asarray(s, dtype=np.int64) if s is not None
                             else -(np.arange(p.shape[0], dtype=np.int64) + o + 1)
                             for s, p, o in zip(seams, positions, v_off[:-1])])
+        # A seam holds only while its vertices are drawn at one position this frame
+        # (`welds.frame_weld_ids`: a Corrective Smooth on the parts can part it).
+        parted = welds.frame_weld_ids(G, P, *_seam_vertices(seams, G))
+        G = G if parted is None else parted
 
     def test(ga, gb):
         apart = np.ones(ga.size, dtype=bool)
