@@ -12,6 +12,7 @@ per-frame query is measured (docs/benchmarks.md).
 Usage (from the repository root):
     bash dev python bench/bench_ab_self.py --rev HEAD~1 --asset makehuman_default.blend --level 0
     bash dev python bench/bench_ab_self.py --rev 0f47e90 --asset cesium_man.glb --level 1
+    bash dev python bench/bench_ab_self.py --rev f935662 --frame   # the whole frame query
 Not a test: nothing here asserts on time.
 """
 from __future__ import annotations
@@ -60,6 +61,9 @@ def run(args, where: str) -> None:
     obj = sc.objects[0]
     rig = obj.rig
     trees = [m.build(rig.rest_positions, rig.triangles, obj.vertex_keys) for m, _ in versions]
+    # --frame: each version's whole frame query (`core.scan.query_frame`, self-collision
+    # on), on an object that version prepared itself.
+    objs = [scan.prepare(rig) for _, scan in versions] if args.frame else None
     scene = bpy.context.scene
     arm = extract.modifier_report(ob).armature
     act = arm.animation_data.action if arm.animation_data else None
@@ -71,15 +75,21 @@ def run(args, where: str) -> None:
         for k, f in enumerate(frames):
             scene.frame_set(f)
             dg = bpy.context.evaluated_depsgraph_get()
-            pos, _ = sc.evaluate(dg)
+            pos, poses = sc.evaluate(dg)
             answers = [None, None]
             for i in ((0, 1) if k % 2 else (1, 0)):
                 tree = BVHTree.FromObject(ob, dg)
                 tree.overlap(tree)
                 module, scan = versions[i]
                 t0 = time.perf_counter()
-                tris = scan.frame_triangles(obj, pos[0])
-                answers[i] = module.self_pairs(trees[i], pos[0], tris, trees[i].weld_ids)
+                if objs is not None:
+                    res = scan.query_frame([objs[i]], pos, poses, self_collision=True,
+                                           triangles=sc.triangles)
+                    answers[i] = np.concatenate([q for _, _, q in res.pairs]) \
+                        if res.pairs else np.zeros((0, 2), np.int64)
+                else:
+                    tris = scan.frame_triangles(obj, pos[0])
+                    answers[i] = module.self_pairs(trees[i], pos[0], tris, trees[i].weld_ids)
                 ms[i].append((time.perf_counter() - t0) * 1000)
             if not np.array_equal(answers[0], answers[1]):
                 sys.exit(f"frame {f}: the two versions' pairs differ")
@@ -96,6 +106,8 @@ def main() -> None:
     p.add_argument("--level", type=int, default=0, help="Simple subdivisions of the mesh")
     p.add_argument("--stride", type=int, default=1, help="every n-th frame of the action")
     p.add_argument("--reps", type=int, default=2, help="passes over the frames")
+    p.add_argument("--frame", action="store_true",
+                   help="time the whole frame query (core.scan.query_frame), not the self tree")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         where = os.path.join(tmp, "a")

@@ -218,14 +218,12 @@ def seam_pairs(ids_a: np.ndarray, tri_a: np.ndarray, ta: np.ndarray,
 def frame_keys(obj: CollisionObject, positions: np.ndarray) -> np.ndarray | None:
     """`obj`'s weld ids at this frame (`welds.frame_weld_ids`): None while every weld
     holds, else (V,) int64 ids with the parted welds split. `positions`: (V, 3) float64.
-    An evaluated surface's seams hold within `welds.SEAM_TOLERANCE` of its size, as at
-    build (`welds.snap_seams`)."""
+    A weld holds within `welds.SEAM_TOLERANCE` of the welded vertices' extent (float32
+    rounding; a Corrective Smooth opens Cesium Man's seams by up to 44 mm)."""
     if obj.shared_vertices is None:
         obj.shared_vertices = welds.shared_vertices(obj.vertex_keys)
-    tol = 0.0
-    if obj.rig.surface and obj.shared_vertices[0].size:
-        tol = welds.SEAM_TOLERANCE * float(np.ptp(positions, axis=0).max())
-    return welds.frame_weld_ids(obj.vertex_keys, positions, *obj.shared_vertices, tol=tol)
+    return welds.frame_weld_ids(obj.vertex_keys, positions, *obj.shared_vertices,
+                                rel_tol=welds.SEAM_TOLERANCE)
 
 
 def parted_self_pairs(obj: CollisionObject, positions: np.ndarray, tris: np.ndarray
@@ -486,7 +484,8 @@ def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candid
                             for s, p, o in zip(seams, positions, v_off[:-1])])
         # A seam holds only while its vertices are drawn at one position this frame
         # (`welds.frame_weld_ids`: a Corrective Smooth on the parts can part it).
-        parted = welds.frame_weld_ids(G, P, *_seam_vertices(seams, G))
+        parted = welds.frame_weld_ids(G, P, *_seam_vertices(seams, G),
+                                      rel_tol=welds.SEAM_TOLERANCE)
         G = G if parted is None else parted
 
     def test(ga, gb):
