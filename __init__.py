@@ -47,6 +47,9 @@ def _unregister_at_exit() -> None:
 
 
 def unregister() -> None:
+    """Undo `register`; safe to call again (a no-op then). With the pip bpy it runs twice
+    for an add-on a script enabled with `addon_utils.enable`: at exit
+    (`_unregister_at_exit`), then when Blender disables its add-ons."""
     import atexit
 
     import bpy

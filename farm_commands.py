@@ -27,10 +27,13 @@ def chunk_report(out: str, start: int, end: int) -> str:
 
 
 def scan_flags(objects=(), self_collision=False, method: str | None = None, first_hit=False,
-               ignore_rest_contacts=False, allow=None) -> list[str]:
+               ignore_rest_contacts=False, allow=None, scene: str | None = None) -> list[str]:
     """The scan flags that decide the report's content, in one order for every farm (the
-    same flags for every chunk, as `merge` requires); `method` None: the default one."""
+    same flags for every chunk, as `merge` requires); `method` None: the default one;
+    `scene` None (or empty): the scene the file was saved on."""
     out = []
+    if scene:
+        out += ["--scene", scene]
     for name in objects or ():
         out += ["--object", name]
     if self_collision:

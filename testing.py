@@ -33,7 +33,7 @@ def collisions(path_or_objects, frames=None, self_collision: bool = True,
                ignore_rest_contacts: bool = True, objects: Sequence[str] | None = None,
                mode: str = "on-demand", allow: str | None = None,
                crossing_only: bool = False, min_length: float = 0.0,
-               ignore_bones=None, ignore_groups=None) -> list[Episode]:
+               ignore_bones=None, ignore_groups=None, scene: str | None = None) -> list[Episode]:
     """Scan and return the collision episodes (an empty list when nothing collides).
 
     Args:
@@ -42,8 +42,9 @@ def collisions(path_or_objects, frames=None, self_collision: bool = True,
         frames: ``(start, end)`` inclusive, or a list of frames; default the scene's range.
         self_collision: also check each mesh against itself.
         ignore_rest_contacts: drop the contacts present in the rest pose.
-        objects: names of the meshes to check (default: every character: skinned meshes
-            and rigid props, `addon.extract.character_meshes`).
+        objects: names of the meshes to check (default: every mesh the scene draws that
+            Blender's evaluation moves in the frames, `addon.motion.characters`; a mesh a
+            collection instance draws as ``"<instancer>/<mesh>"``).
         mode: the older spelling of the method (`core.methods.registry.MODES`:
             "on-demand", "bottom-up" or "rebuild", Blender's BVHTree).
         allow: path of a reviewed allow-list (scan JSON, exported JSON/CSV).
@@ -52,27 +53,58 @@ def collisions(path_or_objects, frames=None, self_collision: bool = True,
         ignore_bones: bone pairs whose contacts are fine, e.g. ``[("hand.L", "hand.R")]``.
         ignore_groups: ignore zones, ``{"Body": ["pinned"]}``: pairs with a polygon of
             that mesh inside one of its vertex groups are never reported.
+        scene: the name of the scene to check (`scan --scene`), made the window's scene
+            for the check, with its first view layer, and put back after; default the
+            current scene (after loading a file: the one it was saved on).
     Raises ValueError on bad input (the message says why).
     """
     return _scan(path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode,
-                 allow, crossing_only, min_length, ignore_bones, ignore_groups).episodes()
+                 allow, crossing_only, min_length, ignore_bones, ignore_groups,
+                 scene).episodes()
 
 
 def _scan(path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode, allow,
-          crossing_only=False, min_length=0.0, ignore_bones=None, ignore_groups=None):
-    import bpy
-
-    from .addon import extract, files, report, scanner, zones
-    from .core import contact_filters
+          crossing_only=False, min_length=0.0, ignore_bones=None, ignore_groups=None,
+          scene=None):
+    from .addon import files, report, scenes
 
     if isinstance(path_or_objects, (str, os.PathLike)):
         try:
             report.load_quietly(os.fspath(path_or_objects))
         except files.FileError as exc:
             raise ValueError(str(exc)) from None
-        meshes = extract.character_meshes(bpy.context.scene.objects)[0]
+    try:
+        chosen, layer = scenes.choose(scene)
+    except scenes.SceneError as exc:
+        raise ValueError(str(exc)) from None
+    with scenes.use(chosen, layer):
+        rep = _scan_scene(path_or_objects, frames, self_collision, ignore_rest_contacts,
+                          objects, mode, allow, crossing_only, min_length, ignore_bones,
+                          ignore_groups)
+    return rep
+
+
+def _scan_scene(path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode,
+                allow, crossing_only, min_length, ignore_bones, ignore_groups):
+    """`_scan` in the context's scene (`addon.scenes.use`)."""
+    import bpy
+
+    from .addon import motion, scanner, scenes, zones
+    from .core import contact_filters
+
+    scene = bpy.context.scene
+    frame_list = _frames(scene, frames)
+    if not frame_list:
+        raise ValueError(f"empty frame range {frames}")
+    if isinstance(path_or_objects, (str, os.PathLike)):
+        sel = motion.characters(scene, frame_list)
+        meshes = sel.meshes
+        if not meshes and objects is None:
+            raise ValueError(scenes.no_character_message(scene, bpy.context.view_layer,
+                                                         how="pass scene=NAME"))
     else:
         meshes = list(path_or_objects)
+        sel = motion.characters(scene, frame_list, named=meshes)
     if objects is not None:
         by_name = {ob.name_full: ob for ob in meshes}     # linked ones: "Name [lib.blend]"
         missing = [n for n in objects if n not in by_name]
@@ -81,15 +113,11 @@ def _scan(path_or_objects, frames, self_collision, ignore_rest_contacts, objects
         meshes = [by_name[n] for n in objects]
     if not meshes:
         raise ValueError("no character to check (no skinned mesh, no rigid prop)")
-    scene = bpy.context.scene
-    frame_list = _frames(scene, frames)
-    if not frame_list:
-        raise ValueError(f"empty frame range {frames}")
     flt = contact_filters.ContactFilter(
         crossing_only=bool(crossing_only), min_length=min_length,
         ignore_bones={tuple(p) for p in ignore_bones or ()},
         ignore_groups={k: set(v) for k, v in (ignore_groups or {}).items()})
-    sc = scanner.Scanner(meshes, mode=mode, self_collision=self_collision)
+    sc = scanner.Scanner(meshes, mode=mode, self_collision=self_collision, selection=sel)
     if allow:
         sc.allow_polygons = contacts.load_allow_list(allow)
     sc.contact_filter = flt
@@ -108,14 +136,15 @@ def assert_no_collisions(path_or_objects, frames=None, self_collision: bool = Tr
                          ignore_rest_contacts: bool = True, objects: Sequence[str] | None = None,
                          mode: str = "on-demand", allow: str | None = None,
                          crossing_only: bool = False, min_length: float = 0.0,
-                         ignore_bones=None, ignore_groups=None) -> None:
+                         ignore_bones=None, ignore_groups=None,
+                         scene: str | None = None) -> None:
     """`collisions(...)`, raising AssertionError that says which frames, which objects and
     how many pairs when there is any collision episode, then the contact episodes by bone
     pair with their lengths (the longest crossings first, at most 10)."""
     from .core import contact_groups
 
     rep = _scan(path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode,
-                allow, crossing_only, min_length, ignore_bones, ignore_groups)
+                allow, crossing_only, min_length, ignore_bones, ignore_groups, scene)
     eps = rep.episodes()
     if eps:
         lines = [f"{len(eps)} collision episode(s):"] + [f"  {e.describe()}" for e in eps]

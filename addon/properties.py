@@ -148,5 +148,9 @@ def register() -> None:
 
 
 def unregister() -> None:
-    del bpy.types.Object.skin_collide
-    del bpy.types.Scene.skin_collide
+    """Remove the properties; those already removed are skipped. With the pip bpy,
+    unregistering runs twice for an add-on a script enabled: at exit
+    (`skin_collide._unregister_at_exit`), then in Blender's own disable."""
+    for owner in (bpy.types.Object, bpy.types.Scene):
+        if hasattr(owner, "skin_collide"):
+            del owner.skin_collide

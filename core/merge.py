@@ -4,8 +4,8 @@ A render farm (Flamenco, Deadline, OpenCue) or `scan --jobs N` runs one
 ``scan FILE --frames A:B --json part.json`` per chunk; `merge_reports` combines the parts:
 frames in frame order, the `refit` map united per object (and the `fallback` reasons kept),
 episodes recomputed over the merged frames (`core.contacts.episodes`), so that an episode
-crossing a chunk boundary is one episode. Reports of different files, objects or settings
-(the report's ``source``) are refused.
+crossing a chunk boundary is one episode. Reports of different scenes (the report's ``scene``
+and ``view_layer``), files, objects or settings (its ``source``) are refused.
 
 The file is identified by a digest of its content (``source["sha256"]``, `file_digest`), not
 by its name: `sh010/pair.blend` and `sh020/pair.blend` are different files, and one file
@@ -93,6 +93,12 @@ def _where(source: dict) -> str:
     return source.get("path") or source.get("file") or "an unsaved scene"
 
 
+def _scene_of(doc: dict) -> str:
+    if "scene" not in doc:
+        return "an unnamed scene (a report written before reports named their scene)"
+    return f"scene '{doc['scene']}' (view layer '{doc.get('view_layer')}')"
+
+
 def _settings(source: dict) -> dict:
     return {k: v for k, v in source.items() if k not in _IDENTITY}
 
@@ -122,9 +128,10 @@ def _refit_union(values: Sequence[str]) -> str:
 def merge_reports(docs: Sequence[dict], names: Sequence[str] | None = None) -> dict:
     """One report from chunk reports (`ScanReport.to_json` documents).
 
-    Raises MergeError when the reports come from different files, objects or settings
-    (``source``, ``objects``), lack a ``source`` (written before reports had one), list
-    pairs up to a limit, or scan the same frame twice.
+    Raises MergeError when the reports come from different scenes or view layers
+    (``scene``, ``view_layer``), files, objects or settings (``source``, ``objects``), lack
+    a ``source`` (written before reports had one), list pairs up to a limit, or scan the
+    same frame twice.
     """
     if not docs:
         raise MergeError("no report to merge")
@@ -134,6 +141,10 @@ def merge_reports(docs: Sequence[dict], names: Sequence[str] | None = None) -> d
         if "source" not in d:
             raise MergeError(f"{name} has no \"source\" (written by an older skin_collide): "
                              "rescan it")
+        if (d.get("scene"), d.get("view_layer")) != (first.get("scene"), first.get("view_layer")):
+            what = "view layers" if d.get("scene") == first.get("scene") else "scenes"
+            raise MergeError(f"{name} is a scan of {_scene_of(d)} but {names[0]} of "
+                             f"{_scene_of(first)}: reports of different {what}")
         if d["objects"] != first["objects"]:
             raise MergeError(f"{name} is a scan of other objects ({', '.join(d['objects'])}) "
                              f"than {names[0]} ({', '.join(first['objects'])})")
@@ -176,6 +187,8 @@ def merge_reports(docs: Sequence[dict], names: Sequence[str] | None = None) -> d
     interrupted = any(d.get("interrupted") for d in docs)
     # The key order of `ScanReport.to_json`.
     return {
+        **({"scene": first["scene"], "view_layer": first.get("view_layer")}
+           if "scene" in first else {}),
         "objects": list(first["objects"]),
         "refit": refit,
         **({"uncovered": first["uncovered"]} if "uncovered" in first else {}),

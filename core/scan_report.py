@@ -61,6 +61,10 @@ class ScanReport:
     #: surface: 15,900 vertices after Subdivision Surface", "own mesh: 3,273 vertices"),
     #: when some object is checked on an evaluated surface. Empty: not written.
     surface: dict = field(default_factory=dict)
+    #: the scene scanned (its full name) and the view layer it was evaluated in
+    #: (`addon.scenes`); `core.merge` refuses reports of different ones. None: not written.
+    scene: str | None = None
+    view_layer: str | None = None
 
     def episodes(self) -> list[contacts.Episode]:
         return contacts.episodes([(f.frame, f.pairs) for f in self.frames if not f.not_checked])
@@ -92,6 +96,8 @@ class ScanReport:
                         c["n_pairs"] = len(c.pop("pairs"))
             frames.append(entry)
         doc = {
+            **({"scene": self.scene, "view_layer": self.view_layer}
+               if self.scene is not None else {}),
             "objects": self.objects,
             "refit": self.refit,
             **({"uncovered": self.uncovered} if self.uncovered else {}),

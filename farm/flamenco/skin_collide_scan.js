@@ -28,6 +28,8 @@ const JOB_TYPE = {
         { key: "frames", type: "string", required: true,
           eval: "f'{C.scene.frame_start}-{C.scene.frame_end}'",
           description: "Frames to scan, one contiguous range: '1-48' (or '1..48'; '-5--1' for negative frames)" },
+        { key: "scene", type: "string", default: "", eval: "C.scene.name_full", visible: "submission",
+          description: "The scene to scan (scan --scene NAME; the add-on fills in the current one); empty for the scene the file was saved on" },
         { key: "chunk_size", type: "int32", default: 10, propargs: {min: 1}, visible: "submission",
           description: "Frames per scan task (each task loads the file once)" },
         { key: "output_dir", type: "string", subtype: "dir_path", required: true, visible: "submission",
@@ -102,6 +104,7 @@ function chunkReport(outputDir, a, b) {
 // The scan flags, in farm_commands.scan_flags's order.
 function scanFlags(settings) {
     const flags = [];
+    if (settings.scene) flags.push("--scene", settings.scene);
     if (settings.self) flags.push("--self");
     flags.push("--method", settings.method || "sphere-tree");
     if (settings.first_hit) flags.push("--first-hit");

@@ -25,14 +25,15 @@ def test_gltf_info_lines_stay_off_stdout(assets_dir, tmp_path):
     glb = assets_dir / "fox.glb"
     doc = run("doctor", glb)
     scan = run("scan", glb, "--self", "--frames", "1:2", "--json", tmp_path / "r.json")
-    for res, first in ((doc, "file: "), (scan, "object fox: ")):
+    for res, first in ((doc, "file: "), (scan, "scene: Scene (view layer ViewLayer)")):
         assert res.returncode in (0, 1), res.stderr[-2000:]
         assert "INFO:" in res.stderr          # the importer did talk: on stderr
         lines = res.stdout.splitlines()
         assert lines and lines[0].startswith(first), res.stdout[:500]
         assert not [ln for ln in lines if "INFO" in ln or LOG.match(ln)], res.stdout
+    assert scan.stdout.splitlines()[1].startswith("object fox: "), scan.stdout[:500]
     # doctor: only its report (keys, two-space indented facts, the deviation lines)
-    assert all(re.match(r"^(file|mesh|max_deviation\w*): |^  \w+: ", ln)
+    assert all(re.match(r"^(file|scene|mesh|max_deviation\w*): |^  \w+: ", ln)
                for ln in doc.stdout.splitlines()), doc.stdout
     # scan: the object line, one progress line per frame, the summary lines
     progress = [ln for ln in scan.stdout.splitlines() if ln.startswith("[")]

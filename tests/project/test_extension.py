@@ -140,3 +140,42 @@ def test_a_script_that_registers_the_addon_exits_cleanly():
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=300)
     assert res.returncode == 0 and "registered" in res.stdout, res.stderr[-2000:]
+
+
+ENABLE_AND_EXIT = """
+import sys
+import bpy
+import addon_utils
+
+module = sys.argv[1]
+if module.startswith("bl_ext."):
+    # The extension as Blender installs it: a user repository holding it as skin_collide/.
+    bpy.context.preferences.extensions.repos.new(
+        name="sc_exit", module=module.split(".")[1], custom_directory=sys.argv[2],
+        source="USER")
+mod = addon_utils.enable(module, default_set=True, handle_error=None)
+assert mod is not None and hasattr(bpy.types.Object, "skin_collide"), module
+print("enabled, exiting", flush=True)
+"""
+
+
+@pytest.mark.parametrize("module", ["skin_collide", "bl_ext.sc_exit.skin_collide"])
+def test_a_script_that_enables_the_addon_exits_without_a_traceback(tmp_path, module):
+    """Issue 40, item 7: with the pip bpy, an add-on a script enabled through `addon_utils`
+    is unregistered twice when the script ends (by skin_collide's atexit handler, then by
+    Blender's own disabling of add-ons); the second must be a no-op, not a traceback."""
+    import subprocess
+
+    bpy = pytest.importorskip("bpy")
+    if bpy.app.binary_path:
+        pytest.skip("a subprocess of the pip bpy module")
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "skin_collide").symlink_to(REPO, target_is_directory=True)
+    env = dict(os.environ, BLENDER_USER_RESOURCES=str(tmp_path / "user"))
+    res = subprocess.run([sys.executable, "-c", ENABLE_AND_EXIT, module, str(tmp_path / "repo")],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    out = res.stdout
+    assert "enabled, exiting\n" in out, out[-3000:]
+    after = out.split("enabled, exiting\n", 1)[1]
+    assert after == "", after                  # nothing at exit: no "Exception in ...", no traceback
+    assert res.returncode == 0, out[-3000:]
