@@ -58,49 +58,107 @@ def parse_frames(text: str | None) -> tuple[int, int] | None:
     return start, end
 
 
-def _select_meshes(scene, names: list[str] | None) -> tuple[list, list[str]]:
-    """The meshes to check: those `names` give, each by its full name
-    (``Cesium_Man [char.blend]`` for a linked one) or a bare name only one object has, or
-    every character of the scene (skinned meshes and rigid props,
-    `extract.character_meshes`), and the notes on the meshes skipped because nothing moves
-    them (none when names are given)."""
-    from .addon import extract, identity
+def _select_meshes(scene, names: list[str] | None, frames: tuple[int, int] | None = None):
+    """The meshes to check (`addon.motion.Selection`): those `names` give, each by its full
+    name (``Cesium_Man [char.blend]`` for a linked one, ``Crowd.001/Body`` for a mesh a
+    collection instance draws) or a bare name only one drawn mesh has, or every mesh the
+    scene's view layer draws that Blender's evaluation moves in `frames` (default the
+    scene's range), with the notes on the meshes left out (none when names are given)."""
+    import bpy
 
-    meshes, notes = extract.character_meshes(scene.objects)
-    if names:
-        chosen = []
-        for n in names:
-            try:
-                ob = identity.find(scene.objects, n)
-            except identity.AmbiguousName as exc:
-                raise UsageError(str(exc)) from None
-            if ob is None:
-                raise UsageError(f"no object named '{n}' in the file")
+    from .addon import drawn, extract, identity, motion
+
+    span = list(range(frames[0], frames[1] + 1)) if frames else None
+    if not names:
+        sel = motion.characters(scene, span)
+        if not sel.meshes:
+            raise UsageError("no character in the file: no drawn mesh that an armature, a "
+                             "parent, a constraint, animation, a shape key, a cache or a "
+                             "deforming modifier moves"
+                             + ("; " + "; ".join(sel.notes) if sel.notes else ""))
+        return sel
+    every = drawn.drawn_meshes(bpy.context.evaluated_depsgraph_get())
+    chosen = []
+    for n in names:
+        try:
+            m = identity.find(every, n)
+            ob = None if m is not None else identity.find(scene.objects, n)
+        except identity.AmbiguousName as exc:
+            raise UsageError(str(exc)) from None
+        if m is None and ob is None:
+            raise UsageError(f"no object named '{n}' in the file")
+        if m is None:
             if ob.type != "MESH":
                 raise UsageError(f"object '{n}' is not a mesh")
-            if ob not in meshes:
-                raise UsageError(f"object '{n}' is not a character: {extract.skip_note(ob)}")
-            chosen.append(ob)
-        return chosen, []
-    if not meshes:
-        raise UsageError("no character in the file: no mesh with an Armature modifier, and "
-                         "no mesh that a parent, a constraint or its animation moves")
-    return meshes, notes
+            why = motion.left_out_reason(ob, bpy.context.evaluated_depsgraph_get())
+            raise UsageError(f"object '{n}' is not checked: "
+                             f"{why or 'Blender does not draw it'}")
+        chosen.append(m)
+    sel = motion.characters(scene, span, named=chosen)
+    for m in chosen:
+        if m not in sel.meshes:
+            note = next((x for x in sel.notes if x.startswith(f"'{m.name}'")), "")
+            raise UsageError(f"object '{m.name_full}' is not a character: "
+                             + (note or extract.skip_note(drawn.source_of(m))))
+    sel.notes = []
+    return sel
+
+
+# One ExitStack per running `main` (nested for `farm-commands --run`): the scene `_load`
+# made the context's (`addon.scenes.use`) is left when the command ends.
+_SCENE_CONTEXTS: list = []
+
+
+def _leave_scene() -> None:
+    """Leave the scene a previous `_load` of this command entered (before a file is read:
+    a context override must not outlive the data it points at)."""
+    if _SCENE_CONTEXTS:
+        _SCENE_CONTEXTS[-1].close()
 
 
 def _load(args):
-    """Open the file and pick the meshes: (bpy, scene, meshes, notes on the meshes
-    skipped); UsageError on bad input."""
+    """Open the file, make the scene of `--scene` (default: the saved window's) the
+    context's with its view layer (`addon.scenes`), and pick the meshes: (bpy, scene,
+    meshes, notes on the meshes skipped); UsageError on bad input."""
     bpy = _import_bpy()
-    from .addon import files, report
+    from .addon import files, report, scenes
 
+    _leave_scene()
     try:
         report.load_quietly(args.file)
     except files.FileError as exc:
         raise UsageError(str(exc)) from None
-    scene = bpy.context.scene
-    meshes, notes = _select_meshes(scene, args.object)
+    try:
+        scene, layer = scenes.choose(getattr(args, "scene", None))
+    except scenes.SceneError as exc:
+        raise UsageError(str(exc)) from None
+    use = scenes.use(scene, layer)
+    if _SCENE_CONTEXTS:
+        _SCENE_CONTEXTS[-1].enter_context(use)
+    else:
+        use.__enter__()         # outside `main`: for the rest of the process
+    try:
+        args.selection = _select_meshes(scene, args.object,
+                                        parse_frames(getattr(args, "frames", None)))
+        meshes, notes = args.selection.meshes, args.selection.notes
+    except UsageError as exc:
+        if args.object:
+            raise
+        # No character: say in which scene, and which scenes have some.
+        text, prefix = str(exc), "no character in the file"
+        if text.startswith(prefix):
+            text = f"no character in scene '{scene.name_full}' (view layer '{layer.name}')" \
+                + text[len(prefix):]
+        raise UsageError(f"{text}; {scenes.characters_hint(scene)}") from None
     return bpy, scene, meshes, notes
+
+
+def _scene_line(scene) -> str:
+    """The console header's scene line: the scene checked and its view layer (the
+    context's, set by `_load`)."""
+    import bpy
+
+    return f"scene: {scene.name_full} (view layer {bpy.context.view_layer.name})"
 
 
 def _print_notes(notes: list[str]) -> None:
@@ -112,17 +170,20 @@ def _print_notes(notes: list[str]) -> None:
 def cmd_doctor(args) -> int:
     frames_override = parse_frames(args.frames)
     bpy, scene, meshes, notes = _load(args)
-    from .addon import doctor, extract
+    from .addon import doctor, extract, motion
     print(f"file: {args.file}")
+    print(_scene_line(scene))
     _print_notes(notes)
-    for ob in meshes:
+    sel = args.selection
+    try:
+        rigs = motion.rigs(meshes, sel.sampled, sel.moved)
+    except extract.RigError as exc:
+        raise UsageError(str(exc)) from None
+    for ob, rig in zip(meshes, rigs):
         try:
-            rep = doctor.describe(ob)
+            rep = doctor.describe(ob, rig)
         except extract.RigError as exc:
             raise UsageError(str(exc)) from None
-        print(f"mesh: {rep.name}")
-        for key, value in rep.facts:
-            print(f"  {key}: {value}")
         arms = extract.armatures_of(ob)
         if frames_override:
             frames = list(range(frames_override[0], frames_override[1] + 1))
@@ -130,6 +191,10 @@ def cmd_doctor(args) -> int:
         else:
             frames, label = doctor.frames_to_check(scene, arms[0] if arms else None)
         doctor.measure_deviation(scene, ob, rep, frames)
+        rep = doctor.settle(ob, rep, motion.SKIN_TOLERANCE)
+        print(f"mesh: {rep.name}")
+        for key, value in rep.facts:
+            print(f"  {key}: {value}")
         if rep.rig.surface:
             label = ("not measured: the evaluated surface is refitted from Blender's "
                      "positions, nothing skins it")
@@ -232,6 +297,7 @@ def cmd_scan(args) -> int:
             raise UsageError(f"no such file: {args.file}")
         return _scan_jobs(args, frames, jobs)
     bpy, scene, meshes, notes = _load(args)
+    print(_scene_line(scene))
     _print_notes(notes)
     from .addon import extract, scanner
     if frames is None:
@@ -241,14 +307,15 @@ def cmd_scan(args) -> int:
     if not args.self_collision and len(meshes) < 2:
         raise UsageError("only one object: pass --self for self-collision, or name two objects")
     try:
-        built = _built_objects(meshes, _scan_method(args))
+        built = _built_objects(meshes, _scan_method(args), args.selection)
         sc = scanner.Scanner(meshes, self_collision=args.self_collision,
                              first_hit=args.first_hit, method=_scan_method(args),
-                             objects=built)
+                             objects=built, selection=args.selection)
         sc.allow_polygons = allow
         sc.contact_filter = _contact_filter(args)
         sc.zones = _zones(meshes, sc)
         sc.source = _source(args)
+        sc.where = scanner.where(scene)
         if args.ignore_rest_contacts:
             sc.ignore = sc.rest_pose_contacts(scene)
     except extract.RigError as exc:
@@ -366,6 +433,8 @@ def _surface_text(rig) -> str:
     from .addon import extract
 
     text = f"surface: {extract.describe_surface(rig)}"
+    if rig.rigid and rig.unsupported:
+        return text + f"; no armature, moved by {rig.rigid}: refitted from Blender's positions"
     return text + (f"; rigid, moves with {rig.rigid}" if rig.rigid else "")
 
 
@@ -374,14 +443,14 @@ def _volume_count(obj) -> str:
     return obj.summary or "no volumes of its own"
 
 
-def _built_objects(meshes, method: str):
+def _built_objects(meshes, method: str, selection=None):
     """The collision data stored in the .blend by the panel's Build (`addon.storage`), when
     every mesh has it, it is not stale and it was built for the method this scan resolves
     to; else None (the scan builds). Render-farm chunks of a built file thus skip the
     build; the pairs are the same either way."""
     import bpy
 
-    from .addon import properties, storage
+    from .addon import motion, properties, storage
     from .core.methods import registry
 
     if not hasattr(bpy.types.Object, "skin_collide"):
@@ -399,6 +468,8 @@ def _built_objects(meshes, method: str):
             if obj is None or obj.name != ob.name_full or \
                     registry.resolve(method, obj.rig)[0].id != obj.method:
                 return None
+            if selection is not None and motion.verify(ob, obj.rig, selection.sampled):
+                return None         # its model no longer holds: the scan builds afresh
         except (ValueError, KeyError):
             return None
         out.append(obj)
@@ -478,6 +549,8 @@ def _chunks(start: int, end: int, n: int) -> list[tuple[int, int]]:
 def _worker_flags(args) -> list[str]:
     """The scan flags a worker repeats (the report's content), not the outputs."""
     out = []
+    if getattr(args, "scene", None) is not None:
+        out += ["--scene", args.scene]
     for name in args.object or []:
         out += ["--object", name]
     if args.self_collision:
@@ -682,8 +755,11 @@ def _scan_jobs(args, frames: tuple[int, int], jobs: int) -> int:
             doc = core_merge.merge_reports(docs)
         except core_merge.MergeError as exc:
             raise UsageError(str(exc)) from None
-        # The workers' own object lines stay in their logs: say which method each object
-        # got, and why when the asked one was passed over (as `scan --jobs 1` does).
+        # The workers' own object lines stay in their logs: say which scene they scanned,
+        # which method each object got, and why when the asked one was passed over (as
+        # `scan --jobs 1` does).
+        if "scene" in doc:
+            print(f"scene: {doc['scene']} (view layer {doc.get('view_layer')})", flush=True)
         for name in doc["objects"]:
             why = doc.get("fallback", {}).get(name)
             surface = doc.get("surface", {}).get(name)
@@ -879,6 +955,7 @@ def cmd_snapshot(args) -> int:
         raise UsageError(str(exc)) from None
     except snapshot.GPUUnavailable as exc:
         raise UsageError(str(exc)) from None
+    print(_scene_line(scene))
     print(f"frame {args.frame}: {res.n_pairs} colliding pair(s); wrote {args.png} "
           f"({size[0]}x{size[1]})")
     return 0
@@ -888,12 +965,20 @@ OBJECT_HELP = ("mesh object by name (a linked one by its full name, "
                "\"Cesium_Man [char.blend]\"; repeatable")
 
 
+def _add_scene_flag(parser) -> None:
+    parser.add_argument("--scene", metavar="NAME",
+                        help="the scene to check, made the window's for the run, with its first "
+                             "view layer (default: the scene the file was saved on, with its "
+                             "window's view layer)")
+
+
 def _add_snapshot_parser(sub) -> None:
     sn = sub.add_parser("snapshot", help="picture the viewport at a frame, colliding triangles "
                         "in the overlay colour (PNG)")
     sn.add_argument("file", help=".blend, .glb or .gltf")
     sn.add_argument("--frame", type=int, required=True)
     sn.add_argument("--object", action="append", help=OBJECT_HELP + "; default all)")
+    _add_scene_flag(sn)
     sn.add_argument("--self", dest="self_collision", action="store_true",
                     help="also show each object's self-intersections")
     sn.add_argument("--png", required=True, help="output picture path")
@@ -1035,6 +1120,8 @@ def _add_farm_parser(sub) -> None:
     p.add_argument("--out", required=True, metavar="DIR",
                    help=f"output folder: scan_START_END.json per chunk, {farm.MERGED_JSON} and "
                         f"{farm.MERGED_JUNIT} (JUnit) from the merge")
+    p.add_argument("--scene", metavar="NAME", default="",
+                   help="the scene to scan (an empty value: the scene the file was saved on)")
     p.add_argument("--object", action="append", metavar="NAME",
                    help="only these mesh objects (repeatable; default: every character)")
     _switch(p, "--self", "also each object against itself")
@@ -1063,7 +1150,7 @@ def _plan_from_args(args) -> dict:
         raise UsageError(f"--chunk must be at least 1, got {args.chunk}")
     flags = farm.scan_flags(args.object, args.self == "yes", _scan_method(args),
                        args.first_hit == "yes", args.ignore_rest_contacts == "yes",
-                       args.allow or None)
+                       args.allow or None, scene=args.scene or None)
     return farm.plan(args.file, start, end, args.chunk, args.out, flags)
 
 
@@ -1104,6 +1191,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("file", help=".blend, .glb or .gltf")
     d.add_argument("--object", action="append", help=OBJECT_HELP + ")")
     d.add_argument("--frames", help="START:END (default: the armature's action)")
+    _add_scene_flag(d)
     d.set_defaults(func=cmd_doctor)
     m = sub.add_parser("demo", help="generate two animated tube characters, save, and doctor them")
     m.add_argument("--out", default="out/demo.blend")
@@ -1129,6 +1217,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help=OBJECT_HELP + "; default: every skinned mesh and rigid prop)")
     sc.add_argument("--frames", help="START:END inclusive, negative frames allowed "
                                      "(default: the scene's range)")
+    _add_scene_flag(sc)
     sc.add_argument("--self", dest="self_collision", action="store_true",
                     help="also report each object's self-intersections")
     from .core.methods import registry
@@ -1223,8 +1312,20 @@ def _scan_method(args) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import contextlib
+
     argv = _join_negative_frames(list(sys.argv[1:] if argv is None else argv))
     args = build_parser().parse_args(argv)
+    with contextlib.ExitStack() as scene_context:
+        _SCENE_CONTEXTS.append(scene_context)
+        try:
+            return _run(args)
+        finally:
+            _SCENE_CONTEXTS.pop()
+
+
+def _run(args) -> int:
+    """Run the command: its exit status, every error as one line on stderr."""
     try:
         return args.func(args)
     except UsageError as exc:

@@ -121,6 +121,9 @@ class Scanner:
         self.allow_polygons: set[contacts.Contact] = set()
         #: the report's "source" (set by the caller that knows the file; None: omitted).
         self.source: dict | None = None
+        #: (scene, view layer) the frames are evaluated in, which the report names
+        #: (`where`; set by `run` when the caller did not).
+        self.where: tuple[str, str] | None = None
         #: filters on contacts (`--crossing-only`, `--min-length`, ignored bone pairs) and
         #: ignore zones (`zones`: object index -> (P,) bool polygons inside the zone).
         self.contact_filter = contact_filters.ContactFilter()
@@ -345,7 +348,9 @@ class Scanner:
                           interrupted=interrupted, frames_requested=n_requested,
                           source=self.source, uncovered=self.uncovered(),
                           fallback={o.name: o.reason for o in self.objects if o.reason},
-                          surface=self.surfaces())
+                          surface=self.surfaces(),
+                          scene=self.where[0] if self.where else None,
+                          view_layer=self.where[1] if self.where else None)
 
     def surfaces(self) -> dict:
         """Per object, the surface checked (`ScanReport.surface`), when some object is on
@@ -375,12 +380,26 @@ class Scanner:
         Records are appended to `records` (if given) as they come, so a caller keeps the
         frames done when the scan is interrupted."""
         records = [] if records is None else records
+        if self.where is None:
+            self.where = where(scene)
         for k, f in enumerate(frames):
             rec = self.step(scene, f)
             records.append(rec)
             if progress is not None:
                 progress(k, len(frames), rec)
         return self.report(records, len(frames))
+
+
+def where(scene) -> tuple[str, str]:
+    """(scene, view layer) a scan of `scene` evaluates in: its full name and the context's
+    view layer when it belongs to the scene (`addon.scenes.use` makes it so), else the
+    scene's first."""
+    import bpy
+
+    layer = bpy.context.view_layer
+    if layer is None or bpy.context.scene != scene:
+        layer = scene.view_layers[0]
+    return scene.name_full, layer.name
 
 
 def prepare_shared(meshes: list, rigs: list, method: str, self_trees: bool) -> list:
