@@ -7,9 +7,10 @@ Armature modifier, or armature parenting and its virtual modifier); a parent, a 
 or animation moves it (its own, or its instancer's); an animated or driven shape key, a
 cache (MeshSequenceCache) or a modifier that follows another object (Surface Deform, Mesh
 Deform, Lattice, Shrinkwrap, ...) can deform it; or its evaluated world positions differ
-between frames sampled over the range (`SAMPLES` of them, the ends included), which catches
-what no setting names (a Geometry Nodes tree reading the time). Every other mesh is still
-in those frames and skipped, with a note.
+between frames sampled over the scene's range (`SAMPLES` of them, the ends included, and
+the ends of the checked frames: every chunk of one shot samples the same frames but
+those), which catches what no setting names (a Geometry Nodes tree reading the time).
+Every other mesh is still at those frames and skipped, with a note.
 
 *The model* (`checked_rig`): the on-demand refit only where the evaluated mesh is the
 armature's skinning of the rest mesh (`Rig.unsupported` empty); the rigid transform only
@@ -296,7 +297,12 @@ def characters(scene, frames: list[int] | None = None, chosen=None,
                              "(a cage or a helper): skipped (name it with --object to check it)")
             continue
         shown.append(m)
-    sampled = sample(scene, shown, sample_frames(frames)) if shown else None
+    # The scene's range is sampled whatever part of it is checked, so that the chunks of
+    # one shot (`scan --jobs`, farm tasks) choose the same meshes and models; the checked
+    # range's ends are added.
+    span = sorted(set(sample_frames(range(scene.frame_start, scene.frame_end + 1)))
+                  | {min(frames), max(frames)})
+    sampled = sample(scene, shown, span) if shown else None
     meshes, moved = [], []
     for m in shown:
         why = takes_part(m, sampled)

@@ -180,7 +180,7 @@ def per_vertex_stale_reason(ob, full_check: bool = False) -> str:
         # surface keeps its source's signature); the evaluated topology is checked on
         # every frame (`extract.check_topology`). Named as stored (`storage.rig_signature`),
         # so that a link or an override compares with its asset file's build.
-        current = storage.rig_signature(ob, extract.source_rig(ob))
+        current = storage.rig_signature(ob, extract.source_rig(ob, storage.stored_moved(ob)))
     except extract.RigError as exc:
         return str(exc)
     if current != storage.source_signature(ob):
@@ -304,6 +304,8 @@ def pipeline(scene, meshes: list, objects: list, first_hit: bool = False) -> sca
                          ids=[participant_id(ob) for ob in meshes])
     if s.ignore_rest_contacts:
         sc.ignore = rest_contacts_store.index(scene, meshes)
+        if any(drawn.is_instance(ob) for ob in meshes):
+            sc.ignore = _with_instance_rest_contacts(scene, sc)
     import bpy
 
     sc.source = scanner.report_source(bpy.data.filepath, s.method, s.self_collision,
@@ -328,6 +330,22 @@ def pipeline(scene, meshes: list, objects: list, first_hit: bool = False) -> sca
         raise SessionError(f"Ignore Zone: {exc}") from None
     sc.source["filters"].update(sc.contact_filter.describe())
     return sc
+
+
+def _with_instance_rest_contacts(scene, sc: scanner.Scanner):
+    """`sc.ignore` with the rest contacts of the collection instances among its meshes:
+    they are no objects with data of their own to keep them in (`addon.rest_contacts`),
+    so they are found here, as the headless scan finds every rest contact
+    (`Scanner.rest_pose_contacts`), once per set of participants and builds."""
+    key = (scene.name_full, tuple(sc.ids), tuple(id(o.data) for o in sc.objects),
+           sc.self_collision)
+    groups = STATE.instance_rest_contacts.get(key)
+    if groups is None:
+        pairs = scanner.rest_pose_pairs(sc.meshes, sc.objects, sc.self_collision)
+        groups = [((sc.ids[i], sc.ids[j]), p) for i, j, p in pairs
+                  if drawn.is_instance(sc.meshes[i]) or drawn.is_instance(sc.meshes[j])]
+        STATE.instance_rest_contacts = {key: groups}
+    return sc.ignore.merged(groups)
 
 
 def _mesh_was_changed(me) -> bool:

@@ -52,6 +52,9 @@ class State:
         # (instance name, id of its source's loaded data) -> the instance's
         # `CollisionObject` (`session.load_objects`).
         self.instance_objects: dict = {}
+        # (scene, participants' ids, builds, self) -> the rest contacts involving the
+        # collection instances among them (`session._with_instance_rest_contacts`).
+        self.instance_rest_contacts: dict = {}
         # -- the overlay (addon/overlay.py) --
         self.drawn: dict = {}       # scene name -> the arrays drawn for its last result
         self.build_count = 0        # how many times they were (re)built (tests read it)

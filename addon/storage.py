@@ -567,9 +567,9 @@ def rebuild(ob) -> CollisionObject:
     wm = bpy.context.window_manager
     wm.progress_begin(0, 2)
     try:
-        rig = extract.rig_from_object(ob)
-        wm.progress_update(1)
         text = text_of(ob)
+        rig = extract.rig_from_object(ob, moved=stored_moved(ob))
+        wm.progress_update(1)
         asked = str(text.get(METHOD_KEY) or registry.DEFAULT)
         try:
             obj = core_scan.prepare(rig, asked, **stored_options(text))   # the same options
@@ -764,8 +764,9 @@ def stale_reason(ob) -> str:
         return ""
     if ob.mode == "EDIT":
         return f"'{ob.name_full}' is in Edit Mode: switch to Object Mode"
-    arm = next((m.object for m in ob.modifiers if m.type == "ARMATURE" and m.show_viewport),
-               None)
+    from . import extract
+
+    arm = extract.modifier_report(ob).armature    # a modifier's, or armature parenting's
     if arm is None and not text_is_rigid(ob):
         return (f"'{ob.name_full}' has no armature any more (deleted, or the Armature modifier's "
                 "object is empty): restore it, or rebuild")
@@ -776,6 +777,13 @@ def stale_reason(ob) -> str:
         return (f"'{ob.name_full}' changed since its collision data was built (vertices, faces, "
                 "vertex groups, modifiers, shape keys or armature bones): rebuild")
     return ""
+
+
+def stored_moved(ob) -> str:
+    """What moved `ob` when it was built without an armature (`Rig.rigid`, stored), for
+    reading its rig again the same way (`extract.source_rig`'s `moved`); "" otherwise."""
+    text = text_of(ob)
+    return str(text.get(RIGID_KEY) or "") if text is not None else ""
 
 
 def text_is_rigid(ob) -> bool:

@@ -29,7 +29,8 @@ Results are kept in `--out-json` (read first when it exists; the cells computed 
 theirs; written after every cell), so assets can be run in separate invocations; the table
 and the plot cover every cell in the file. `--plot PNG` draws E_r against N (log2 x axis,
 log10 y axis), one line per builder per asset, with the AMAA reference of issue 10 on
-Cesium Man (`bench/plot_png.py`, no matplotlib).
+Cesium Man. The plot needs matplotlib, a benchmark-only dependency (the fits and tables
+do not): `bash dev python -m pip install -r bench/requirements.txt` once.
 
 Usage (from the repository root):
     bash dev python bench/bench_sphere_sets.py --assets cesium_man.glb --counts 8 16 32 64 128 \\
@@ -306,13 +307,16 @@ def compact_table(results: dict) -> str:
     return "\n".join(out)
 
 
-def plot(results: dict, path: str) -> None:
-    sys.path.insert(0, HERE)
-    import plot_png
+#: Line styles of the plot: colour per builder, dash and marker per asset.
+COLORS = {"variational": "#c82828", "top-down": "#285ac8", "grid": "#1e963c"}
+DASHES = {"cesium_man.glb": "-", "fox.glb": "--", "makehuman_default.blend": ":"}
+MARKERS = {"cesium_man.glb": "o", "fox.glb": "s", "makehuman_default.blend": "^"}
 
-    colors = {"variational": (200, 40, 40), "top-down": (40, 90, 200), "grid": (30, 150, 60)}
-    dashes = {"cesium_man.glb": None, "fox.glb": (10, 6), "makehuman_default.blend": (3, 4)}
-    markers = {"cesium_man.glb": "o", "fox.glb": "s", "makehuman_default.blend": "^"}
+
+def plot_series(results: dict) -> list[dict]:
+    """What the plot draws: one series per builder per asset (finished fits with E_r > 0,
+    sorted by N), then on Cesium Man the AMAA reference and the goal of issue 10. Each a
+    dict of x, y, label, color, linestyle (None: markers only) and marker."""
     series = []
     cells = results["cells"]
     for a in LABELS:
@@ -322,16 +326,54 @@ def plot(results: dict, path: str) -> None:
                          and c["e_r"] > 0)
             if pts:
                 series.append({"x": [p[0] for p in pts], "y": [p[1] for p in pts],
-                               "color": colors[m], "dash": dashes[a], "marker": markers[a],
+                               "color": COLORS[m], "linestyle": DASHES[a], "marker": MARKERS[a],
                                "label": f"{LABELS[a]} {m}"})
     if any(c["asset"] == "cesium_man.glb" for c in cells):
-        series.append({"x": list(AMAA), "y": list(AMAA.values()), "color": (120, 120, 120),
-                       "dash": (2, 3), "marker": "x", "label": "Cesium Man AMAA (issue 10)"})
-        series.append({"x": list(TARGETS), "y": list(TARGETS.values()), "color": (0, 0, 0),
-                       "marker": "s", "line": False, "label": "Cesium Man goal (issue 10)"})
-    plot_png.line_plot(series, path, title="Sphere sets: E_r against N",
-                       xlabel="spheres N", ylabel="E_r = outside / mesh volume",
-                       logx=2, logy=10)
+        series.append({"x": list(AMAA), "y": list(AMAA.values()), "color": "#787878",
+                       "linestyle": (0, (1, 1.5)), "marker": "x",
+                       "label": "Cesium Man AMAA (issue 10)"})
+        series.append({"x": list(TARGETS), "y": list(TARGETS.values()), "color": "black",
+                       "linestyle": None, "marker": "s", "label": "Cesium Man goal (issue 10)"})
+    return series
+
+
+def plot(results: dict, path: str) -> None:
+    """Draw E_r against N (log2 x, log10 y) into the PNG `path` with matplotlib's Agg
+    backend (no display). matplotlib is imported here only: the fits and tables run
+    without it (`bash dev python -m pip install -r bench/requirements.txt` adds it)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
+
+    fig = Figure(figsize=(11.6, 6.2), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    for s in plot_series(results):
+        if s["linestyle"] is None:   # the goal: hollow squares over the lines, not hiding them
+            ax.plot(s["x"], s["y"], color=s["color"], marker=s["marker"], label=s["label"],
+                    linestyle="none", markersize=10, markerfacecolor="none",
+                    markeredgewidth=1.8, zorder=3)
+        else:
+            ax.plot(s["x"], s["y"], color=s["color"], marker=s["marker"], label=s["label"],
+                    linestyle=s["linestyle"], linewidth=1.8, markersize=6)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=10)
+    ax.xaxis.set_major_locator(LogLocator(base=2))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_minor_locator(NullLocator())
+    plain = FuncFormatter(lambda v, _: f"{v:g}")
+    ax.xaxis.set_major_formatter(plain)
+    ax.yaxis.set_major_formatter(plain)
+    ax.grid(True, color="#e1e1e1", linewidth=0.8)
+    ax.set_axisbelow(True)
+    ax.set_title("Sphere sets: E_r against N")
+    ax.set_xlabel("spheres N")
+    ax.set_ylabel("E_r = outside / mesh volume")
+    fig.legend(loc="outside right upper", frameon=False)
+    # No "Software" stamp (it names matplotlib's version): redrawing unchanged results with
+    # the same matplotlib gives the same bytes.
+    fig.savefig(path, metadata={"Software": None}, pil_kwargs={"optimize": True})
 
 
 # -------------------------------------------------------------------------- main
@@ -346,10 +388,17 @@ def main(argv=None) -> int:
     ap.add_argument("--time-limit", type=float, default=900.0,
                     help="seconds per fit before it is asked to stop")
     ap.add_argument("--out-json", default=os.path.join("out", "sphere_sets.json"))
-    ap.add_argument("--plot", default=None, help="write the E_r plot to this PNG")
+    ap.add_argument("--plot", default=None,
+                    help="write the E_r plot to this PNG (needs matplotlib: bench/requirements.txt)")
     ap.add_argument("--plot-only", action="store_true",
                     help="no fits: table and plot from --out-json")
     a = ap.parse_args(argv)
+    if a.plot:
+        import importlib.util
+
+        if importlib.util.find_spec("matplotlib") is None:   # say so before hours of fits
+            ap.error("--plot needs matplotlib: bash dev python -m pip install -r "
+                     "bench/requirements.txt")
 
     results = {"cells": [], "assets": {}}
     if os.path.exists(a.out_json):

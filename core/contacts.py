@@ -103,6 +103,10 @@ class ContactIndex:
                 out._by_pair[(kb, ka)] = np.ascontiguousarray(p[:, ::-1])
         return out
 
+    def merged(self, groups: Iterable[tuple[tuple, np.ndarray]]) -> "ContactIndex":
+        """This index with more contacts given per object pair (as `from_arrays`)."""
+        return ContactIndex.from_arrays(list(self._by_pair.items()) + list(groups))
+
     def as_set(self) -> set[tuple]:
         """Every contact once: the keys of an object pair in one order, a self pair as
         (min, max)."""

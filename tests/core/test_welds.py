@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from skin_collide.core import procedural, scan, skinning, welds
-from skin_collide.core.rig import Pose, Rig
+from skin_collide.core.rig import Rig
 
 
 def book() -> Rig:
