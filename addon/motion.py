@@ -238,11 +238,23 @@ class Selection:
         return ""
 
 
+def _layer_collections(lc, off: bool = False):
+    """(layer collection, excluded or disabled here or above) of a view layer's tree."""
+    off = off or lc.exclude or lc.collection.hide_viewport
+    yield lc, off
+    for child in lc.children:
+        yield from _layer_collections(child, off)
+
+
 def left_out_reason(ob, depsgraph) -> str:
     """Why Blender does not draw mesh object `ob` (for the notes), "" when it does."""
+    import bpy
+
     if ob.hide_viewport:
         return "it is disabled in viewports"
-    if not ob.evaluated_get(depsgraph).is_evaluated:
+    holding = [off for lc, off in _layer_collections(bpy.context.view_layer.layer_collection)
+               if ob.name_full in {o.name_full for o in lc.collection.objects}]
+    if (holding and all(holding)) or not ob.evaluated_get(depsgraph).is_evaluated:
         return "its collection is excluded or disabled in this view layer"
     if ob.hide_get():
         return "it is hidden"
@@ -321,7 +333,12 @@ def characters(scene, frames: list[int] | None = None, chosen=None,
                 continue
             if settings_that_move(ob):
                 why = left_out_reason(ob, dg) or "Blender does not draw it"
-                notes.append(f"'{ob.name_full}' is not checked: {why} (Blender does not draw it)")
+                drawn_by = sorted({m.top.name for m in every
+                                   if drawn.is_instance(m) and m.source == ob})
+                also = (f"; the instances {', '.join(drawn_by)} draw it and are checked"
+                        if drawn_by else "")
+                notes.append(f"'{ob.name_full}' is not checked: {why} (Blender does not "
+                             f"draw it){also}")
     return Selection(meshes, moved, notes, sampled)
 
 

@@ -122,7 +122,7 @@ class Scanner:
         #: the report's "source" (set by the caller that knows the file; None: omitted).
         self.source: dict | None = None
         #: (scene, view layer) the frames are evaluated in, which the report names
-        #: (`where`; set by `run` when the caller did not).
+        #: (`where`; set by the first `step` when the caller did not).
         self.where: tuple[str, str] | None = None
         #: filters on contacts (`--crossing-only`, `--min-length`, ignored bone pairs) and
         #: ignore zones (`zones`: object index -> (P,) bool polygons inside the zone).
@@ -328,6 +328,8 @@ class Scanner:
         """Evaluate and query one frame."""
         import bpy
 
+        if self.where is None:
+            self.where = where(scene)
         t0 = time.perf_counter()
         scene.frame_set(f)
         dg = bpy.context.evaluated_depsgraph_get()
@@ -380,8 +382,6 @@ class Scanner:
         Records are appended to `records` (if given) as they come, so a caller keeps the
         frames done when the scan is interrupted."""
         records = [] if records is None else records
-        if self.where is None:
-            self.where = where(scene)
         for k, f in enumerate(frames):
             rec = self.step(scene, f)
             records.append(rec)

@@ -302,6 +302,7 @@ def pipeline(scene, meshes: list, objects: list, first_hit: bool = False) -> sca
     sc = scanner.Scanner(meshes, method=s.method, self_collision=s.self_collision,
                          first_hit=first_hit, objects=objects,
                          ids=[participant_id(ob) for ob in meshes])
+    sc.where = scanner.where(scene)
     if s.ignore_rest_contacts:
         sc.ignore = rest_contacts_store.index(scene, meshes)
         if any(drawn.is_instance(ob) for ob in meshes):
