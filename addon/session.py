@@ -200,12 +200,13 @@ def built(scene, meshes: list, full_check: bool = False) -> list:
     use; weights re-read after the mesh data changed, e.g. weight painting). `full_check`
     re-reads weights, rest positions and bones in any case (once per scan).
     """
-    ready = [ob for ob in meshes if storage.has_data(ob)]
+    # A collection instance uses its source's data (`addon.drawn`), checked once.
+    ready = [ob for ob in meshes if storage.has_data(drawn.source_of(ob))]
     if not ready:
         raise SessionError("no collision data yet: press Build first")
-    for ob in ready:
-        storage.adopt(ob)
-        reason = storage.stale_reason(ob) or per_vertex_stale_reason(ob, full_check)
+    for src in {drawn.source_of(ob).as_pointer(): drawn.source_of(ob) for ob in ready}.values():
+        storage.adopt(src)
+        reason = storage.stale_reason(src) or per_vertex_stale_reason(src, full_check)
         if reason:
             raise SessionError(reason)
     return ready
@@ -304,7 +305,8 @@ def pipeline(scene, meshes: list, objects: list, first_hit: bool = False) -> sca
                          ids=[participant_id(ob) for ob in meshes])
     sc.where = scanner.where(scene)
     if s.ignore_rest_contacts:
-        sc.ignore = rest_contacts_store.index(scene, meshes)
+        sc.ignore = rest_contacts_store.index(
+            scene, [ob for ob in meshes if not drawn.is_instance(ob)])
         if any(drawn.is_instance(ob) for ob in meshes):
             sc.ignore = _with_instance_rest_contacts(scene, sc)
     import bpy
