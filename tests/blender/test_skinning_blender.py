@@ -90,5 +90,5 @@ def test_mesh_without_armature_is_a_clear_error(bpy_module):
     me.from_pydata([(0, 0, 0), (1, 0, 0), (0, 1, 0)], [], [(0, 1, 2)])
     ob = bpy.data.objects.new("plain", me)
     bpy.context.scene.collection.objects.link(ob)
-    with pytest.raises(extract.RigError, match="no Armature modifier"):
+    with pytest.raises(extract.RigError, match="has no armature and nothing moves it"):
         extract.rig_from_object(ob)
