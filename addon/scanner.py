@@ -105,7 +105,8 @@ class Scanner:
             for rig in rigs:
                 if rig.n_triangles == 0:
                     raise extract.RigError(f"mesh '{rig.name}' has no faces to collide")
-            objects = prepare_shared(meshes, rigs, method, self_collision)
+            # Copies of one character (instances, a crowd) build once.
+            objects = core_scan.prepare_shared(rigs, method, self_trees=self_collision)
         self.objects = objects
         #: Collection instances take part: their matrices are read once per frame.
         self.instances = any(drawn.is_instance(ob) for ob in meshes)
@@ -400,25 +401,6 @@ def where(scene) -> tuple[str, str]:
     if layer is None or bpy.context.scene != scene:
         layer = scene.view_layers[0]
     return scene.name_full, layer.name
-
-
-def prepare_shared(meshes: list, rigs: list, method: str, self_trees: bool) -> list:
-    """`core.scan.prepare_all` of `rigs`, once per source object: the meshes that draw one
-    source (collection instances, `addon.drawn`) share its build (`core.scan.renamed`)."""
-    first: dict[int, int] = {}
-    unique = []
-    for ob, rig in zip(meshes, rigs):
-        ptr = drawn.source_of(ob).as_pointer()
-        if ptr not in first:
-            first[ptr] = len(unique)
-            unique.append(rig)
-    built = core_scan.prepare_all(unique, method, self_trees=self_trees)
-    out, used = [], set()
-    for ob, rig in zip(meshes, rigs):
-        k = first[drawn.source_of(ob).as_pointer()]
-        out.append(built[k] if k not in used else core_scan.renamed(built[k], rig))
-        used.add(k)
-    return out
 
 
 def _built_rest(obj) -> tuple[np.ndarray, np.ndarray]:

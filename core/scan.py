@@ -10,6 +10,7 @@ their indices are the same at every frame, their vertices are not.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -125,10 +126,52 @@ def prepare(rig: Rig, method: str = registry.DEFAULT, **options) -> CollisionObj
                            time.perf_counter() - t0, asked=method)
 
 
+#: The rig arrays a build depends on (`build_key`).
+_BUILD_ARRAYS = ("rest_positions", "triangles", "tri_polygon", "weight_ptr", "weight_bone",
+                 "weight_value", "bone_parents", "bone_rest", "bone_deform", "poly_ptr",
+                 "poly_verts")
+
+
+def build_key(rig: Rig) -> tuple:
+    """What a method's build of `rig` depends on: its rest mesh, weights and bones (by
+    name), and what decides the method (Preserve Volume, the surface, `unsupported`),
+    not its object's or its armature's name nor where the mesh stands: copies of one
+    character (a crowd, linked duplicates, instances) have one key and can share a
+    build (`prepare_shared`)."""
+    h = hashlib.sha1()
+    for name in _BUILD_ARRAYS:
+        h.update(np.ascontiguousarray(getattr(rig, name)).tobytes())
+    if rig.face_origin is not None:
+        h.update(rig.face_origin.tobytes())
+    h.update("\0".join(rig.bone_names).encode())
+    return (h.hexdigest(), rig.preserve_volume, rig.surface, rig.is_rigid,
+            tuple(rig.unsupported))
+
+
+def prepare_shared(rigs: list[Rig], method: str = registry.DEFAULT, self_trees: bool = False,
+                   **options) -> list[CollisionObject]:
+    """`prepare_all` once per `build_key`: the rigs of copies of one character share one
+    build (`renamed` for each but the first), so a crowd of one character builds once."""
+    keys = [build_key(r) for r in rigs]
+    first: dict[tuple, int] = {}
+    unique = []
+    for rig, k in zip(rigs, keys):
+        if k not in first:
+            first[k] = len(unique)
+            unique.append(rig)
+    built = prepare_all(unique, method, self_trees=self_trees, **options)
+    out, used = [], set()
+    for rig, k in zip(rigs, keys):
+        i = first[k]
+        out.append(built[i] if i not in used else renamed(built[i], rig))
+        used.add(i)
+    return out
+
+
 def renamed(obj: CollisionObject, rig: Rig) -> CollisionObject:
-    """`obj` for another object that draws the same mesh with the same rig (a collection
-    instance, `rig` its copy under the instance's name): the same built data and self
-    tree, made once, and its own name and per-frame state."""
+    """`obj` for another object whose rig has the same `build_key` (a collection instance,
+    a copy of the character: `rig`, under its own name): the same built data and self
+    tree, made once, and its own rig, name and per-frame state."""
     return CollisionObject(rig.name, rig, obj.method, obj.data, obj.reason, obj.vertex_keys,
                            0.0, obj.asked, self_tree=obj.self_tree, _other_data=obj._other_data,
                            shared_vertices=obj.shared_vertices)

@@ -31,6 +31,26 @@ def prepare_batch(rigs, scene) -> list:
                                  **properties.panel_options(scene, registry.get(method)))
 
 
+def shared_builds(rigs: list) -> tuple[list, object]:
+    """The rigs to build, once per `core.scan.build_key` (copies of one character, a
+    crowd, build once), and the function that gives every rig its object from theirs."""
+    keys = [core_scan.build_key(r) for r in rigs]
+    first: dict = {}
+    for k, rig in zip(keys, rigs):
+        first.setdefault(k, (len(first), rig))
+    unique = [rig for _, rig in first.values()]
+
+    def expand(objects: list) -> list:
+        out, used = [], set()
+        for k, rig in zip(keys, rigs):
+            i = first[k][0]
+            out.append(objects[i] if i not in used else core_scan.renamed(objects[i], rig))
+            used.add(i)
+        return out
+
+    return unique, expand
+
+
 def batch_size() -> int:
     """Rigs built per step of the Build (one per core: they build side by side, and Esc
     is read between steps)."""
@@ -113,22 +133,24 @@ class SKINCOLLIDE_OT_build(TimerSteps, bpy.types.Operator):
         except (extract.RigError, session.SessionError) as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
+        unique, expand = shared_builds(rigs)
         n = batch_size()
-        batches = [rigs[s:s + n] for s in range(0, len(rigs), n)]
+        batches = [unique[s:s + n] for s in range(0, len(unique), n)]
         objects = [obj for objs in build_each(context, batches,
                                               lambda k, b: prepare_batch(b, context.scene))
                    for obj in objs]
-        self._store(context, meshes, objects)
+        self._store(context, meshes, expand(objects))
         return {"FINISHED"}
 
     def invoke(self, context, event):
         if context.window is None or bpy.app.background:
             return self.execute(context)
         try:
-            self._meshes, self._rigs = self._prepare(context)
+            self._meshes, rigs = self._prepare(context)
         except (extract.RigError, session.SessionError) as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
+        self._rigs, self._expand = shared_builds(rigs)
         self._objects = []
         return self._begin_steps(context, -(-len(self._rigs) // batch_size()))
 
@@ -138,7 +160,7 @@ class SKINCOLLIDE_OT_build(TimerSteps, bpy.types.Operator):
         return len(self._objects) == len(self._rigs)
 
     def _finish(self, context) -> None:
-        self._store(context, self._meshes, self._objects)
+        self._store(context, self._meshes, self._expand(self._objects))
 
     def _cancel(self, context) -> None:
         self._objects = []

@@ -75,3 +75,42 @@ def test_one_rig_or_a_progress_method_builds_in_the_caller(monkeypatch):
     seen.clear()
     scan.prepare_all(rigs, workers=2)
     assert len(seen) == 4 and any(t != me for t, _ in seen)         # the pool's threads
+
+
+def test_copies_of_one_character_share_one_build():
+    """A crowd of one character (copies under other names, on other armatures) builds
+    once: the copies get the first one's data under their own rigs, and a frame's pairs
+    are those of objects built one by one. A rig that differs (another pose of the rest
+    mesh, or `unsupported`) builds its own."""
+    import dataclasses
+
+    import numpy as np
+
+    from skin_collide.core import procedural, scan, skinning
+
+    base = procedural.tube_rig(rings=10, segments=8, n_bones=3)
+    copies = [dataclasses.replace(base, name=f"Fox.{k:03d}", armature=f"Arm.{k:03d}")
+              for k in range(3)]
+    bent = dataclasses.replace(base, name="Other", rest_positions=base.rest_positions * 1.01)
+    odd = dataclasses.replace(base, name="Odd", unsupported=["shape keys"])
+    objs = scan.prepare_shared(copies + [bent, odd])
+    assert [o.name for o in objs] == ["Fox.000", "Fox.001", "Fox.002", "Other", "Odd"]
+    assert objs[1].data is objs[0].data and objs[2].data is objs[0].data
+    assert objs[1].rig.armature == "Arm.001"
+    assert objs[3].data is not objs[0].data and objs[4].data is not objs[0].data
+    assert objs[4].method != objs[0].method          # refitted bottom-up
+    from skin_collide.core.rig import Pose
+
+    p0 = procedural.random_pose(base, np.random.default_rng(3))
+    poses = []
+    for dx in (0.0, 0.05, 0.1):             # the copies a little apart: they cross
+        t = np.eye(4)
+        t[0, 3] = dx
+        poses.append(Pose(p0.deform, t @ p0.armature_world, t @ p0.mesh_world))
+    pos = [skinning.lbs_rig(base, p) for p in poses]
+    alone = [scan.prepare(r) for r in copies]
+    shared = scan.query_frame(objs[:3], pos, poses, self_collision=True)
+    apart = scan.query_frame(alone, pos, poses, self_collision=True)
+    assert shared.n_pairs > 0
+    assert [(i, j, p.tolist()) for i, j, p in shared.pairs] == \
+        [(i, j, p.tolist()) for i, j, p in apart.pairs]
