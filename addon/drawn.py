@@ -106,11 +106,13 @@ def refresh(depsgraph) -> None:
 
 def _path(top, pid: tuple[int, ...], source) -> list[str] | None:
     """The names from the outermost instancer down to `source`, following the collection
-    instances `pid` indexes (each level indexes the instanced collection's objects, in the
-    order `Collection.all_objects` lists them); None when the levels do not lead to
-    `source` (instancing by vertices, faces, particles or Geometry Nodes)."""
+    instances `pid` indexes (innermost level first, as Blender writes it; each level
+    indexes the instanced collection's objects, in the order `Collection.all_objects`
+    lists them, hidden ones included); None when the levels do not lead to `source`
+    (instancing by vertices, faces, particles or Geometry Nodes)."""
     names = [top.name]
     cur = top
+    pid = tuple(reversed(pid))
     for level, idx in enumerate(pid):
         coll = getattr(cur, "instance_collection", None)
         if cur.instance_type != "COLLECTION" or coll is None:

@@ -258,15 +258,32 @@ def seam_pairs(ids_a: np.ndarray, tri_a: np.ndarray, ta: np.ndarray,
     return np.any(a[:, :, None] == b[:, None, :], axis=(1, 2))
 
 
+def weld_tolerance(rig: Rig) -> float | None:
+    """How welds are judged per frame for `rig` (`welds.frame_weld_ids`' `rel_tol`):
+
+    * None, never: under skinning and rigid motion welded vertices never part (the
+      on-demand refit's premise; they may differ in the last float32 bits where their
+      groups are listed in another order, which is not a parting);
+    * 0, at the same position bit for bit: a rig refitted from Blender's positions on its
+      own mesh (`Rig.unsupported`: Corrective Smooth, shape keys, caches ...);
+    * `welds.SEAM_TOLERANCE` of the welded vertices' extent: an evaluated surface, whose
+      seams come out of the modifiers a few ulps apart and were welded so at build
+      (`welds.snap_seams`)."""
+    if not rig.unsupported:
+        return None
+    return welds.SEAM_TOLERANCE if rig.surface else 0.0
+
+
 def frame_keys(obj: CollisionObject, positions: np.ndarray) -> np.ndarray | None:
-    """`obj`'s weld ids at this frame (`welds.frame_weld_ids`): None while every weld
-    holds, else (V,) int64 ids with the parted welds split. `positions`: (V, 3) float64.
-    A weld holds within `welds.SEAM_TOLERANCE` of the welded vertices' extent (float32
-    rounding; a Corrective Smooth opens Cesium Man's seams by up to 44 mm)."""
+    """`obj`'s weld ids at this frame (`welds.frame_weld_ids`, judged as `weld_tolerance`
+    says): None while every weld holds, else (V,) int64 ids with the parted welds split.
+    `positions`: (V, 3) float64."""
+    tol = weld_tolerance(obj.rig)
+    if tol is None:
+        return None
     if obj.shared_vertices is None:
         obj.shared_vertices = welds.shared_vertices(obj.vertex_keys)
-    return welds.frame_weld_ids(obj.vertex_keys, positions, *obj.shared_vertices,
-                                rel_tol=welds.SEAM_TOLERANCE)
+    return welds.frame_weld_ids(obj.vertex_keys, positions, *obj.shared_vertices, rel_tol=tol)
 
 
 def parted_self_pairs(obj: CollisionObject, positions: np.ndarray, tris: np.ndarray
@@ -526,10 +543,13 @@ def _collide_candidates(objects, positions, poses, tris_all, seams, vols, candid
                             else -(np.arange(p.shape[0], dtype=np.int64) + o + 1)
                             for s, p, o in zip(seams, positions, v_off[:-1])])
         # A seam holds only while its vertices are drawn at one position this frame
-        # (`welds.frame_weld_ids`: a Corrective Smooth on the parts can part it).
-        parted = welds.frame_weld_ids(G, P, *_seam_vertices(seams, G),
-                                      rel_tol=welds.SEAM_TOLERANCE)
-        G = G if parted is None else parted
+        # (`welds.frame_weld_ids`, judged as `weld_tolerance` says: a Corrective Smooth
+        # on the parts can part it; skinning cannot).
+        tols = [weld_tolerance(o.rig) for o, s_ in zip(objects, seams) if s_ is not None]
+        tols = [t for t in tols if t is not None]
+        if tols:
+            parted = welds.frame_weld_ids(G, P, *_seam_vertices(seams, G), rel_tol=max(tols))
+            G = G if parted is None else parted
 
     def test(ga, gb):
         apart = np.ones(ga.size, dtype=bool)

@@ -155,8 +155,11 @@ def test_a_seam_pulled_apart_between_parts_reports_the_crossings_there():
     but the upper part's seam ring pulled off the lower's, as a Corrective Smooth on the
     parts may: the triangles on either side, which met only at the seam, cross and are
     reported exactly as brute force finds them; with the ring back in place, none."""
+    import dataclasses
+
     rig = procedural.tube_rig(rings=10, segments=12, n_bones=3)
-    parts = split(rig, "P", "arm")
+    parts = [dataclasses.replace(r, unsupported=["a Corrective Smooth after the Armature"])
+             for r in split(rig, "P", "arm")]
     objects = [scan.prepare(r) for r in parts]
     pose = Pose(np.repeat(np.eye(4)[None], 3, 0), np.eye(4), np.eye(4))
     pos = [skinning.lbs_rig(o.rig, pose) for o in objects]
