@@ -10,7 +10,8 @@ Each shot is a small .blend written once per module; the scan runs on it in-proc
 frame: no pair Blender finds is missing from the report (unless judged exactly disjoint),
 every reported pair is in Blender's raw overlap or meets exactly or touches, no reported
 pair names a mesh that is not one of the shot's participants, and ``--fail-on-collision``
-exits 1 when Blender finds pairs.
+exits 1 when Blender finds pairs. The panel on each shot (Build + Scan Frame Range) writes
+the scan's pairs, and the live overlay shows them at every frame.
 
 The shots: (1) two Cesium Men, subdivided once (28k triangles), deformed through legacy
 armature parenting (parent_type 'ARMATURE', no modifier); (2) a shape-key animation
@@ -725,3 +726,38 @@ def test_the_oracle_names_nested_instances_through_every_instancer():
     drawn = {d.name: d for d in drawn_meshes(dg)}
     assert sorted(drawn) == ["Out/In/SubTri", "Out/In/Tri", "Out/Prop"]
     assert np.allclose(drawn["Out/In/Tri"].pos[1], [10.0 + 2.0, 4.0, 0.0])
+    # The product names them the same way, through every instancer (addon.drawn).
+    from skin_collide.addon import drawn as product
+
+    names = sorted(m.name for m in product.drawn_meshes(dg) if product.is_instance(m))
+    assert names == ["Out/In/SubTri", "Out/In/Tri", "Out/Prop"]
+
+
+@pytest.mark.parametrize("shot", SHOTS, indirect=True)
+def test_the_panel_and_the_live_overlay_answer_as_the_scan(shot):
+    """The panel on the same shot (its scene chosen as a user does, every visible object
+    selected, self-collision on, rest contacts kept): Build + Scan Frame Range reports the
+    scan's objects and pairs, and Refresh shows the scan's pairs at every frame."""
+    from skin_collide.addon import session
+
+    bpy.ops.wm.open_mainfile(filepath=str(shot.path))
+    scene = use_scene(shot.scene)
+    s = scene.skin_collide
+    s.self_collision, s.ignore_rest_contacts = True, False
+    scene.frame_start, scene.frame_end = shot.frames
+    visible = [ob for ob in scene.objects if ob.visible_get()]
+    for ob in visible:
+        ob.select_set(True)
+    bpy.context.view_layer.objects.active = visible[0]
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    assert bpy.ops.skin_collide.scan() == {"FINISHED"}
+    ui = json.loads(s.report.as_string())
+    want = report_pairs(shot.doc)
+    assert ui["objects"] == shot.doc["objects"], shot.name
+    assert report_pairs(ui) == want, shot.name
+    for f in shot.frame_list():
+        scene.frame_set(f)
+        assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
+        live = session.live_result(scene)
+        assert not live.error and not live.more_than, (shot.name, f, live.error)
+        assert set(map(tuple, live.polygon_pairs)) == want[f], (shot.name, f)
