@@ -36,6 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from studio_helpers import drawn_arrays
 from test_strong_poses_blender import TOUCH, meets, reference_pairs
 
 #: The padding of ``DepsgraphObjectInstance.persistent_id`` past the instance's depth.
@@ -102,19 +103,8 @@ def instance_name(inst) -> str:
 
 def _read(inst) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ob = inst.instance_object if inst.is_instance else inst.object
-    me = ob.data
-    V = len(me.vertices)
-    co = np.empty(V * 3, np.float32)
-    me.vertices.foreach_get("co", co)
-    M = np.array([list(r) for r in inst.matrix_world], dtype=np.float64)
-    pos = co.reshape(V, 3).astype(np.float64) @ M[:3, :3].T + M[:3, 3]
-    me.calc_loop_triangles()
-    T = len(me.loop_triangles)
-    tris = np.empty(T * 3, np.int32)
-    poly = np.empty(T, np.int32)
-    me.loop_triangles.foreach_get("vertices", tris)
-    me.loop_triangles.foreach_get("polygon_index", poly)
-    return pos, tris.reshape(T, 3).astype(np.int64), poly.astype(np.int64)
+    pos, tris, poly = drawn_arrays(ob.data, inst.matrix_world)
+    return pos, tris.astype(np.int64), poly.astype(np.int64)
 
 
 def drawn_meshes(depsgraph, participants=None) -> list[Drawn]:

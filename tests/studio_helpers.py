@@ -17,11 +17,15 @@ def evaluated(ob, dg) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """World positions (V, 3) float64, loop triangles (T, 3) and their polygons (T,) of
     `ob`'s evaluated mesh: what the viewport draws."""
     ob_eval = ob.evaluated_get(dg)
-    me = ob_eval.data
+    return drawn_arrays(ob_eval.data, ob_eval.matrix_world)
+
+
+def drawn_arrays(me, matrix_world) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`evaluated` of an evaluated mesh drawn at `matrix_world` (an instance's too)."""
     V = len(me.vertices)
     co = np.empty(V * 3, np.float32)
     me.vertices.foreach_get("co", co)
-    M = np.array([list(r) for r in ob_eval.matrix_world], dtype=np.float64)
+    M = np.array([list(r) for r in matrix_world], dtype=np.float64)
     pos = co.reshape(V, 3).astype(np.float64) @ M[:3, :3].T + M[:3, 3]
     me.calc_loop_triangles()
     T = len(me.loop_triangles)

@@ -17,7 +17,6 @@ checked in-process with and without a window: the context's scene, its depsgraph
 `frame_set` follow the chosen scene.
 """
 import contextlib
-import copy
 import json
 import math
 import shlex
@@ -31,6 +30,7 @@ pytestmark = pytest.mark.blender
 bpy = pytest.importorskip("bpy")
 
 from conftest import inside_blender_binary  # noqa: E402
+from test_farm import without_ms  # noqa: E402
 
 if inside_blender_binary():
     pytest.skip("subprocess CLI tests need the pip bpy module (plain pytest run)",
@@ -53,11 +53,6 @@ def one_error_line(res) -> str:
     return lines[0]
 
 
-def without_ms(doc):
-    doc = copy.deepcopy(doc)
-    for f in doc["frames"]:
-        f.pop("ms", None)
-    return doc
 
 
 def _build(folder):
