@@ -4,13 +4,15 @@ Everything Blender-specific about reading a character lives here, so the core st
 numpy. Building a Rig loops over vertices once (vertex groups have no bulk accessor); the
 per-frame functions use ``foreach_get`` only.
 
-Which meshes are characters (`character_meshes`, `what_moves`): a mesh with an enabled
-Armature modifier that names an armature is *skinned*; a mesh without one is a *rigid prop*
-when something moves it as a whole: a parent (any parent type: a bone, an armature, an
-object, a vertex), an enabled object constraint (Child Of, Copy Transforms, ...) or
-animation data (an action, drivers or NLA tracks) on the object itself. Any other mesh
-stands still and is skipped, with a note. A rigid prop is a rig without bones (every vertex
-on the virtual static joint): it moves with its world matrix, one transform per frame.
+Which meshes take part is `addon.motion`'s (what Blender draws and moves); here, what
+their settings say: a mesh is *skinned* by an enabled Armature modifier that names an
+armature, or by armature parenting (`armature_parent`: Blender's virtual Armature
+modifier, first in the stack). A mesh without an armature is a rig without bones (every
+vertex on the virtual static joint) moved by its world matrix: a *rigid prop* when
+something moves it as a whole (`what_moves`: a parent of any type, an enabled object
+constraint, animation data on the object), refitted from Blender's positions when
+something deforms it too (`deformers`: modifiers, shape keys, a deforming parent).
+`character_meshes` is the settings-only choice (no frame is evaluated).
 
 Which surface (`rig_from_object`): the mesh's own data, unless modifiers change the
 topology around the Armature modifier (a Subdivision Surface after it, a Mirror before it,
