@@ -98,6 +98,9 @@ class SKINCOLLIDE_OT_build(TimerSteps, bpy.types.Operator):
                 meshes.append(src)
                 moved.append(why)
         rigs = motion.rigs(meshes, sel.sampled, moved)
+        # Copies of one character build once (`shared_builds`): the rigs returned are the
+        # ones to build, `_expand` gives every mesh its object.
+        rigs, self._expand = shared_builds(rigs)
         for rig in rigs:
             if rig.n_triangles == 0:
                 raise extract.RigError(f"mesh '{rig.name}' has no faces to collide")
@@ -133,24 +136,22 @@ class SKINCOLLIDE_OT_build(TimerSteps, bpy.types.Operator):
         except (extract.RigError, session.SessionError) as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        unique, expand = shared_builds(rigs)
         n = batch_size()
-        batches = [unique[s:s + n] for s in range(0, len(unique), n)]
+        batches = [rigs[s:s + n] for s in range(0, len(rigs), n)]
         objects = [obj for objs in build_each(context, batches,
                                               lambda k, b: prepare_batch(b, context.scene))
                    for obj in objs]
-        self._store(context, meshes, expand(objects))
+        self._store(context, meshes, self._expand(objects))
         return {"FINISHED"}
 
     def invoke(self, context, event):
         if context.window is None or bpy.app.background:
             return self.execute(context)
         try:
-            self._meshes, rigs = self._prepare(context)
+            self._meshes, self._rigs = self._prepare(context)
         except (extract.RigError, session.SessionError) as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        self._rigs, self._expand = shared_builds(rigs)
         self._objects = []
         return self._begin_steps(context, -(-len(self._rigs) // batch_size()))
 

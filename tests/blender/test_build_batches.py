@@ -30,8 +30,18 @@ def _built(monkeypatch, meshes, size: int) -> tuple[list, list]:
     return batches, [persist.all_arrays(storage.load(ob)) for ob in meshes]
 
 
-def test_batches_build_the_same_data_as_one_at_a_time(demo_pair, monkeypatch):
+def two_characters(demo_pair):
+    """The demo pair, its right character made another one (a vertex of its rest mesh
+    moved): copies of one character share one build (`build.shared_builds`), and these
+    tests count the builds of two."""
     a, b = demo_pair
+    b.data.vertices[0].co.x += 1e-3
+    b.data.update()
+    return a, b
+
+
+def test_batches_build_the_same_data_as_one_at_a_time(demo_pair, monkeypatch):
+    a, b = two_characters(demo_pair)
     one, data_one = _built(monkeypatch, (a, b), 1)
     two, data_two = _built(monkeypatch, (a, b), 2)
     assert one == [[a.name_full], [b.name_full]] and two == [[a.name_full, b.name_full]]
@@ -50,7 +60,7 @@ def test_the_modal_build_takes_one_batch_per_step(demo_pair, monkeypatch):
     from skin_collide.addon import storage
     from skin_collide.operators import build
 
-    a, b = demo_pair
+    a, b = two_characters(demo_pair)
     monkeypatch.setattr(build, "batch_size", lambda: 1)
     Op = build.SKINCOLLIDE_OT_build
     op = SimpleNamespace(reports=[])
@@ -68,3 +78,21 @@ def test_the_modal_build_takes_one_batch_per_step(demo_pair, monkeypatch):
     monkeypatch.setattr(build, "batch_size", lambda: 2)         # both in one step
     op._objects = []
     assert Op._step(op, context) is True and len(op._objects) == 2
+
+
+def test_copies_of_one_character_build_once(demo_pair, monkeypatch):
+    """The demo pair is one character twice: Build makes its data once, and each mesh
+    stores that data under its own name."""
+    a, b = demo_pair
+    batches, (data_a, data_b) = _built(monkeypatch, (a, b), 2)
+    assert batches == [[a.name_full]]
+    assert storage_names(a, b) == [a.name_full, b.name_full]
+    for k in data_a:
+        if not k.startswith("rig.") and k != "build_seconds" and k != "name":
+            np.testing.assert_array_equal(data_a[k], data_b[k], err_msg=k)
+
+
+def storage_names(*meshes) -> list[str]:
+    from skin_collide.addon import storage
+
+    return [storage.load(ob).name for ob in meshes]
