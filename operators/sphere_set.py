@@ -96,7 +96,8 @@ class SKINCOLLIDE_OT_build_sphere_set(bpy.types.Operator):
             return prepare_set(rig, s.sphere_count, s.sphere_seed,
                                            progress=progress)
 
-        self._store(context, meshes, build_each(context, rigs, build_one))
+        # Copies of one character fit one set (`build.shared_builds`, from `_prepare`).
+        self._store(context, meshes, self._expand(build_each(context, rigs, build_one)))
         return {"FINISHED"}
 
     def invoke(self, context, event):
@@ -139,7 +140,7 @@ class SKINCOLLIDE_OT_build_sphere_set(bpy.types.Operator):
             msg = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
             self.report({"ERROR"}, (msg.splitlines() or ["failed"])[0])
             return {"CANCELLED"}
-        self._store(context, self._meshes, job.objects)
+        self._store(context, self._meshes, self._expand(job.objects))
         return {"FINISHED"}
 
 

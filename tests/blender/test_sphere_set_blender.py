@@ -231,7 +231,9 @@ def _threaded(meshes, count):
 
     Op = op_mod.SKINCOLLIDE_OT_build_sphere_set
     job = op_mod._Job([extract.rig_from_object(ob) for ob in meshes], count, 0)
-    op = SimpleNamespace(_job=job, _meshes=list(meshes), _timer="timer",
+    # `_expand`: what `_prepare` sets (one object per mesh from the shared builds); these
+    # rigs are the meshes' own.
+    op = SimpleNamespace(_job=job, _meshes=list(meshes), _timer="timer", _expand=list,
                          cancel_message=Op.cancel_message, reports=[])
     op.report = lambda kind, msg: op.reports.append((kind, msg))
     op._end = lambda context: Op._end(op, context)
