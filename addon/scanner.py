@@ -395,12 +395,9 @@ def where(scene) -> tuple[str, str]:
     """(scene, view layer) a scan of `scene` evaluates in: its full name and the context's
     view layer when it belongs to the scene (`addon.scenes.use` makes it so), else the
     scene's first."""
-    import bpy
+    from . import scenes
 
-    layer = bpy.context.view_layer
-    if layer is None or bpy.context.scene != scene:
-        layer = scene.view_layers[0]
-    return scene.name_full, layer.name
+    return scene.name_full, scenes.view_layer_for(scene).name
 
 
 def _built_rest(obj) -> tuple[np.ndarray, np.ndarray]:

@@ -152,6 +152,14 @@ def prepare_shared(rigs: list[Rig], method: str = registry.DEFAULT, self_trees: 
                    **options) -> list[CollisionObject]:
     """`prepare_all` once per `build_key`: the rigs of copies of one character share one
     build (`renamed` for each but the first), so a crowd of one character builds once."""
+    unique, expand = shared_builds(rigs)
+    return expand(prepare_all(unique, method, self_trees=self_trees, **options))
+
+
+def shared_builds(rigs: list[Rig]) -> tuple[list[Rig], object]:
+    """The rigs to build, once per `build_key`, and the function that gives every rig of
+    `rigs` its object from the objects built for them (`renamed` for each but the first
+    of a key): `prepare_shared`, and the panel's Build, which builds them in steps."""
     keys = [build_key(r) for r in rigs]
     first: dict[tuple, int] = {}
     unique = []
@@ -159,13 +167,16 @@ def prepare_shared(rigs: list[Rig], method: str = registry.DEFAULT, self_trees: 
         if k not in first:
             first[k] = len(unique)
             unique.append(rig)
-    built = prepare_all(unique, method, self_trees=self_trees, **options)
-    out, used = [], set()
-    for rig, k in zip(rigs, keys):
-        i = first[k]
-        out.append(built[i] if i not in used else renamed(built[i], rig))
-        used.add(i)
-    return out
+
+    def expand(objects: list[CollisionObject]) -> list[CollisionObject]:
+        out, used = [], set()
+        for rig, k in zip(rigs, keys):
+            i = first[k]
+            out.append(objects[i] if i not in used else renamed(objects[i], rig))
+            used.add(i)
+        return out
+
+    return unique, expand
 
 
 def renamed(obj: CollisionObject, rig: Rig) -> CollisionObject:

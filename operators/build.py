@@ -31,26 +31,6 @@ def prepare_batch(rigs, scene) -> list:
                                  **properties.panel_options(scene, registry.get(method)))
 
 
-def shared_builds(rigs: list) -> tuple[list, object]:
-    """The rigs to build, once per `core.scan.build_key` (copies of one character, a
-    crowd, build once), and the function that gives every rig its object from theirs."""
-    keys = [core_scan.build_key(r) for r in rigs]
-    first: dict = {}
-    for k, rig in zip(keys, rigs):
-        first.setdefault(k, (len(first), rig))
-    unique = [rig for _, rig in first.values()]
-
-    def expand(objects: list) -> list:
-        out, used = [], set()
-        for k, rig in zip(keys, rigs):
-            i = first[k][0]
-            out.append(objects[i] if i not in used else core_scan.renamed(objects[i], rig))
-            used.add(i)
-        return out
-
-    return unique, expand
-
-
 def batch_size() -> int:
     """Rigs built per step of the Build (one per core: they build side by side, and Esc
     is read between steps)."""
@@ -98,9 +78,9 @@ class SKINCOLLIDE_OT_build(TimerSteps, bpy.types.Operator):
                 meshes.append(src)
                 moved.append(why)
         rigs = motion.rigs(meshes, sel.sampled, moved)
-        # Copies of one character build once (`shared_builds`): the rigs returned are the
-        # ones to build, `_expand` gives every mesh its object.
-        rigs, self._expand = shared_builds(rigs)
+        # Copies of one character build once (`core.scan.shared_builds`): the rigs returned
+        # are the ones to build, `_expand` gives every mesh its object.
+        rigs, self._expand = core_scan.shared_builds(rigs)
         for rig in rigs:
             if rig.n_triangles == 0:
                 raise extract.RigError(f"mesh '{rig.name}' has no faces to collide")

@@ -96,7 +96,7 @@ class SKINCOLLIDE_OT_build_sphere_set(bpy.types.Operator):
             return prepare_set(rig, s.sphere_count, s.sphere_seed,
                                            progress=progress)
 
-        # Copies of one character fit one set (`build.shared_builds`, from `_prepare`).
+        # Copies of one character fit one set (`core.scan.shared_builds`, from `_prepare`).
         self._store(context, meshes, self._expand(build_each(context, rigs, build_one)))
         return {"FINISHED"}
 

@@ -32,7 +32,7 @@ def _built(monkeypatch, meshes, size: int) -> tuple[list, list]:
 
 def two_characters(demo_pair):
     """The demo pair, its right character made another one (a vertex of its rest mesh
-    moved): copies of one character share one build (`build.shared_builds`), and these
+    moved): copies of one character share one build (`core.scan.shared_builds`), and these
     tests count the builds of two."""
     a, b = demo_pair
     b.data.vertices[0].co.x += 1e-3
