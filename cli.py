@@ -219,8 +219,8 @@ EXIT_CLEAN, EXIT_COLLISIONS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 def _check_outputs(args) -> None:
     """Every output of a scan (JSON, JUnit, the snapshots folder), before the file is
     loaded and the build starts: a scan must not fail at its end for want of a place to
-    write its work, nor replace a file its user could not write (`core.report`)."""
-    from .core import report as core_report
+    write its work, nor replace a file its user could not write (`core.report.writing`)."""
+    from .core.report import writing as core_report
 
     try:
         for flag, path in (("--json", args.json), ("--junit", getattr(args, "junit", None))):
@@ -240,7 +240,7 @@ def _write_output(path: str, text: str, what: str) -> None:
     its folder did, since `_check_outputs`), the text goes to a new file beside it or in
     the temporary folder, and the one-line error says where: work done is never thrown
     away for want of its output file."""
-    from .core import report as core_report
+    from .core.report import writing as core_report
 
     try:
         core_report.write_atomic(path, text)
@@ -266,8 +266,8 @@ def _range_note(scene, meshes, frame_list: list[int]) -> str | None:
 
 
 def cmd_scan(args) -> int:
-    from .core import contacts
-    from .core import report as core_report
+    from .core.contacts import pairs as contacts
+    from .core.report import writing as core_report
 
     frames = parse_frames(args.frames)
     _check_outputs(args)
@@ -410,7 +410,7 @@ def cmd_scan(args) -> int:
 
 def _print_contact_episodes(report) -> None:
     """The contact episodes by bone pair (bounded), when the report has contacts."""
-    from .core import contact_groups
+    from .core.contacts import groups as contact_groups
 
     ce = report.contact_episodes()
     if ce is not None and ce:
@@ -482,7 +482,7 @@ def _source(args) -> dict:
     reported, and the allow-list's content digest)."""
     import hashlib
 
-    from .core import merge as core_merge
+    from .core.report import merge as core_merge
 
     allow = None
     if args.allow:
@@ -499,7 +499,7 @@ def _source(args) -> dict:
 
 def _contact_filter(args):
     """The contact filters of the scan flags (one line, exit 2, when one is bad)."""
-    from .core import contact_filters
+    from .core.contacts import filters as contact_filters
 
     groups: dict = {}
     for ob, group in getattr(args, "ignore_group", None) or []:
@@ -540,8 +540,8 @@ def cap_jobs(asked: int, cores: int) -> tuple[int, str | None]:
 
 def _chunks(start: int, end: int, n: int) -> list[tuple[int, int]]:
     """[start, end] split into at most `n` contiguous chunks of nearly equal length
-    (`core.chunks`, which also cuts a render farm's chunks)."""
-    from .core import chunks
+    (`core.report.chunks`, which also cuts a render farm's chunks)."""
+    from .core.report import chunks
 
     return chunks.evenly(start, end, n)
 
@@ -582,7 +582,7 @@ its work is done is killed then, and its report, whole, is kept."""
 def _read_report(path: str) -> dict | None:
     """A worker's report, or None while there is none (it is replaced atomically, so a
     file that exists is whole)."""
-    from .core import merge as core_merge
+    from .core.report import merge as core_merge
 
     try:
         return core_merge.load(path)
@@ -687,9 +687,9 @@ def _scan_jobs(args, frames: tuple[int, int], jobs: int) -> int:
     import subprocess
     import tempfile
 
-    from .core import contacts
-    from .core import merge as core_merge
-    from .core import report as core_report
+    from .core.contacts import pairs as contacts
+    from .core.report import merge as core_merge
+    from .core.report import writing as core_report
 
     chunks = _chunks(frames[0], frames[1], jobs)
     tmp = tempfile.mkdtemp(prefix="skin_collide_jobs_")
@@ -812,12 +812,12 @@ def _report_from_doc(doc: dict):
     """A report document as an object with what the JUnit writer and summary read."""
     from types import SimpleNamespace
 
-    from .core import contacts
+    from .core.contacts import pairs as contacts
 
     frames = [SimpleNamespace(frame=f["frame"], pairs=[tuple(p) for p in f["pairs"]],
                               not_checked=f.get("not_checked", "")) for f in doc["frames"]]
     eps = contacts.episodes([(f.frame, f.pairs) for f in frames if not f.not_checked])
-    from .core import contact_groups
+    from .core.contacts import groups as contact_groups
 
     ce = contact_groups.episodes_of_report(doc["frames"]) if "contact_episodes" in doc \
         else None
@@ -827,9 +827,9 @@ def _report_from_doc(doc: dict):
 
 def cmd_merge(args) -> int:
     """`merge REPORT... --json OUT`: chunk reports into the report of the whole range."""
-    from .core import contacts
-    from .core import merge as core_merge
-    from .core import report as core_report
+    from .core.contacts import pairs as contacts
+    from .core.report import merge as core_merge
+    from .core.report import writing as core_report
 
     if args.junit and os.path.abspath(args.junit) == os.path.abspath(args.json):
         raise UsageError("--json and --junit name the same file")
@@ -897,7 +897,7 @@ def _duration(seconds: float) -> str:
 
 
 def _write_junit(args, report) -> None:
-    from .core import report as core_report
+    from .core.report import writing as core_report
 
     xml = core_report.junit_xml(f"skin_collide scan {os.path.basename(args.file)}",
                                 report.objects, args.self_collision, report.episodes(),
@@ -938,7 +938,7 @@ def cmd_snapshot(args) -> int:
     size = parse_size(args.size)
     if not args.png.lower().endswith(".png"):
         raise UsageError(f"--png must name a .png file, got '{args.png}'")
-    from .core import report as core_report
+    from .core.report import writing as core_report
 
     try:
         core_report.check_output_path(args.png, "--png")
@@ -989,7 +989,7 @@ def _add_snapshot_parser(sub) -> None:
 def cmd_demo(args) -> int:
     bpy = _import_bpy()
     from .addon import demo_rig, report
-    from .core import report as core_report
+    from .core.report import writing as core_report
 
     # The demo is a generator: like --out, the folder of its --json report is created
     # (the README's first command, `demo --json out/demo_scan.json`, runs on a fresh clone).
@@ -1053,9 +1053,9 @@ def cmd_sphere_set(args) -> int:
     """Fit a variational sphere set to one mesh's rest pose and write it as JSON."""
     import json
 
-    from .core import report as core_report
-    from .core.methods import sphere_set as ss
-    from .core.sphere_set import baselines
+    from .core.methods.sphere_set import baselines
+    from .core.methods.sphere_set import method as ss
+    from .core.report import writing as core_report
 
     if args.count < 1:
         raise UsageError(f"--count must be at least 1, got {args.count}")
@@ -1072,7 +1072,7 @@ def cmd_sphere_set(args) -> int:
         raise UsageError(str(exc)) from None
     vertices, triangles = _rest_mesh(bpy.context.scene, args.object)
     if not ss.variational_available():
-        raise UsageError("the variational sphere-set fit (core/sphere_set/variational.py) is "
+        raise UsageError("the variational sphere-set fit (core/methods/sphere_set/variational.py) is "
                          "not in this version of skin_collide")
     t0 = time.perf_counter()
     s = ss.fit_set(vertices, triangles, args.count, seed=args.seed, builder="variational")
@@ -1111,7 +1111,7 @@ def _add_farm_parser(sub) -> None:
              "then the merge (an OpenCue cuecmd list; --run runs one of them)",
         description="Prints one `scan` command per chunk of at most --chunk frames, then the "
                     "`merge` of their reports, one shell line each. The chunks are the ones "
-                    "Open Job Description's task chunking makes (core/chunks.py), which the "
+                    "Open Job Description's task chunking makes (core/report/chunks.py), which the "
                     "OpenJD template and the Flamenco job type in farm/ run too.")
     p.add_argument("file", help="the shot (.blend, .glb or .gltf), as the render nodes see it")
     p.add_argument("--frames", required=True, metavar="START:END",
@@ -1157,7 +1157,7 @@ def _plan_from_args(args) -> dict:
 def cmd_farm_commands(args) -> int:
     """`farm-commands`: print the shot's farm commands, or run one of them (`--run`)."""
     from . import farm_commands as farm
-    from .core import chunks
+    from .core.report import chunks
 
     steps = _plan_from_args(args)
     if args.run is None:
@@ -1265,7 +1265,7 @@ def build_parser() -> argparse.ArgumentParser:
     mg.add_argument("--json", required=True, metavar="OUT", help="write the merged report here")
     mg.add_argument("--junit", metavar="OUT.xml", help="also write JUnit XML here, as scan --junit")
     mg.set_defaults(func=cmd_merge)
-    from .core.methods.sphere_set import SphereSetMethod
+    from .core.methods.sphere_set.method import SphereSetMethod
 
     # The command that fits the sphere-set method's data is named after the method.
     ss = sub.add_parser(SphereSetMethod.id, help="fit a variational sphere set (Wang et al. 2006) "

@@ -1,6 +1,6 @@
 """`python -m skin_collide farm-commands`: the commands a render farm runs for one shot.
 
-One scan command per chunk of frames (`core.chunks.by_size`, the boundaries OpenJD's task
+One scan command per chunk of frames (`core.report.chunks.by_size`, the boundaries OpenJD's task
 chunking makes) and the merge of their reports. Printed, they are an OpenCue `cuecmd`
 command list; with ``--run CHUNK`` (or ``--run merge``) this runs one of them in this
 process, which is how the Open Job Description template
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import shlex
 
-from .core import chunks
 from .core.methods import registry
+from .core.report import chunks
 
 MERGED_JSON = "report.json"
 MERGED_JUNIT = "report.xml"

@@ -6,7 +6,7 @@
         assert_no_collisions("rigs/hero.blend", frames=(1, 48), objects=["Hero"])
 
 `collisions` returns the collision episodes (runs of consecutive colliding frames per
-object pair, `core.contacts.Episode`), with the same filters as the panel and
+object pair, `core.contacts.pairs.Episode`), with the same filters as the panel and
 `python -m skin_collide scan`: rest-pose contacts (designed-in overlaps) ignored by default,
 and an optional allow-list of reviewed polygon pairs.
 """
@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 from typing import Sequence
 
-from .core import contacts
-from .core.contacts import Episode
+from .core.contacts import pairs as contacts
+from .core.contacts.pairs import Episode
 
 __all__ = ["collisions", "assert_no_collisions", "Episode"]
 
@@ -90,7 +90,7 @@ def _scan_scene(path_or_objects, frames, self_collision, ignore_rest_contacts, o
     import bpy
 
     from .addon import motion, scanner, scenes, zones
-    from .core import contact_filters
+    from .core.contacts import filters as contact_filters
 
     scene = bpy.context.scene
     frame_list = _frames(scene, frames)
@@ -141,7 +141,7 @@ def assert_no_collisions(path_or_objects, frames=None, self_collision: bool = Tr
     """`collisions(...)`, raising AssertionError that says which frames, which objects and
     how many pairs when there is any collision episode, then the contact episodes by bone
     pair with their lengths (the longest crossings first, at most 10)."""
-    from .core import contact_groups
+    from .core.contacts import groups as contact_groups
 
     rep = _scan(path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode,
                 allow, crossing_only, min_length, ignore_bones, ignore_groups, scene)

@@ -597,7 +597,7 @@ def surface_rig(ob, source: Rig, depsgraph) -> Rig:
             weights = dict(weight_ptr=ptr, weight_bone=bone, weight_value=value,
                            bone_names=source.bone_names, bone_parents=source.bone_parents,
                            bone_rest=source.bone_rest, bone_deform=source.bone_deform)
-    from ..core import persist
+    from ..core.storage import persist
 
     labels = stack_labels(ob)
     surface = f"evaluated surface: {V:,} vertices after {', '.join(labels) or 'its modifiers'}"

@@ -157,7 +157,7 @@ def result_arrays(res, objects: dict, show_spheres: bool, level: int):
 
 
 def contact_lines(res) -> np.ndarray:
-    """The intersection curves of a result's contacts (`core.contact_groups`), as a
+    """The intersection curves of a result's contacts (`core.contacts.groups`), as a
     LINES batch's vertices: (2S, 3) float32, two per segment."""
     found = getattr(res, "contacts", None) or [] if res is not None else []
     segs = [c.segments for c in found if c.segments.size]

@@ -18,7 +18,7 @@ import json
 
 import numpy as np
 
-from ..core import contacts
+from ..core.contacts import pairs as contacts
 from . import scanner, storage
 from .state import STATE
 

@@ -17,10 +17,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core import contact_filters, contact_groups, contacts, welds
 from ..core import scan as core_scan
+from ..core import welds
+from ..core.contacts import filters as contact_filters
+from ..core.contacts import groups as contact_groups
+from ..core.contacts import pairs as contacts
 from ..core.methods import registry
-from ..core.scan_report import FrameRecord, ScanReport, report_source  # noqa: F401
+from ..core.report.model import FrameRecord, ScanReport, report_source  # noqa: F401
 from . import drawn, extract, motion
 
 #: The older spelling of a scan's method (`registry.MODES`: mode name -> method id).
@@ -93,7 +96,7 @@ class Scanner:
         self.max_pairs: int | None = None
         self.stopped = False
         #: Set with `stopped` when a capped frame was dense: more candidate triangle pairs
-        #: than the live budget (`core.self_collision.query.CANDIDATE_BUDGET`), so only a
+        #: than the live budget (`core.aabb_tree.query.CANDIDATE_BUDGET`), so only a
         #: prefix of them was tested (the pairs found are a subset, possibly under the cap).
         self.dense = False
         if objects is None:
@@ -300,7 +303,7 @@ class Scanner:
             self.first_hit, self.max_pairs = first_hit, max_pairs
 
     def _contacts(self, positions, kept) -> tuple[list, list]:
-        """The frame's reported polygon pairs and its contacts (`core.contact_groups`),
+        """The frame's reported polygon pairs and its contacts (`core.contacts.groups`),
         after the allow-list and the contact filters; with `first_hit`, the first pair left
         and its contact."""
         flt = self.contact_filter

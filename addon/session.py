@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core import scan as core_scan
+from ..core.aabb_tree import query as _query
 from ..core.query import multi
-from ..core.self_collision import query as _query
 from . import drawn, extract, motion, scanner, storage
 from . import rest_contacts as rest_contacts_store
 from .state import STATE
@@ -49,12 +49,12 @@ class LiveResult:
     #: lower bound ("more than MAX_PAIRS").
     more_than: bool = False
     #: True (with `more_than`) when the frame was dense: more candidate triangle pairs
-    #: than the live budgets (`core.self_collision.query.CANDIDATE_BUDGET`,
+    #: than the live budgets (`core.aabb_tree.query.CANDIDATE_BUDGET`,
     #: `core.query.multi.live_budget`), so only a
     #: prefix of them was tested and `n_pairs` (the pairs found there, possibly fewer
     #: than `MAX_PAIRS`) is a lower bound.
     dense: bool = False
-    #: the frame's contacts (`core.contact_groups.Contact`), partitioning its pairs
+    #: the frame's contacts (`core.contacts.groups.Contact`), partitioning its pairs
     contacts: list = field(default_factory=list)
 
     @property
@@ -313,7 +313,7 @@ def pipeline(scene, meshes: list, objects: list, first_hit: bool = False) -> sca
 
     sc.source = scanner.report_source(bpy.data.filepath, s.method, s.self_collision,
                                       first_hit, s.ignore_rest_contacts)
-    from ..core import contact_filters
+    from ..core.contacts import filters as contact_filters
 
     try:
         bones = contact_filters.parse_bone_pairs(s.ignore_bones)
@@ -367,7 +367,7 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
     `MAX_PAIRS` polygon pairs are kept; `LiveResult.total_pairs` is the exact count and
     `LiveResult.warning` says when the list is capped. Unless `exact_count` (Scan Frame
     Range), the exact self tree stops once an object's own pairs pass the cap, or once it
-    has tested `core.self_collision.query.CANDIDATE_BUDGET` candidate pairs, and the
+    has tested `core.aabb_tree.query.CANDIDATE_BUDGET` candidate pairs, and the
     traversal between objects after `core.query.multi.live_budget` triangle tests (a dense
     frame: `dense`): then `more_than` is set and the count is a lower bound. A pose whose
     bones collapse space raises `DegeneratePose` (the frame is not checked).
@@ -375,9 +375,9 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
     `carry` (the live overlay's updates): each object's self pairs, and the pairs between
     two objects that went through the traversal, are re-checked only where triangles
     moved since their last complete answer, the others carried over
-    (`core.self_collision.object_self_pairs`, `object_cross_pairs`; the same answer), and
+    (`core.aabb_tree.object_self_pairs`, `object_cross_pairs`; the same answer), and
     the contacts of an object pair whose pairs and their triangles did not change are
-    those of the last update (`core.contact_groups.frame_contacts`' memo). A query
+    those of the last update (`core.contacts.groups.frame_contacts`' memo). A query
     without it (Refresh, Scan Frame Range) starts afresh and drops what was kept.
     """
     objects = objects or load_objects(meshes)

@@ -295,7 +295,7 @@ def scanner_result(scanner, scene, frame: int):
     scene.frame_set(frame)
     positions, poses = scanner.evaluate(bpy.context.evaluated_depsgraph_get())
     pairs, ms, _ = scanner.query(positions, poses)
-    from ..core import contact_groups
+    from ..core.contacts import groups as contact_groups
 
     found = contact_groups.frame_contacts(scanner.objects, positions, scanner.triangles,
                                           scanner.keep(pairs))
@@ -320,7 +320,7 @@ def frame_snapshot(scanner, scene, frame: int, path: str | None, size=(640, 400)
 def episode_snapshots(scanner, scene, frames: list[int], out_dir: str,
                       size=(640, 400), colour=None) -> list[str]:
     """One picture per frame of `frames` (the worst frames of the scan's collision
-    episodes, `core.contacts.episodes`): `<out_dir>/frame_<F>.png`. Returns the paths."""
+    episodes, `core.contacts.pairs.episodes`): `<out_dir>/frame_<F>.png`. Returns the paths."""
     paths = []
     for f in sorted(set(frames)):
         path = os.path.join(out_dir, f"frame_{f:05d}.png")

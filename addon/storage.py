@@ -2,8 +2,8 @@
 
 Each built mesh object points (``ob.skin_collide.data``) to a hidden Text datablock
 (``.skin_collide/<name>``; Blender hides dot-prefixed names in its ID menus). The Text's
-body is one line of explanation; the `core.persist` bytes (a compressed binary
-`core.blob` container) are either
+body is one line of explanation; the `core.storage.persist` bytes (a compressed binary
+`core.storage.blob` container) are either
 
 * in the file: a bytes custom property of the Text (`BLOB_KEY`), saved with the .blend
   and restored on reload, on undo and shared (not copied) by Shift+D, or
@@ -65,12 +65,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..core import blob as container  # (`blob` names the stored bytes below)
-from ..core import persist
-from ..core.contact_groups import polygon_bones
+from ..core.aabb_tree import for_object
+from ..core.contacts.groups import polygon_bones
 from ..core.methods import registry
 from ..core.scan import CollisionObject
-from ..core.self_collision import for_object
+from ..core.storage import blob as container  # (`blob` names the stored bytes below)
+from ..core.storage import persist
 from . import identity
 from .state import STATE
 
@@ -600,7 +600,7 @@ def stored_options(text) -> dict:
 
 def source_signature(ob) -> str:
     """The signature of the rig of `ob`'s own mesh data when it was built
-    (`core.persist.source_signature`): what `addon.session` compares with the mesh now.
+    (`core.storage.persist.source_signature`): what `addon.session` compares with the mesh now.
     For data of an evaluated surface it is kept apart (`SOURCE_KEY`), so that checking it
     needs no evaluation and no decoding."""
     text = text_of(ob)

@@ -1,5 +1,5 @@
 """Ignore zones (issue 28): the polygons of a mesh inside one of its vertex groups, whose
-pairs are never reported (`core.contact_filters.drop_zone_pairs`). Read once per scan."""
+pairs are never reported (`core.contacts.filters.drop_zone_pairs`). Read once per scan."""
 from __future__ import annotations
 
 import numpy as np

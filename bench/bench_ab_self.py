@@ -43,7 +43,7 @@ def import_version(rev: str, where: str, name: str = "skin_collide_a"):
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
-    return importlib.import_module(f"{name}.core.self_collision"), \
+    return importlib.import_module(f"{name}.core.aabb_tree"), \
         importlib.import_module(f"{name}.core.scan")
 
 
@@ -52,8 +52,8 @@ def run(args, where: str) -> None:
     from mathutils.bvhtree import BVHTree
 
     from skin_collide.addon import animation, extract, scanner
+    from skin_collide.core import aabb_tree as self_b
     from skin_collide.core import scan as scan_b
-    from skin_collide.core import self_collision as self_b
 
     versions = [import_version(args.rev, where), (self_b, scan_b)]
     ob = load_one(args.asset, args.level)

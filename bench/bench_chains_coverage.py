@@ -9,7 +9,7 @@ then random strong poses: 170° twists, bone scale 0.5-2), ms per state:
   before (`"slices"`); per region the accuracy F (mean | r - ||c - v|| | over the
   sphere's region vertices, the paper's §3.2) of the built inside spheres (phi_1', and
   phi_1 before the torso's adjustment) and of the minimal enclosing ball of the same
-  vertices (phi_2, `core.balls.minimal_balls`);
+  vertices (phi_2, `core.bounds.balls.minimal_balls`);
 * per-frame sphere update (`chains.frame_spheres`): before (slices, centre = mean of all
   the sphere's vertices) and after (paper spheres, centre = mean of the pivot polygons'
   centroids), best of `--reps` per state; the radius is always the largest distance to
@@ -50,7 +50,7 @@ from bench_self import old_self  # noqa: E402
 def accuracy_rows(data, rig):
     """Per region: spheres, F of phi_1 / phi_1' / phi_2 (mean over the region's sphere
     vertices, model units) for the regions built by the march."""
-    from skin_collide.core import balls
+    from skin_collide.core.bounds import balls
     from skin_collide.core.methods.chains import march
 
     V = rig.rest_positions
@@ -93,11 +93,11 @@ def main() -> None:
     from skin_collide.addon import extract, files, scanner
     from skin_collide.core import triangles as tri_test
     from skin_collide.core import welds
+    from skin_collide.core.aabb_tree import object_self_pairs
     from skin_collide.core.methods import registry
     from skin_collide.core.methods.base import Frame
     from skin_collide.core.methods.chains import chains, self_tree
     from skin_collide.core.query import traversal
-    from skin_collide.core.self_collision import object_self_pairs
 
     files.load_file(os.path.join(SHARED, args.asset))
     meshes = extract.skinned_meshes(bpy.context.scene)

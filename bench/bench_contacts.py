@@ -9,7 +9,7 @@ Two scenes, in one process, on the same frames (medians over the frames with pai
 
 Per frame: the query (`Scanner.query`: refit, traversal, exact tests, as the report's
 `ms`), then the rest of the pipeline without contacts (unique pairs, polygon pairs), then
-the contacts (`core.contact_groups.frame_contacts`: segments of every triangle pair,
+the contacts (`core.contacts.groups.frame_contacts`: segments of every triangle pair,
 components, lengths, bones, centres) and their JSON. Prints the contacts' share of the
 query.
 
@@ -37,7 +37,7 @@ SHARED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "s
 def measure(sc, frames, repeat: int = 3) -> dict:
     import bpy
 
-    from skin_collide.core import contact_groups
+    from skin_collide.core.contacts import groups as contact_groups
 
     scene = bpy.context.scene
     rows = {"query": [], "polygons": [], "contacts": [], "json": [], "pairs": [],

@@ -1,5 +1,5 @@
 """Pairs between two characters: the `box-tree` method (the float32 AABB trees of
-`core.self_collision`, bottom-up box refit from the evaluated positions, level-synchronous
+`core.aabb_tree`, bottom-up box refit from the evaluated positions, level-synchronous
 traversal), through `core.scan.query_frame` like any method, against the sphere tree's
 on-demand query and Blender's world-space ``FromPolygons`` + ``overlap``.
 

@@ -61,8 +61,8 @@ def main() -> None:
     ap.add_argument("--level", type=int, default=0)
     args = ap.parse_args()
     from skin_collide.addon import scanner
-    from skin_collide.core import self_collision
-    from skin_collide.core.self_collision import boxes as B
+    from skin_collide.core import aabb_tree as self_collision
+    from skin_collide.core.aabb_tree import boxes as B
 
     ob = load_one(args.asset, args.level)
     obj = scanner.Scanner([ob], self_collision=True).objects[0]

@@ -2,7 +2,7 @@
 
 Per subdivision level of the asset, all in one process on the same frames (medians):
 
-* ours: `core.self_collision` (balanced AABB tree, level-synchronous traversal without
+* ours: `core.aabb_tree` (balanced AABB tree, level-synchronous traversal without
   rest-adjacent pairs, exact float64 leaf test), as `core.scan.query_frame` runs it;
 * the old sphere-tree self query (`traversal.collide` with on-demand and with bottom-up
   refit), which `query_frame` used before;
@@ -79,7 +79,7 @@ def as_set(p):
     return set(map(tuple, np.sort(p, axis=1).tolist()))
 
 
-#: The parts of our query that `--parts` times (functions of `core/self_collision/query.py`).
+#: The parts of our query that `--parts` times (functions of `core/aabb_tree/query.py`).
 PARTS = ("frame_boxes", "_seed_pass", "candidate_leaf_pairs", "exact_test")
 
 
@@ -88,7 +88,7 @@ class PartTimer:
     query looks them up), in ms summed per part; restores them on exit."""
 
     def __init__(self):
-        from skin_collide.core.self_collision import query
+        from skin_collide.core.aabb_tree import query
 
         self.module = query
         self.ms = dict.fromkeys(PARTS, 0.0)
@@ -120,8 +120,8 @@ def run_level(args, level: int) -> dict:
     from mathutils.bvhtree import BVHTree
 
     from skin_collide.addon import animation, extract, overlay, scanner
+    from skin_collide.core import aabb_tree as self_collision
     from skin_collide.core import scan as core_scan
-    from skin_collide.core import self_collision
 
     ob = load_one(args.asset, level)
     sc = scanner.Scanner([ob], self_collision=True)

@@ -4,8 +4,8 @@ the variational fit against the two simple baselines, at the same sphere counts.
 For each asset (its largest skinned mesh, the rest mesh in mesh data coordinates: no
 modifier, no object transform, as `skin_collide sphere-set` reads it) and each count N:
 
-* builders: `variational` (`core.sphere_set.variational.fit`), `top-down` (the leaves of a
-  top-down minimal-ball split) and `grid` (an octree cover), `core.sphere_set.baselines`;
+* builders: `variational` (`core.methods.sphere_set.variational.fit`), `top-down` (the leaves of a
+  top-down minimal-ball split) and `grid` (an octree cover), `core.methods.sphere_set.baselines`;
 * E_r = (volume of the union of the spheres outside the mesh) / (mesh volume), every set
   measured by the SAME estimator here (not the builder's own number):
   `outside_volume.union_outside_volume_estimate` with `--samples` jittered-grid points over
@@ -91,12 +91,12 @@ def load_asset(asset: str) -> tuple[str, np.ndarray, np.ndarray]:
 def _fit_child(conn, method: str, v, t, count: int, seed: int, limit: float) -> None:
     """Child process: one fit, its result back through `conn`."""
     try:
-        from skin_collide.core.sphere_set import baselines
+        from skin_collide.core.methods.sphere_set import baselines
 
         t0 = time.perf_counter()
         deadline = t0 + limit
         if method == "variational":
-            from skin_collide.core.sphere_set import variational
+            from skin_collide.core.methods.sphere_set import variational
 
             s = variational.fit(v, t, count, seed=seed,
                                 should_stop=lambda: time.perf_counter() > deadline)
@@ -182,7 +182,7 @@ def union_coverage(centers, radii, v, t, k: int = 6, rel_tol: float = 1e-9) -> t
 
 
 def measure(centers, radii, v, t, samples: int, seed: int, mesh, vol: float) -> dict:
-    from skin_collide.core.sphere_set import outside_volume as ov
+    from skin_collide.core.methods.sphere_set import outside_volume as ov
 
     t0 = time.perf_counter()
     out, err = ov.union_outside_volume_estimate(centers, radii, v, t, n_samples=samples,
@@ -197,13 +197,13 @@ def measure(centers, radii, v, t, samples: int, seed: int, mesh, vol: float) -> 
 
 # ------------------------------------------------------------------------ output
 def variational_version() -> str:
-    """The last commit of the fit's modules (core/sphere_set/variational.py and
+    """The last commit of the fit's modules (core/methods/sphere_set/variational.py and
     union_search.py), '+modified' when the working copy differs from it (others may be
     editing them)."""
     import subprocess
 
     root = os.path.join(HERE, "..")
-    paths = [os.path.join("core", "sphere_set", f) for f in ("variational.py", "union_search.py")]
+    paths = [os.path.join("core", "methods", "sphere_set", f) for f in ("variational.py", "union_search.py")]
     try:
         h = subprocess.run(["git", "log", "-1", "--format=%h", "--", *paths], cwd=root,
                            capture_output=True, text=True, timeout=30).stdout.strip()
@@ -413,7 +413,7 @@ def main(argv=None) -> int:
         os.replace(tmp, a.out_json)
 
     if not a.plot_only:
-        from skin_collide.core.sphere_set import outside_volume as ov
+        from skin_collide.core.methods.sphere_set import outside_volume as ov
 
         version = variational_version()
         load = os.getloadavg()

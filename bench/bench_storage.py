@@ -70,8 +70,10 @@ def timed(fn, *args):
 def array_table(asset: str, level: int) -> None:
     """Every array of the first mesh's prepared object: sizes and recompute costs."""
     from skin_collide.addon import extract
-    from skin_collide.core import persist, refit, refit_dqs, scan, sphere_tree, welds
+    from skin_collide.core import scan, welds
+    from skin_collide.core.bounds import refit, refit_dqs, sphere_tree
     from skin_collide.core.methods import sphere_tree as stm
+    from skin_collide.core.storage import persist
 
     ob = load(asset, level)[0]
     rig = extract.rig_from_object(ob)
@@ -123,7 +125,7 @@ def array_table(asset: str, level: int) -> None:
 
 def old_bytes(obj) -> bytes:
     """The previous format (3): npz of every array (weld ids recomputed)."""
-    from skin_collide.core import persist
+    from skin_collide.core.storage import persist
 
     arrays = persist.all_arrays(obj)
     arrays["format"] = np.array(3)
@@ -137,7 +139,8 @@ def growth(asset: str, level: int, folder: str) -> dict:
 
     from skin_collide.addon import extract, storage
     from skin_collide.addon.state import STATE
-    from skin_collide.core import persist, scan
+    from skin_collide.core import scan
+    from skin_collide.core.storage import persist
 
     meshes = load(asset, level)
     scene = bpy.context.scene

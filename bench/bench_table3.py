@@ -52,8 +52,8 @@ def run_level(args, level: int) -> dict:
     from mathutils.bvhtree import BVHTree
 
     from skin_collide.addon import animation, extract, scanner
-    from skin_collide.core import refit
     from skin_collide.core import scan as core_scan
+    from skin_collide.core.bounds import refit
 
     ob, ob2 = load_pair(args.asset, level, args.offset, math.radians(args.turn))
     t0 = time.perf_counter()

@@ -5,7 +5,7 @@ on in both Armature modifiers, animated through the same frames. All in one proc
 
 * Table 1 (one frame, the middle one): min / avg / max sphere radius per tree level for the
   rest spheres, the on-demand LBS refit (of the same pose's LBS mesh), the on-demand
-  Preserve Volume refit (`core.refit_dqs`) and the exact minimal ball of each node's
+  Preserve Volume refit (`core.bounds.refit_dqs`) and the exact minimal ball of each node's
   Preserve Volume vertices.
 * Table 2 (medians over the frames; query ms: refit + traversal + exact tests, all pairs
   and self-collision off):
@@ -47,8 +47,9 @@ def main() -> None:
     import bpy
 
     from skin_collide.addon import animation, extract, files, scanner
-    from skin_collide.core import refit, refit_dqs, skinning
     from skin_collide.core import scan as core_scan
+    from skin_collide.core import skinning
+    from skin_collide.core.bounds import refit, refit_dqs
 
     files.load_file(os.path.join(SHARED, args.asset))
     meshes = extract.skinned_meshes(bpy.context.scene)

@@ -7,7 +7,7 @@ once, as a real implementation would keep it), and checks that the threaded answ
 the serial one (exits non-zero if not):
 
 (a) exact: the exact triangle test of the self query's candidate pairs
-    (`core.self_collision.query.exact_test` on the pairs `candidate_leaf_pairs` finds),
+    (`core.aabb_tree.query.exact_test` on the pairs `candidate_leaf_pairs` finds),
     split into `--parts` chunks (default: one per core). *32x* repeats the same
     candidates 32 times (a dense frame's amount of work, same per-call array sizes), and
     once more with the triangle test's blocks 4 times longer when threaded
@@ -155,7 +155,7 @@ class SeedPart:
 def split_self_pairs(tree, parts, positions, tris, mapper):
     """`self_pairs(tree, positions, tris, tree.weld_ids)` computed as independent parts
     (`SeedPart`), each traversed and exact-tested by `mapper` (map or a pool's map)."""
-    from skin_collide.core.self_collision import query as q
+    from skin_collide.core.aabb_tree import query as q
 
     positions = np.asarray(positions, np.float64)
     tris = np.asarray(tris, np.intp)
@@ -236,9 +236,9 @@ def round_control(pool, workers: int):
 
 def bench_one(args, pool, asset: str, level: int) -> None:
     from skin_collide.addon import scanner
-    from skin_collide.core import self_collision
+    from skin_collide.core import aabb_tree as self_collision
     from skin_collide.core import triangles as tri_test
-    from skin_collide.core.self_collision import query as q
+    from skin_collide.core.aabb_tree import query as q
 
     scene_name = f"{asset.split('.')[0]} L{level}"
     ob = load_one(asset, level)
@@ -318,8 +318,8 @@ def same_pairs(a, b) -> bool:
 
 def bench_objects(args, pool, asset: str, level: int, copies: int) -> None:
     from skin_collide.addon import extract, scanner
+    from skin_collide.core import aabb_tree as self_collision
     from skin_collide.core import scan as core_scan
-    from skin_collide.core import self_collision
     from skin_collide.core.query import traversal
 
     ob = load_one(asset, level)

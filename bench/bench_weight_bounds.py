@@ -1,4 +1,4 @@
-"""Time the corner computation of core.weight_bounds on a realistic synthetic skin.
+"""Time the corner computation of core.bounds.weight_bounds on a realistic synthetic skin.
 
     bash dev python bench/bench_weight_bounds.py
 
@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from test_weight_bounds import smooth_skin, triangle_tree, vertex_tree  # noqa: E402
 
-from skin_collide.core.weight_bounds import node_corners  # noqa: E402
+from skin_collide.core.bounds.weight_bounds import node_corners  # noqa: E402
 
 
 def benchmark(V=50_000, K=4, n_joints=30, repeats=3, seed=0):

@@ -1,6 +1,6 @@
 """Render the README picture of a sphere set posed with its character (issue 10): Cesium
 Man (or another asset) at a walk frame, its set built by the method `sphere-set`
-(`core.methods.sphere_set`), the spheres posed by the method itself (`posed_set`: every leaf
+(`core.methods.sphere_set.method`), the spheres posed by the method itself (`posed_set`: every leaf
 sphere refitted on demand from the bone matrices at the frame, world space) and added as
 translucent UV spheres; Cycles on the CPU.
 
@@ -71,7 +71,7 @@ def main(argv=None) -> int:
     build_s = time.perf_counter() - t0
     s = data.sphere_set
     if not np.isfinite(s.relative_outside_volume):      # the baselines do not measure
-        from skin_collide.core.sphere_set import baselines
+        from skin_collide.core.methods.sphere_set import baselines
 
         baselines.measure_set(s, rig.rest_positions, rig.triangles, seed=a.seed)
     print(f"{a.asset} '{ob.name}': {a.builder} set of {s.count} spheres built in {build_s:.1f} s, "

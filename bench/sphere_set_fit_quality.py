@@ -25,8 +25,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 def main(argv: list[str]) -> None:
     from bench_sphere_sets import load_asset
 
-    from skin_collide.core.sphere_set import variational
-    from skin_collide.core.sphere_set.outside_volume import mesh_volume, union_outside_volume_estimate
+    from skin_collide.core.methods.sphere_set import variational
+    from skin_collide.core.methods.sphere_set.outside_volume import mesh_volume, union_outside_volume_estimate
 
     asset, counts = argv[0], [int(x) for x in argv[1:]]
     name, v, t = load_asset(asset)

@@ -70,7 +70,7 @@ class Rig:
         face_origin: for a rig on an evaluated surface, (P,) int32 the polygon of the
             mesh's own data each of its polygons comes from (-1: not known), for selecting
             and baking on the mesh people edit; None otherwise.
-        source_signature: for a rig on an evaluated surface, `core.persist.rig_signature`
+        source_signature: for a rig on an evaluated surface, `core.storage.persist.rig_signature`
             of the rig of the mesh's own data, which the staleness check can recompute
             without evaluating anything ("" otherwise: the rig's own signature).
         rigid: for a mesh without an Armature modifier that moves as a whole (a prop

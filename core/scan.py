@@ -18,14 +18,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import broad_phase, contacts, welds
 from . import triangles as tri_test
+from . import welds
+from .aabb_tree import for_object, frame_state, keep_cross_pairs, object_cross_pairs, object_self_pairs
+from .contacts import pairs as contacts
 from .geometry import triangulation
 from .methods import registry
 from .methods.base import Method
-from .query import multi, traversal
+from .query import broad_phase, multi, traversal
 from .rig import Pose, Rig
-from .self_collision import for_object, frame_state, keep_cross_pairs, object_cross_pairs, object_self_pairs
 from .types import Frame, Volumes
 
 #: A query's default: each object answers with its own method (with its fallbacks). The
@@ -416,7 +417,7 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
         triangles = [None] * n
     tris_all = [frame_triangles(obj, pos) if t is None else np.asarray(t, dtype=np.int32)
                 for obj, pos, t in zip(objects, positions, triangles)]
-    # Object-level broad phase (core.broad_phase): only objects whose boxes meet another's
+    # Object-level broad phase (core.query.broad_phase): only objects whose boxes meet another's
     # get volumes and a traversal; the others cost their box.
     boxes = None
     candidates = np.zeros((0, 2), np.int64)
@@ -507,7 +508,7 @@ def _seams_hold(objects, poses, seams, i: int, j: int) -> bool:
 
 
 #: Object pairs with at most this many triangles (both sides) in their boxes' shrunken
-#: intersection are paired by boxes without a tree (core.broad_phase.box_filtered_pairs:
+#: intersection are paired by boxes without a tree (core.query.broad_phase.box_filtered_pairs:
 #: cells split in two, then a sweep); the others go through the tree traversal. On crowds
 #: of Cesium Men the box path took half the CPU time of the traversal (bench_crowd.py).
 BOX_PAIRS_MAX = 20000

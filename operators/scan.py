@@ -9,8 +9,8 @@ import bpy
 from bpy_extras.io_utils import ExportHelper
 
 from ..addon import extract, scanner, session, storage
-from ..core import contact_groups
-from ..core import report as core_report
+from ..core.contacts import groups as contact_groups
+from ..core.report import writing as core_report
 from .stepping import TimerSteps, guard_operators, object_mode_poll
 
 MARKER_PREFIX = "collide "

@@ -7,7 +7,7 @@ import bpy
 
 from ..addon import extract, session
 from ..core import scan as core_scan
-from ..core.methods.sphere_set import SphereSetMethod
+from ..core.methods.sphere_set.method import SphereSetMethod
 from .build import SKINCOLLIDE_OT_build, build_each
 from .stepping import guard_operators
 

@@ -103,7 +103,7 @@ def cheap_union_search(monkeypatch):
     tests where the set's quality is not what is tested: the same code paths, a fraction
     of the time on small procedural meshes. tests/core/test_sphere_set_union_search.py tests
     the search itself."""
-    from skin_collide.core.sphere_set import variational
+    from skin_collide.core.methods.sphere_set import variational
 
     real = variational.fit
 

@@ -67,7 +67,7 @@ class Method(ABC):
     def load(self, arrays: dict[str, np.ndarray]) -> Prepared:
         """Inverse of `Prepared.arrays()` (after `expand`)."""
 
-    # -- storage (core.persist): what is stored of `Prepared.arrays()` -------------------
+    # -- storage (core.storage.persist): what is stored of `Prepared.arrays()` -------------------
 
     def compact(self, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """What to store of `arrays` (`Prepared.arrays()`): the default stores all of it.
@@ -86,7 +86,7 @@ class Method(ABC):
         return None
 
     def aabb_tree(self, prepared: Prepared):
-        """The object's exact AABB tree (`core.self_collision.SelfTree`) when the method's
+        """The object's exact AABB tree (`core.aabb_tree.SelfTree`) when the method's
         data is one, so that self-collision reuses it instead of building another; None
         (the default) otherwise."""
         return None
@@ -110,7 +110,7 @@ class Method(ABC):
         every intersecting pair of the frame's triangles not sharing a weld id
         (``vertex_keys[frame.triangles]``, `core.welds.adjacent_pairs`), (K, 2) int64 with
         t < u, sorted; `stats` an optional `traversal.QueryStats`. None (the default):
-        the object's exact AABB self tree answers (`core.self_collision`)."""
+        the object's exact AABB self tree answers (`core.aabb_tree`)."""
         return None
 
     def coverage(self, rig: Rig, prepared: Prepared) -> dict | None:

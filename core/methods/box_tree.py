@@ -1,6 +1,6 @@
 """Balanced AABB trees refitted bottom-up from the evaluated mesh, as a method (`box-tree`).
 
-The tree is the self-collision tree of `core.self_collision` (median split at rest, one
+The tree is the self-collision tree of `core.aabb_tree` (median split at rest, one
 triangle per leaf slot, float32 boxes rounded outward; soundness in
 docs/self_collision.md). Per frame every box is refitted from the evaluated positions and
 the frame's triangles, which is exact for any deformation (shape keys, any modifier,
@@ -18,10 +18,10 @@ from typing import Callable
 import numpy as np
 
 from .. import welds
+from ..aabb_tree import query as box_query
+from ..aabb_tree.boxes import LO, NEG_HI
+from ..aabb_tree.tree import SelfTree, build
 from ..rig import Rig
-from ..self_collision import query as box_query
-from ..self_collision.boxes import LO, NEG_HI
-from ..self_collision.tree import SelfTree, build
 from .base import Drawable, Frame, Hierarchy, Method, Volumes
 
 

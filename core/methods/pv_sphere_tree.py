@@ -1,4 +1,4 @@
-"""Sphere tree with the on-demand Preserve Volume refit (core.refit_dqs) as a method.
+"""Sphere tree with the on-demand Preserve Volume refit (core.bounds.refit_dqs) as a method.
 
 `sphere-tree` (LBS) passes Preserve Volume rigs on to this one; rigs whose evaluated mesh
 is not determined by the bone matrices go on to `bottom-up`.
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import refit_dqs, sphere_tree
+from ..bounds import refit_dqs, sphere_tree
 from ..rig import Pose, Rig
 from .base import Frame
 from .sphere_tree import (

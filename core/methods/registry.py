@@ -16,7 +16,7 @@ from .chains import ChainsMethod
 from .obb import ObbCab
 from .pv_sphere_tree import PvSphereTree
 from .reference import BlenderRebuild
-from .sphere_set import SphereSetMethod
+from .sphere_set.method import SphereSetMethod
 from .sphere_tree import BottomUpSphereTree, LbsSphereTree
 
 #: The methods that ship with skin_collide, in the order they are shown.

@@ -1,7 +1,7 @@
 """Sphere trees (Kavan & Žára 2005) as methods: the on-demand LBS refit, and the bottom-up
 refit from the evaluated mesh that is exact for any deformation (the end of every chain).
 
-The tree is built once on the rest pose (`core.sphere_tree`); per frame a `SphereVolumes`
+The tree is built once on the rest pose (`core.bounds.sphere_tree`); per frame a `SphereVolumes`
 computes only the spheres a query reaches. Leaves take the minimal ball of their frame
 triangle (exact, and cheaper than any bound); inner nodes take the method's bound.
 """
@@ -12,9 +12,10 @@ from typing import Callable
 
 import numpy as np
 
-from .. import blob, refit, sphere_tree
-from ..balls import minimal_balls
+from ..bounds import refit, sphere_tree
+from ..bounds.balls import minimal_balls
 from ..rig import Pose, Rig
+from ..storage import blob
 from .base import Drawable, Frame, Hierarchy, LazySphereVolumes, Method
 
 # What storage keeps of a `TreeData` (docs/storage.md §3): not the node vertex sets, and of

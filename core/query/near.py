@@ -11,7 +11,7 @@ Steps, each sound (derivations in docs/clearance.md):
    nearest is monotone and ``lo_B`` is a float64, so ``lo_B <= hi_A + d`` (exact) implies
    ``lo_B <= fl(hi_A + d)``. The inflated boxes of A and the boxes of B are then rounded
    outward to float32 and paired by the level-synchronous traversal of the exact AABB
-   trees (`core.self_collision.query.cross_candidates`, whose float32 boxes and test are
+   trees (`core.aabb_tree.query.cross_candidates`, whose float32 boxes and test are
    proved sound in docs/self_collision.md): every leaf pair whose boxes overlap, once.
 2. **Euclidean box gap.** The distance between two triangles is at least the distance
    between their boxes; pairs whose box gap exceeds ``d`` by more than its rounding
@@ -31,7 +31,7 @@ Steps, each sound (derivations in docs/clearance.md):
 
 Cost is the box traversal (output sensitive) plus 1 to 3 µs per candidate pair (measured
 in docs/clearance.md); the trees are best built once per object and passed in
-(`cross_tree`, or the object's exact self tree, `core.self_collision.for_object`).
+(`cross_tree`, or the object's exact self tree, `core.aabb_tree.for_object`).
 """
 from __future__ import annotations
 
@@ -40,11 +40,11 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import triangles as tri_test
-from ..broad_phase import triangle_boxes
+from ..aabb_tree.boxes import level_boxes, outward_f32
+from ..aabb_tree.query import cross_candidates
+from ..aabb_tree.tree import SelfTree, median_split_slots
 from ..geometry.distance import DIST_REL_TOL, pair_distances
-from ..self_collision.boxes import level_boxes, outward_f32
-from ..self_collision.query import cross_candidates
-from ..self_collision.tree import SelfTree, median_split_slots
+from .broad_phase import triangle_boxes
 
 __all__ = ["NearPairs", "TOUCH_REL_TOL", "near_pairs", "near_or_intersecting_pairs",
            "candidate_pairs", "cross_tree"]

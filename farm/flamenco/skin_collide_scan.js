@@ -10,7 +10,7 @@
 //   PYTHON -m skin_collide merge OUTPUT/scan_*.json... --json OUTPUT/report.json --junit OUTPUT/report.xml
 // exactly the commands that `python -m skin_collide farm-commands` prints for OpenCue and
 // that the Open Job Description template (farm/openjd/skin_collide_scan.yaml) runs: the
-// chunks are cut as OpenJD's task chunking cuts a contiguous range (core/chunks.py), not
+// chunks are cut as OpenJD's task chunking cuts a contiguous range (core/report/chunks.py), not
 // by Flamenco's frameChunker, whose fixed-size chunks (1-10, ..., 41-48) differ from
 // OpenJD's (1-10, 11-20, 21-29, 30-39, 40-48) whenever the chunk size does not divide the
 // range. tests/cli/test_farm.py checks this script against both.
@@ -66,7 +66,7 @@ function scanRange(frames) {
     return [Number(m[1]), Number(m[2])];
 }
 
-// The chunks of [start, end] of at most `size` frames, as core/chunks.py's by_size cuts
+// The chunks of [start, end] of at most `size` frames, as core/report/chunks.py's by_size cuts
 // them (and OpenJD's CONTIGUOUS task chunking): ceil(n / size) chunks whose lengths differ
 // by at most one, the longer ones spread evenly.
 function chunksBySize(start, end, size) {

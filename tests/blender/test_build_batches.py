@@ -12,8 +12,8 @@ def _built(monkeypatch, meshes, size: int) -> tuple[list, list]:
     """Build `meshes` with batches of `size`: the batches `prepare_all` got, and each
     mesh's stored data as arrays."""
     from skin_collide.addon import storage
-    from skin_collide.core import persist
     from skin_collide.core import scan as core_scan
+    from skin_collide.core.storage import persist
     from skin_collide.operators import build
 
     batches = []

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from test_self_collision import as_set, elbow_fold, position_ids
 
+from skin_collide.core import aabb_tree as sc
 from skin_collide.core import procedural, scan, skinning
-from skin_collide.core import self_collision as sc
-from skin_collide.core.self_collision import query as q
+from skin_collide.core.aabb_tree import query as q
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +102,7 @@ def test_report_json_keeps_lines_short():
     line's length: a capped frame's pairs go on several lines (still the same JSON)."""
     import json
 
-    from skin_collide.core import report
+    from skin_collide.core.report import writing as report
 
     frames = [{"frame": 1, "pairs": [["a b", i, "日本", i + 1] for i in range(20000)],
                "ms": 1.5, "pairs_total": 30000, "truncated": True},

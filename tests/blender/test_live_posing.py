@@ -172,7 +172,7 @@ def test_pose_edits_with_self_collision_carry_pairs_and_equal_refresh(live_demo,
     import math
 
     from skin_collide.addon import session
-    from skin_collide.core import self_collision as sc
+    from skin_collide.core import aabb_tree as sc
 
     a, b, arm = live_demo
     scene = bpy.context.scene

@@ -144,7 +144,7 @@ def test_interpenetrating_copies_equal_blender(bpy_module, assets_dir, asset):
 @pytest.mark.parametrize("asset", ASSET_FILES or ["(none)"])
 def test_refitted_spheres_enclose_blenders_vertices(bpy_module, assets_dir, asset):
     from skin_collide.addon import scanner
-    from skin_collide.core import refit
+    from skin_collide.core.bounds import refit
 
     bpy = bpy_module
     meshes, arm = load(bpy, assets_dir, asset)

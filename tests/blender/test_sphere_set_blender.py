@@ -81,7 +81,7 @@ def test_build_store_reload_and_scan_like_the_sphere_tree(demo, tmp_path, monkey
 
 def quick_fit(monkeypatch):
     """The top-down set in place of the variational fit (where the fit is not tested)."""
-    from skin_collide.core.methods import sphere_set as ss
+    from skin_collide.core.methods.sphere_set import method as ss
 
     real = ss.fit_set
     monkeypatch.setattr(ss, "fit_set", lambda v, t, count, seed=0, progress=None,

@@ -68,7 +68,7 @@ def test_byte_properties_need_deleting_before_reassigning():
 
 def test_file_data_is_compact_binary_and_rebuilds_keep_it_whole(demo, tmp_path):
     from skin_collide.addon import storage
-    from skin_collide.core import blob
+    from skin_collide.core.storage import blob
 
     a, b = demo
     assert bpy.ops.skin_collide.build() == {"FINISHED"}
@@ -107,7 +107,7 @@ def test_duplicate_shares_the_bytes_instead_of_copying(demo):
 
 def test_disk_cache_keeps_the_file_lean_and_scans_identically(demo, tmp_path):
     from skin_collide.addon import storage
-    from skin_collide.core import persist
+    from skin_collide.core.storage import persist
 
     a, b = demo
     bpy.context.scene.skin_collide.data_location = "DISK"
@@ -140,8 +140,8 @@ def test_disk_cache_keeps_the_file_lean_and_scans_identically(demo, tmp_path):
 @pytest.mark.parametrize("damage", ["missing", "foreign", "stale", "garbage"])
 def test_bad_cache_is_detected_and_rebuilt_when_first_needed(demo, tmp_path, damage):
     from skin_collide.addon import storage
-    from skin_collide.core import persist
     from skin_collide.core import scan as core_scan
+    from skin_collide.core.storage import persist
 
     a, b = demo
     bpy.context.scene.skin_collide.data_location = "DISK"
@@ -187,7 +187,7 @@ def test_bad_cache_is_detected_and_rebuilt_when_first_needed(demo, tmp_path, dam
 
 def test_files_of_earlier_versions_still_load(demo):
     from skin_collide.addon import storage
-    from skin_collide.core import persist
+    from skin_collide.core.storage import persist
 
     a, b = demo
     bpy.ops.skin_collide.build()
@@ -209,8 +209,8 @@ def test_files_of_earlier_versions_still_load(demo):
 def count_decoding(monkeypatch) -> dict:
     """From now on, counts of the stored data decoded (``decode``) and of self trees
     built (``tree``), on any thread."""
-    from skin_collide.core import persist
-    from skin_collide.core import self_collision as sc_mod
+    from skin_collide.core import aabb_tree as sc_mod
+    from skin_collide.core.storage import persist
 
     calls = {"decode": 0, "tree": 0}
     real_decode, real_build = persist.from_bytes, sc_mod.build

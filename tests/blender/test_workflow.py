@@ -60,8 +60,8 @@ def test_build_scan_export_select(demo, tmp_path):
     assert rows[0][:5] == ["frame", "object_a", "polygon_a", "object_b", "polygon_b"]
     assert len(rows) - 1 == sum(len(f["pairs"]) for f in report["frames"])
     # Both exports are allow-lists for the headless scan (`--allow`), with the same pairs,
-    # and the report's episodes are core.contacts' (the headless scan's) rule.
-    from skin_collide.core import contacts
+    # and the report's episodes are core.contacts.pairs' (the headless scan's) rule.
+    from skin_collide.core.contacts import pairs as contacts
     every = contacts.contact_set(p for fr in report["frames"] for p in fr["pairs"])
     assert contacts.load_allow_list(str(js)) == contacts.load_allow_list(str(cs)) == every
     assert report["episodes"] == [e.to_json() for e in contacts.episodes(

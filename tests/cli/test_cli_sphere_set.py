@@ -90,8 +90,8 @@ def test_writes_the_set_in_mesh_data_coordinates(demo_blend, tmp_path, monkeypat
     reading the mesh data, JSON, atomic write, build time), whether or not the variational
     fit is installed."""
     from skin_collide import cli
-    from skin_collide.core.methods import sphere_set as ss
-    from skin_collide.core.sphere_set import baselines
+    from skin_collide.core.methods.sphere_set import baselines
+    from skin_collide.core.methods.sphere_set import method as ss
 
     def fake_fit(v, t, count, seed=0, progress=None, should_stop=None, builder=None):
         s = baselines.top_down(v, t, count, seed=seed)
@@ -111,14 +111,14 @@ def test_writes_the_set_in_mesh_data_coordinates(demo_blend, tmp_path, monkeypat
 
 
 def test_the_real_fit(demo_blend, tmp_path):
-    from skin_collide.core.methods import sphere_set as ss
+    from skin_collide.core.methods.sphere_set import method as ss
 
     out = tmp_path / "set.json"
     res = run("sphere-set", str(demo_blend), "--object", "Left", "--count", "8", "--seed", "3",
               "--json", str(out))
     if not ss.variational_available():
         assert res.returncode == 2 and "variational" in res.stderr, res.stderr
-        pytest.skip("core/sphere_set/variational.py is not there yet: clear error checked")
+        pytest.skip("core/methods/sphere_set/variational.py is not there yet: clear error checked")
     assert res.returncode == 0, res.stderr
     assert "build time:" in res.stdout
     co, tris, _ = mesh_data(demo_blend, "Left")

@@ -304,7 +304,7 @@ def test_panel_csv_has_one_row_per_contact(tmp_path, registered_addon):
     assert {r["bone_a"] for r in crossing} | {r["bone_b"] for r in crossing} == {"arm", "torso"}
     assert all(float(r["length"]) == pytest.approx(0.8, rel=1e-6) for r in crossing)
     # The pairs' CSV is still an allow-list.
-    from skin_collide.core import contacts
+    from skin_collide.core.contacts import pairs as contacts
     assert len(contacts.load_allow_list(str(out))) == len(report["frames"][0]["pairs"])
 
 

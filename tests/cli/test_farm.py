@@ -1,6 +1,6 @@
 """Issue 30: a shot on a render farm engine.
 
-* `core.chunks`: the one cut of a frame range into farm chunks (OpenJD's CONTIGUOUS task
+* `core.report.chunks`: the one cut of a frame range into farm chunks (OpenJD's CONTIGUOUS task
   chunking), and the range-expression names farms give chunks;
 * `farm-commands`: the OpenCue command list, and its `--run` that the OpenJD template's
   tasks call (bad input: one line, exit 2; a chunk cut otherwise is refused);
@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from skin_collide import farm_commands
-from skin_collide.core import chunks
+from skin_collide.core.report import chunks
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = REPO / "farm" / "openjd" / "skin_collide_scan.yaml"
@@ -57,7 +57,7 @@ def without_ms(doc):
     return doc
 
 
-# -- core.chunks ----------------------------------------------------------------------------
+# -- core.report.chunks ----------------------------------------------------------------------------
 
 def test_chunks_by_size_cut_as_openjd_task_chunking():
     assert chunks.by_size(1, 48, 10) == [(1, 10), (11, 20), (21, 29), (30, 39), (40, 48)]

@@ -1,6 +1,6 @@
 """Long shots (issue 13): `scan --jobs N` and `merge`.
 
-* `core.merge` unit tests: episodes recomputed across chunk boundaries, refit united,
+* `core.report.merge` unit tests: episodes recomputed across chunk boundaries, refit united,
   mismatched or overlapping reports refused;
 * through the CLI on a generated scene: `--jobs 2` writes the JSON of `--jobs 1` (minus the
   "ms" fields); three chunk reports merge into the whole-range report; mismatched reports
@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from skin_collide.core import merge
+from skin_collide.core.report import merge
 
 
 def doc(frames, objects=("A", "B"), refit=None, source=None, complete=True):

@@ -1,4 +1,4 @@
-"""Issue 26 §3: output files (`core.report`), without Blender.
+"""Issue 26 §3: output files (`core.report.writing`), without Blender.
 
 The rule: an existing output is replaced only if this user could write it in place
 (opening it for writing succeeds: permissions, ACLs, immutable and append-only flags,
@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from skin_collide.core import report
+from skin_collide.core.report import writing as report
 
 DOC = '{"frames": []}\n'
 

@@ -192,7 +192,7 @@ def test_merge_refuses_chunks_of_different_scenes(files, tmp_path):
 
 
 def test_merge_refuses_other_view_layers_and_reports_without_a_scene():
-    from skin_collide.core import merge
+    from skin_collide.core.report import merge
 
     def doc(frame, **top):
         return {**top, "objects": ["A", "B"], "refit": {"A": "sphere-tree", "B": "sphere-tree"},

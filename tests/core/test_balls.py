@@ -1,4 +1,4 @@
-"""Tests of core.balls: exact minimal enclosing balls and the quick ball of spheres."""
+"""Tests of core.bounds.balls: exact minimal enclosing balls and the quick ball of spheres."""
 from __future__ import annotations
 
 import ast
@@ -11,7 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 try:
-    from skin_collide.core import balls
+    from skin_collide.core.bounds import balls
 except ImportError:  # not installed: import the package straight from the work tree
     sys.path.insert(0, str(ROOT))
     from core import balls
@@ -339,7 +339,7 @@ def test_approx_ball_of_one_sphere_is_that_sphere():
 # ---------------------------------------------------------------------------------------
 
 def test_module_needs_only_numpy():
-    tree = ast.parse((ROOT / "core" / "balls.py").read_text())
+    tree = ast.parse((ROOT / "core" / "bounds" / "balls.py").read_text())
     imported = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

@@ -1,12 +1,14 @@
-"""The compact container (core.blob), the float32 sphere policy (docs/storage.md §2) and
+"""The compact container (core.storage.blob), the float32 sphere policy (docs/storage.md §2) and
 what persist recomputes at load instead of storing."""
 import math
 
 import numpy as np
 import pytest
 
-from skin_collide.core import blob, persist, procedural, refit, refit_dqs, scan, skinning
+from skin_collide.core import procedural, scan, skinning
+from skin_collide.core.bounds import refit, refit_dqs
 from skin_collide.core.methods import sphere_tree as stm
+from skin_collide.core.storage import blob, persist
 
 
 def test_round_trip_every_dtype_and_codec():

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from test_self_collision import _rotation, resplit
 
+from skin_collide.core import aabb_tree as sc
 from skin_collide.core import procedural, scan, skinning
-from skin_collide.core import self_collision as sc
 from skin_collide.core.rig import Pose
 
 

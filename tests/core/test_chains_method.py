@@ -21,9 +21,11 @@ import numpy as np
 import pytest
 from chains_helpers import star_rig
 
-from skin_collide.core import merge, persist, procedural, scan, skinning
+from skin_collide.core import procedural, scan, skinning
 from skin_collide.core.methods import registry
 from skin_collide.core.methods.base import Frame
+from skin_collide.core.report import merge
+from skin_collide.core.storage import persist
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Contacts (`core.contact_groups`, issue 28) on generated rigs, judged by
+"""Contacts (`core.contacts.groups`, issue 28) on generated rigs, judged by
 `tests/contacts_judge.py` (plain union-find, another segment formula, bones summed vertex
 by vertex). Pure numpy; no bpy."""
 from __future__ import annotations
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from contacts_judge import MeshData, check_frame, same_vertex_ids
 
-from skin_collide.core import contact_groups as cg
 from skin_collide.core import procedural, scan, skinning
+from skin_collide.core.contacts import groups as cg
 from skin_collide.core.rig import Pose
 
 
@@ -150,7 +150,7 @@ def test_a_touching_contact_and_the_rigid_prop_has_no_bone():
 
 
 def test_episodes_by_bone_pair_csv_and_filters():
-    from skin_collide.core import contact_filters
+    from skin_collide.core.contacts import filters as contact_filters
 
     objs, pos, poses = two_tubes(4, max_angle=170)
     doc, meshes, found = frame_doc(objs, pos, poses)
@@ -196,7 +196,7 @@ def test_episodes_by_bone_pair_csv_and_filters():
 
 
 def test_parse_bone_pairs():
-    from skin_collide.core.contact_filters import parse_bone_pairs
+    from skin_collide.core.contacts.filters import parse_bone_pairs
 
     assert parse_bone_pairs("hand.L, hand.R; foot.L,foot.R\nmixamorig:Hips, mixamorig:Spine") \
         == {("hand.L", "hand.R"), ("foot.L", "foot.R"), ("mixamorig:Hips", "mixamorig:Spine")}

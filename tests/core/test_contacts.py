@@ -6,7 +6,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from skin_collide.cli import _join_negative_frames, build_parser, parse_frames
-from skin_collide.core import contacts, report
+from skin_collide.core.contacts import pairs as contacts
+from skin_collide.core.report import writing as report
 
 
 def test_canonical_is_unordered():

@@ -1,4 +1,4 @@
-"""Crowds (issue 13), core only: the object-level broad phase (core.broad_phase) and the one
+"""Crowds (issue 13), core only: the object-level broad phase (core.query.broad_phase) and the one
 traversal for all object pairs (core.query.multi) behind `scan.query_frame`.
 
 * sort-and-sweep returns exactly the pairs of boxes that meet (touching included);
@@ -11,9 +11,9 @@ import math
 import numpy as np
 import pytest
 
-from skin_collide.core import broad_phase, procedural, scan, skinning
+from skin_collide.core import procedural, scan, skinning
 from skin_collide.core import triangles as tri_test
-from skin_collide.core.query import traversal
+from skin_collide.core.query import broad_phase, traversal
 from skin_collide.core.rig import Pose
 
 

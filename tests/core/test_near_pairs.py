@@ -12,10 +12,10 @@ import pytest
 from test_distance import exact_sq, exact_sqrt
 
 from skin_collide.core import procedural, skinning
+from skin_collide.core.aabb_tree import build
 from skin_collide.core.geometry.distance import DIST_REL_TOL, pair_distances
 from skin_collide.core.query import near
 from skin_collide.core.query.near import candidate_pairs, cross_tree, near_or_intersecting_pairs, near_pairs
-from skin_collide.core.self_collision import build
 from skin_collide.core.triangles import triangle_pairs_intersect
 
 

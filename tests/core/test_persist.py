@@ -1,12 +1,13 @@
-"""core.persist: prepared objects survive the round trip through bytes, for every method
+"""core.storage.persist: prepared objects survive the round trip through bytes, for every method
 of the registry; other formats and unknown methods are refused with a clear message."""
 import io
 
 import numpy as np
 import pytest
 
-from skin_collide.core import blob, persist, procedural, scan, skinning
+from skin_collide.core import procedural, scan, skinning
 from skin_collide.core.methods import registry
+from skin_collide.core.storage import blob, persist
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from skin_collide.core import procedural, refit, skinning, sphere_tree
+from skin_collide.core import procedural, skinning
+from skin_collide.core.bounds import refit, sphere_tree
 from skin_collide.core.rig import Rig
 
 
@@ -116,7 +117,7 @@ def test_exact_is_tightest_and_on_demand_is_close_at_the_leaves(setup):
 def _unchunked_corner_rows(tree, joints, weights, joint_ptr, pair_key, nj, limit):
     """The corner rows as built before issue 29: every node's corners at once
     (`node_corners` without a limit), then the nodes over the limit dropped."""
-    from skin_collide.core import weight_bounds
+    from skin_collide.core.bounds import weight_bounds
     nc = weight_bounds.node_corners(joints, weights, tree.node_vert_ptr, tree.node_verts)
     N = tree.n_nodes
     nz = nc.joints >= 0

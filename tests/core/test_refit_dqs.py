@@ -1,4 +1,4 @@
-"""The Preserve Volume refit (core.refit_dqs, docs/refit_dqs.md) and the paper's SBS refit
+"""The Preserve Volume refit (core.bounds.refit_dqs, docs/refit_dqs.md) and the paper's SBS refit
 enclose what they bound: `core.skinning.dqs` / `sbs` on generated rigs in strong poses,
 Blender's own evaluated mesh with Preserve Volume on (generated rig and shared assets), and
 a Preserve Volume scan equals Blender's overlap while using the on-demand refit."""
@@ -11,7 +11,9 @@ from blender_helpers import awkward_character, random_blender_pose
 from conftest import ASSETS
 from test_refit import awkward_rig, excess, poses
 
-from skin_collide.core import persist, procedural, refit, refit_dqs, scan, skinning, sphere_tree
+from skin_collide.core import procedural, scan, skinning
+from skin_collide.core.bounds import refit, refit_dqs, sphere_tree
+from skin_collide.core.storage import persist
 
 PV_ASSETS = [a for a in ("makehuman_default.blend", "cesium_man.glb", "mannequiny.glb",
                          "fox.glb", "platformer_enemy.glb", "platformer_robot.glb",

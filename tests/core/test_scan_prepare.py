@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
+from skin_collide.core import aabb_tree as sc
 from skin_collide.core import procedural, scan, skinning
-from skin_collide.core import self_collision as sc
 from skin_collide.core.methods import registry
 
 

@@ -1,4 +1,4 @@
-"""core.self_collision: exact self pairs from the balanced AABB tree.
+"""core.aabb_tree: exact self pairs from the balanced AABB tree.
 
 * equals brute force on generated rigs in strong random poses and a 170° elbow fold,
   with the rest triangles and with quads re-split differently from the rest;
@@ -13,13 +13,14 @@ import math
 import numpy as np
 import pytest
 
-from skin_collide.core import procedural, refit, scan, skinning, triangles, welds
-from skin_collide.core import self_collision as sc
+from skin_collide.core import aabb_tree as sc
+from skin_collide.core import procedural, scan, skinning, triangles, welds
+from skin_collide.core.aabb_tree import query as q
+from skin_collide.core.aabb_tree import tree as sc_tree
+from skin_collide.core.bounds import refit
 from skin_collide.core.methods.sphere_tree import SphereVolumes
 from skin_collide.core.query import traversal
 from skin_collide.core.rig import Pose
-from skin_collide.core.self_collision import query as q
-from skin_collide.core.self_collision import tree as sc_tree
 
 
 def position_ids(rest: np.ndarray) -> np.ndarray:
@@ -316,7 +317,7 @@ def test_culling_stats_count_the_surface_that_reaches_an_exact_test(tube):
 def _seeds_with_isin(tree):
     """The per-level seeds as built before issue 29: all levels' touching pairs at once
     and `np.isin` against them."""
-    from skin_collide.core.self_collision.tree import rest_adjacent_pairs
+    from skin_collide.core.aabb_tree.tree import rest_adjacent_pairs
     H = tree.height
     ta, tb = rest_adjacent_pairs(tree.rest_keys)
     sa, sb = tree.tri_slot[ta], tree.tri_slot[tb]
@@ -344,7 +345,7 @@ def _seeds_with_isin(tree):
 def test_chunked_seed_build_equals_isin_build(monkeypatch, tube):
     """Issue 29: seeds generated per chunk of touching pairs (a sorted search instead of
     `np.isin`) are the same arrays in the same order, whatever the chunk size."""
-    from skin_collide.core.self_collision import tree as st
+    from skin_collide.core.aabb_tree import tree as st
     rig, weld, tree = tube
     want = _seeds_with_isin(tree)
     for chunk in (4, 64, 1 << 20):
@@ -549,7 +550,7 @@ def _hint_test(hints, fb):
     its hinted coordinate's test passes (does not prove the boxes apart), and its boxes
     overlap. A hint is a consistent pair of indices: a face of the node ``ha >> 3`` and
     the opposite face of the node ``hb >> 3``."""
-    from skin_collide.core.self_collision.boxes import FACES, SWAP
+    from skin_collide.core.aabb_tree.boxes import FACES, SWAP
     _, ha, hb = hints
     na, nb = ha >> 3, hb >> 3
     assert np.isin(ha & 7, FACES).all() and np.array_equal(hb & 7, SWAP[ha & 7])
@@ -565,7 +566,7 @@ def test_seed_hints_follow_the_frame_and_never_change_the_answer(tube):
     that overlap. The answer never depends on the hints: scrambled (but consistent)
     hints give brute force's pairs. A whole frame tests the merged seeds (half seeds
     among them), a carried query the plain seeds of its moved nodes: both kinds."""
-    from skin_collide.core.self_collision.boxes import FACES, SWAP
+    from skin_collide.core.aabb_tree.boxes import FACES, SWAP
     rig, weld, _ = tube
     tree = sc.build(rig.rest_positions, rig.triangles, weld)
     rng = np.random.default_rng(11)
@@ -673,8 +674,8 @@ def test_stacked_boxes_hold_every_level_in_heap_order(tube):
     children, empty slots +inf in the first six columns, pads -inf; rows with lo and -hi
     exchanged stack to the stack with its columns exchanged (the query's swapped rows);
     `frame_stack` (the leaves made in slot order) is the same stack bit for bit."""
-    from skin_collide.core.self_collision import boxes as bx
-    from skin_collide.core.self_collision import query as q
+    from skin_collide.core.aabb_tree import boxes as bx
+    from skin_collide.core.aabb_tree import query as q
     rig, weld, tree = tube
     pos = skinning.lbs_rig(rig, elbow_fold(rig)) + 500.0
     rows = bx.triangle_boxes(pos, rig.triangles)
@@ -704,7 +705,7 @@ def test_outward_rounding_steps_like_nextafter():
     """`boxes._step_f32` (integer steps on float32 bit patterns) gives np.nextafter's bits
     for every float32 class: normal and subnormal of both signs, both zeros, the largest
     finite values, infinities and NaN; so `outward_f32` brackets its input."""
-    from skin_collide.core.self_collision import boxes as bx
+    from skin_collide.core.aabb_tree import boxes as bx
     rng = np.random.default_rng(4)
     x = rng.standard_normal(100_000) * 10.0 ** rng.uniform(-46, 39, 100_000)
     special = [0.0, -0.0, np.inf, -np.inf, np.nan, 3.4028235e38, -3.4028235e38,
@@ -725,8 +726,8 @@ def test_hints_of_another_row_layout_are_not_used(tube):
     different axes under [lo, pad, -hi, pad]: `seed_arrays` refuses them and starts from
     x, and the answer stays brute force's; the box-tree method stores its columns under
     new names, so that old stored columns are never read back."""
+    from skin_collide.core.aabb_tree.boxes import SWAP
     from skin_collide.core.methods.box_tree import BoxTreeData
-    from skin_collide.core.self_collision.boxes import SWAP
     rig, weld, tree = tube
     old_swap = np.array([3, 4, 5, 0, 1, 2, 6, 7])
     cols = []
@@ -778,6 +779,6 @@ def test_resplit_pairs_each_once(tube):
 
 def boxes_lo_hi(pos, tris):
     """Per triangle the float32 outward box (lo, hi), (T, 3) each."""
-    from skin_collide.core.self_collision import boxes as bx
+    from skin_collide.core.aabb_tree import boxes as bx
     lo, hi = bx.outward_f32(pos[tris])
     return lo.min(axis=1), hi.max(axis=1)

@@ -1,4 +1,4 @@
-"""`core.self_collision.slabs`: float32 bounds of the vertices' projections on the cube
+"""`core.aabb_tree.slabs`: float32 bounds of the vertices' projections on the cube
 diagonals, and the pair test that proves triangles apart before the exact test
 (docs/self_collision.md, "Diagonal slabs")."""
 from __future__ import annotations
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from skin_collide.core import triangles
-from skin_collide.core.self_collision import query as q
-from skin_collide.core.self_collision import slabs
+from skin_collide.core.aabb_tree import query as q
+from skin_collide.core.aabb_tree import slabs
 
 DIAGONALS = [(1, 1, 1), (1, 1, -1), (1, -1, 1), (-1, 1, 1)]
 

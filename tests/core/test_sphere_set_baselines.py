@@ -1,11 +1,12 @@
-"""The simple sphere-set builders (core.sphere_set.baselines): count, containment of every
+"""The simple sphere-set builders (core.methods.sphere_set.baselines): count, containment of every
 rest triangle (vertices and dense surface samples), the triangle -> sphere map,
 determinism."""
 import numpy as np
 import pytest
 
 from skin_collide.core import procedural
-from skin_collide.core.sphere_set import SphereSet, baselines
+from skin_collide.core.methods.sphere_set import baselines
+from skin_collide.core.methods.sphere_set.types import SphereSet
 
 BUILDERS = sorted(baselines.BUILDERS)
 

@@ -1,4 +1,4 @@
-"""`sphere-set` (core.methods.sphere_set): the refitted spheres (leaves and inner nodes)
+"""`sphere-set` (core.methods.sphere_set.method): the refitted spheres (leaves and inner nodes)
 contain every deformed vertex of their polygons in strong random poses (170° twists,
 bones scaled 0.5-2, 10 km from the origin; LBS and Preserve Volume); pairs between two
 characters equal brute force and the sphere tree's; the set's own self traversal equals
@@ -10,13 +10,14 @@ import numpy as np
 import pytest
 from test_obb import _crossing_pair, branching_rig
 
-from skin_collide.core import persist, procedural, scan, skinning, triangles
+from skin_collide.core import procedural, scan, skinning, triangles
+from skin_collide.core.aabb_tree import object_self_pairs
 from skin_collide.core.methods import registry
-from skin_collide.core.methods import sphere_set as ss
 from skin_collide.core.methods.base import Frame
+from skin_collide.core.methods.sphere_set import method as ss
 from skin_collide.core.query import traversal
 from skin_collide.core.rig import Pose
-from skin_collide.core.self_collision import object_self_pairs
+from skin_collide.core.storage import persist
 
 FAR = np.array([1e4, -7e3, 3e3])
 

@@ -1,10 +1,10 @@
-"""Outside volume of spheres (core/sphere_set/outside_volume.py): the closed-form SOTV/SOV
+"""Outside volume of spheres (core/methods/sphere_set/outside_volume.py): the closed-form SOTV/SOV
 against Monte Carlo on a cube, an icosphere and an open box; the winding number and the
 mesh volume on a cube; the union outside volume estimator against a known answer."""
 import numpy as np
 import pytest
 
-from skin_collide.core.sphere_set import outside_volume as ov
+from skin_collide.core.methods.sphere_set import outside_volume as ov
 
 
 def cube(size: float = 1.0, open_top: bool = False):

@@ -1,4 +1,4 @@
-"""The union search after the variational fit (core/sphere_set/union_search.py): every
+"""The union search after the variational fit (core/methods/sphere_set/union_search.py): every
 surface point S stays covered through refits, relocations and densification, the union's
 outside count never rises through the moves, the result is reported in the caller's frame
 (also far from the origin), and in the fit it lowers E_r against the fit without it, with
@@ -6,10 +6,10 @@ the union still covering dense independent surface samples."""
 import numpy as np
 import pytest
 
+from skin_collide.core.methods.sphere_set import union_search as us
+from skin_collide.core.methods.sphere_set.outside_volume import prepare_mesh
+from skin_collide.core.methods.sphere_set.variational import fit
 from skin_collide.core.procedural import fan_triangulate, tube_geometry
-from skin_collide.core.sphere_set import union_search as us
-from skin_collide.core.sphere_set.outside_volume import prepare_mesh
-from skin_collide.core.sphere_set.variational import fit
 
 FAST = dict(n_interior=600, n_surface=200, e_r_samples=20_000, max_iterations=10,
             union_surface=2000, union_outside=20_000)
@@ -182,7 +182,7 @@ def test_best_ball_filter_gives_the_unfiltered_radius(tube):
 
 
 def test_uncovered_points_are_the_gaps_deepest_first(tube):
-    from skin_collide.core.sphere_set.variational import cover_surface, uncovered_points
+    from skin_collide.core.methods.sphere_set.variational import cover_surface, uncovered_points
     v, t = tube
     rng = np.random.default_rng(8)
     c, r, S = covering_start(v, t, 5, rng)

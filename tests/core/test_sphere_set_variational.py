@@ -1,4 +1,4 @@
-"""The variational sphere-set fit (core/sphere_set/variational.py) on small procedural
+"""The variational sphere-set fit (core/methods/sphere_set/variational.py) on small procedural
 shapes: every surface point inside the UNION of the balls (every vertex, and dense random
 surface samples independent of and denser than the fit's own), `triangle_sphere` a valid
 grouping, determinism for a seed, E_r falling with the count, Esc (should_stop) ending the
@@ -6,9 +6,9 @@ fit with a valid cover; the cover pass (`cover_surface`) on hand-made cases."""
 import numpy as np
 import pytest
 
+from skin_collide.core.methods.sphere_set.types import SphereSet
+from skin_collide.core.methods.sphere_set.variational import cover_surface, fit
 from skin_collide.core.procedural import fan_triangulate, tube_geometry
-from skin_collide.core.sphere_set import SphereSet
-from skin_collide.core.sphere_set.variational import cover_surface, fit
 
 FAST = dict(n_interior=600, n_surface=200, e_r_samples=20_000, max_iterations=10,
             union_surface=2000, union_outside=20_000, union_attempts=10)

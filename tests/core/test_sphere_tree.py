@@ -2,8 +2,9 @@
 import numpy as np
 import pytest
 
-from skin_collide.core import procedural, sphere_tree
-from skin_collide.core.balls import minimal_ball
+from skin_collide.core import procedural
+from skin_collide.core.bounds import sphere_tree
+from skin_collide.core.bounds.balls import minimal_ball
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from skin_collide.core import persist, procedural, scan, welds
+from skin_collide.core import procedural, scan, welds
+from skin_collide.core.storage import persist
 
 
 def test_snap_seams_welds_near_coincident_vertices_with_equal_weights():

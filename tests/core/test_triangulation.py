@@ -6,9 +6,11 @@ import math
 import numpy as np
 import pytest
 
-from skin_collide.core import persist, procedural, refit, scan, skinning, sphere_tree
+from skin_collide.core import procedural, scan, skinning
+from skin_collide.core.bounds import refit, sphere_tree
 from skin_collide.core.geometry import triangulation as tr
 from skin_collide.core.rig import Rig
+from skin_collide.core.storage import persist
 
 KEEP = [[0, 1, 2], [0, 2, 3]]
 CUT = [[0, 1, 3], [1, 2, 3]]

@@ -1,4 +1,4 @@
-"""Tests for core.weight_bounds: per-node corner weight vectors (Kavan & Žára 2005, §4.1).
+"""Tests for core.bounds.weight_bounds: per-node corner weight vectors (Kavan & Žára 2005, §4.1).
 
 The reference is a plain brute force in exact rational arithmetic. Weights in the exact
 comparisons are dyadic (multiples of 1/64 or 1/1024), so their float sums are exact and the
@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 
 try:
-    from skin_collide.core.weight_bounds import NodeCorners, box_simplex_corners, node_corners
+    from skin_collide.core.bounds.weight_bounds import NodeCorners, box_simplex_corners, node_corners
 except ModuleNotFoundError:  # running from a plain checkout without the editable install
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from core.weight_bounds import NodeCorners, box_simplex_corners, node_corners
+    from core.bounds.weight_bounds import NodeCorners, box_simplex_corners, node_corners
 
 
 # -- reference implementations (deliberately plain loops) ----------------------------------
@@ -492,7 +492,7 @@ def _random_boxes(rng, G, n, V=12):
 def test_interior_counts_bound_the_rows(n):
     """The lemma behind the pruning: the strictly interior candidates of any one free
     coordinate, and of all of them together, are rows `box_simplex_corners` returns."""
-    from skin_collide.core.weight_bounds import _interior_counts
+    from skin_collide.core.bounds.weight_bounds import _interior_counts
     rng = np.random.default_rng(n)
     lo, hi = _random_boxes(rng, 200, n)
     hi[:20, 0] = lo[:20, 0]                      # fixed coordinates (the `dup` patterns)

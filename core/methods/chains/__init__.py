@@ -12,7 +12,7 @@ it bounds its triangles for any deformation (positions only).
 
 * Self-collision (`ChainsMethod.self_pairs`, the method's self hook): the paper's chain
   test (sphere pairs non-adjacent on some chain, M2) on the pairs the chains cover, and
-  the exact AABB self tree (`core.self_collision`) on the pairs they do not cover (within
+  the exact AABB self tree (`core.aabb_tree`) on the pairs they do not cover (within
   one sphere, between adjacent spheres, with a triangle on no chain). The answer is every
   intersecting non-adjacent pair; the per-object `uncovered` entry of the scan's JSON
   (`coverage`) says what the paper's method alone leaves out. Measured choice:
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import self_collision, welds
+from ... import aabb_tree, welds
 from ... import triangles as tri_test
 from ...rig import Rig
 from ..base import Drawable, Frame, Hierarchy, Method, Volumes
@@ -80,7 +80,7 @@ def self_tree(rig: Rig, data: ChainData, vertex_keys: np.ndarray):
     """The rig's exact AABB self tree (built on first use, kept with the data; not stored)."""
     t = getattr(data, "_self_tree", None)
     if t is None:
-        t = self_collision.build(rig.rest_positions, rig.triangles, vertex_keys)
+        t = aabb_tree.build(rig.rest_positions, rig.triangles, vertex_keys)
         data._self_tree = t
     return t
 
@@ -141,7 +141,7 @@ class ChainsMethod(Method):
     def self_pairs(self, rig: Rig, prepared: ChainData, frame: Frame,
                    vertex_keys: np.ndarray, stats=None) -> np.ndarray:
         """The chains' covered pairs (the paper's test, M2), and the exact AABB self tree
-        (`core.self_collision`) for the pairs they do not cover; adjacent pairs (sharing a
+        (`core.aabb_tree`) for the pairs they do not cover; adjacent pairs (sharing a
         weld id in the frame's triangles) dropped as everywhere. The self tree is the
         cheaper way to the skipped pairs: 2-20x cheaper than the chains' own grid on them
         (`chains.complement_pairs`) on Fox, Cesium Man and MakeHuman
@@ -159,7 +159,7 @@ class ChainsMethod(Method):
         cov, st1 = chains.self_pairs(prepared, P, tris, test)
         tree = self_tree(rig, prepared, vertex_keys)
         counts: dict = {}
-        ref = self_collision.self_pairs(tree, P, tris, tree.weld_ids, stats=counts)
+        ref = aabb_tree.self_pairs(tree, P, tris, tree.weld_ids, stats=counts)
         s = prepared.tri_sphere
         rest = ref[~prepared.covered[s[ref[:, 0]], s[ref[:, 1]]]]
         if stats is not None:

@@ -30,9 +30,9 @@ from typing import Callable
 
 import numpy as np
 
+from ...bounds.sphere_tree import polygon_vertex_sets
 from ...query import sweep
 from ...rig import Rig
-from ...sphere_tree import polygon_vertex_sets
 from ...types import Hierarchy
 from ..obb.build import dominant_bones
 from . import march

@@ -26,7 +26,7 @@ no inside sphere; `ChainData.region_built` says which).
 F (§3.2): for a sphere (c, r) and the vertices v_i of its surrounding region,
 F_i = | r - ||c - v_i|| |; `accuracy` gives the mean over the vertices, for the built
 spheres and for the minimal enclosing ball of the same vertices (Welzl's phi_2 in the
-paper; `core.balls.minimal_balls` here).
+paper; `core.bounds.balls.minimal_balls` here).
 """
 from __future__ import annotations
 

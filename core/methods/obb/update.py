@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import refit
+from ...bounds import refit
 from ...rig import Pose
 from .build import ObbData
 

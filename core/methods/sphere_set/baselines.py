@@ -1,7 +1,7 @@
 """Two simple sphere-set builders, the baselines of the variational fit (issue 10).
 
 Both group the triangles of the rest mesh, then bound each group by the exact minimal
-ball of its triangles' vertices (`core.balls.minimal_balls`), so the union of the spheres
+ball of its triangles' vertices (`core.bounds.balls.minimal_balls`), so the union of the spheres
 contains every triangle entirely (a triangle lies in a ball iff its three vertices do),
 and `info["triangle_sphere"]` names, per triangle, the sphere that contains it.
 
@@ -16,7 +16,7 @@ and `info["triangle_sphere"]` names, per triangle, the sphere that contains it.
 
 A mesh with fewer triangles than `count` gets one sphere per triangle. The outside volume
 and the mesh volume are measured only when asked (`measure=True`), by
-`core.sphere_set.outside_volume` when it is available.
+`core.methods.sphere_set.outside_volume` when it is available.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from ..balls import minimal_balls
+from ...bounds.balls import minimal_balls
 from .types import SphereSet
 
 
@@ -108,7 +108,7 @@ def _finish(vertices, triangles, groups: list[np.ndarray], t0: float, method: st
 
 def measure_set(s: SphereSet, vertices: np.ndarray, triangles: np.ndarray,
                 n_samples: int = 200_000, seed: int = 0) -> SphereSet:
-    """Fill `s.outside_volume` and `s.mesh_volume` with `core.sphere_set.outside_volume`
+    """Fill `s.outside_volume` and `s.mesh_volume` with `core.methods.sphere_set.outside_volume`
     (left NaN when that module is not there). Returns `s`."""
     try:
         from . import outside_volume as ov

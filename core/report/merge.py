@@ -3,7 +3,7 @@
 A render farm (Flamenco, Deadline, OpenCue) or `scan --jobs N` runs one
 ``scan FILE --frames A:B --json part.json`` per chunk; `merge_reports` combines the parts:
 frames in frame order, the `refit` map united per object (and the `fallback` reasons kept),
-episodes recomputed over the merged frames (`core.contacts.episodes`), so that an episode
+episodes recomputed over the merged frames (`core.contacts.pairs.episodes`), so that an episode
 crossing a chunk boundary is one episode. Reports of different scenes (the report's ``scene``
 and ``view_layer``), files, objects or settings (its ``source``) are refused.
 
@@ -20,7 +20,8 @@ import os
 import urllib.parse
 from typing import Sequence
 
-from . import contact_groups, contacts
+from ..contacts import groups as contact_groups
+from ..contacts import pairs as contacts
 
 
 class MergeError(ValueError):

@@ -17,7 +17,7 @@ import time
 import xml.etree.ElementTree as ET
 from typing import Callable, Sequence
 
-from .contacts import Episode
+from ..contacts.pairs import Episode
 
 
 class OutputError(ValueError):
@@ -246,7 +246,7 @@ def junit_xml(suite: str, objects: Sequence[str], self_collision: bool,
               contact_eps: Sequence = (), contacts_per_case: int = 5) -> str:
     """JUnit XML: one test case per object pair (and per object, for self-collision),
     failing with its collision episodes in the message, and the contact episodes of that
-    object pair by bone pair (`core.contact_groups.ContactEpisode`, the longest crossings
+    object pair by bone pair (`core.contacts.groups.ContactEpisode`, the longest crossings
     first, at most `contacts_per_case` in the message, all in the text)."""
     cases: list[tuple[str, list[Episode]]] = []
     for i, a in enumerate(objects):

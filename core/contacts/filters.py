@@ -101,7 +101,7 @@ def keep_contact_pairs(objects: Sequence, tri_pairs, found: Sequence) -> list:
     """`tri_pairs` [(i, j, (K, 2))] restricted to the polygon pairs of contacts `found`
     (`contact_groups.Contact`, objects by name): what the overlay draws after the
     contact filters."""
-    from .contacts import rows_in
+    from .pairs import rows_in
 
     names = [o.name for o in objects]
     by_pair: dict = {}

@@ -1,7 +1,7 @@
 """Prepared collision objects to bytes and back (no pickle), so that a build survives
 saving and reloading the .blend without rebuilding.
 
-The bytes are a `core.blob` container (compressed, integers narrowed). What is cheap to
+The bytes are a `core.storage.blob` container (compressed, integers narrowed). What is cheap to
 derive again is not stored but recomputed by `from_bytes` (measured by
 `bench/bench_storage.py`, docs/storage.md §3): the weld ids, and for the sphere-tree
 methods each node's vertex set and the refit bounds but their corner rows. Their rest
@@ -16,12 +16,13 @@ import io
 
 import numpy as np
 
-from . import blob, welds
-from .methods import registry
-from .rig import Rig
-from .scan import CollisionObject
+from .. import welds
+from ..methods import registry
+from ..rig import Rig
+from ..scan import CollisionObject
+from . import blob
 
-# 4: a `core.blob` container; node vertex sets and bounds (but their corner rows)
+# 4: a `core.storage.blob` container; node vertex sets and bounds (but their corner rows)
 # recomputed at load; float32 rest spheres. Format 3 (npz) is still read.
 # 3: a registered method's id and its prepared data ("data." arrays); weld ids recomputed.
 # 2: polygon loops (Blender re-splits quads per frame), the armature's name and rest
@@ -126,7 +127,7 @@ def from_bytes(data: bytes) -> CollisionObject:
 
 def stored_form(obj: CollisionObject) -> CollisionObject:
     """What ``from_bytes(to_bytes(obj))`` returns, without encoding and decoding: the codec
-    is lossless (`core.blob`), so the stored form is `compact` then `from_arrays` (the
+    is lossless (`core.storage.blob`), so the stored form is `compact` then `from_arrays` (the
     method's choice of what to keep, e.g. float32 spheres, and what it derives again). The
     arrays may be shared with `obj`'s."""
     return from_arrays(compact(all_arrays(obj)))

@@ -41,8 +41,8 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from . import contacts as core_contacts
-from .geometry.segments import pair_segments
+from ..geometry.segments import pair_segments
+from . import pairs as core_contacts
 
 #: A contact is a crossing when its length exceeds this × the frame's size.
 KIND_RELATIVE = 1e-9

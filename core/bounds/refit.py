@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..rig import Pose, Rig
 from . import weight_bounds
 from .balls import approx_balls_of_spheres, minimal_balls
-from .rig import Pose, Rig
 from .sphere_tree import SphereTree
 
 # Blender's Armature modifier computes in float32 (premat, chan_mat, the weighted sum,
@@ -165,7 +165,7 @@ def lbs_bounds(tree: SphereTree, rig: Rig, corner_entry_limit: int = CORNER_ENTR
     """Both bounds for every node of `tree` (corners only where they are affordable).
 
     `corners`: (corner_ptr, entry_ptr, entry_slot, entry_weight) of an earlier call on the
-    same tree and rig (stored data, `core.persist`): they are most of the cost, the rest is
+    same tree and rig (stored data, `core.storage.persist`): they are most of the cost, the rest is
     recomputed."""
     joints, weights = rig.padded_influences()
     joint_ptr, node_joint, mean, delta, pair_key, nj = _mean_weight_bounds(tree, joints, weights)

@@ -1,16 +1,17 @@
 """The report model of a scan: one `FrameRecord` per frame (named polygon pairs after the
 filters, contacts, timings, the method per object), the `ScanReport` of a run (its JSON
 document, the one schema of the headless scan and the panel's Scan Frame Range, and its
-episodes), and the report's `source` (what `core.merge` checks). Pure Python over the
-pipeline's results: `addon.scanner.Scanner` fills it, `core.report` writes it.
+episodes), and the report's `source` (what `core.report.merge` checks). Pure Python over the
+pipeline's results: `addon.scanner.Scanner` fills it, `core.report.writing` writes it.
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
 
-from . import contact_groups, contacts
-from . import report as core_report
+from ..contacts import groups as contact_groups
+from ..contacts import pairs as contacts
+from . import writing as core_report
 
 
 @dataclass
@@ -26,7 +27,7 @@ class FrameRecord:
     modes: list[str] = field(default_factory=list)
     not_checked: str = ""
     pairs_total: int = -1
-    #: the frame's contacts (`core.contact_groups.Contact`), partitioning `pairs`
+    #: the frame's contacts (`core.contacts.groups.Contact`), partitioning `pairs`
     contacts: list = field(default_factory=list)
 
     @property
@@ -48,7 +49,7 @@ class ScanReport:
     complete: bool = True
     interrupted: bool = False
     frames_requested: int = 0
-    #: what was scanned and how ({file, method, self, first_hit, filters}); `core.merge`
+    #: what was scanned and how ({file, method, self, first_hit, filters}); `core.report.merge`
     #: refuses to merge reports whose sources differ. None: not written.
     source: dict | None = None
     #: per object whose method's own self test leaves something out (`Method.coverage`,
@@ -62,7 +63,7 @@ class ScanReport:
     #: when some object is checked on an evaluated surface. Empty: not written.
     surface: dict = field(default_factory=dict)
     #: the scene scanned (its full name) and the view layer it was evaluated in
-    #: (`addon.scenes`); `core.merge` refuses reports of different ones. None: not written.
+    #: (`addon.scenes`); `core.report.merge` refuses reports of different ones. None: not written.
     scene: str | None = None
     view_layer: str | None = None
 
@@ -70,7 +71,7 @@ class ScanReport:
         return contacts.episodes([(f.frame, f.pairs) for f in self.frames if not f.not_checked])
 
     def contact_episodes(self) -> list:
-        """Episodes by bone pair (`core.contact_groups.ContactEpisode`)."""
+        """Episodes by bone pair (`core.contacts.groups.ContactEpisode`)."""
         return contact_groups.contact_episodes(
             [(f.frame, [c.summary_json() for c in f.contacts])
              for f in self.frames if not f.not_checked])
@@ -127,8 +128,8 @@ class ScanReport:
 def report_source(file: str, method: str, self_collision: bool, first_hit: bool,
                   ignore_rest_contacts: bool, allow: str | None = None,
                   sha256: str | None = None) -> dict:
-    """The report's "source": what `core.merge` checks before combining reports. The file
-    is identified by `sha256`, a digest of its content (`core.merge.file_digest`; None
+    """The report's "source": what `core.report.merge` checks before combining reports. The file
+    is identified by `sha256`, a digest of its content (`core.report.merge.file_digest`; None
     where the file on disk is not what was scanned, e.g. the panel's unsaved scene): farm
     machines mount one file at different paths, and two shots may hold files of one name.
     "path" (absolute) names it in messages, "file" is its base name; `allow` is a digest

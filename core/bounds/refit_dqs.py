@@ -25,10 +25,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import skinning, weight_bounds
+from .. import skinning
+from ..rig import Pose, Rig
+from . import weight_bounds
 from .balls import approx_balls_of_spheres
 from .refit import LbsBounds, expand_csr, float32_margin, lbs_bounds
-from .rig import Pose, Rig
 from .sphere_tree import SphereTree
 
 # Float32 rounding of Blender's Preserve Volume path (docs/refit_dqs.md §5): a relative

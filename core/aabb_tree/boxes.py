@@ -1,16 +1,13 @@
-"""Float32 boxes of the exact AABB trees (`core.self_collision`), rounded outward so that
+"""Float32 boxes of the exact AABB trees (`core.aabb_tree`), rounded outward so that
 they enclose the float64 triangles (docs/self_collision.md): per triangle, and per level of
 a tree. Shared by the tree's build (which picks each seed pair's separating column at
 rest) and its queries.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-if TYPE_CHECKING:
-    from .tree import SelfTree
+from .self_tree import SelfTree
 
 INF32 = np.float32(np.inf)
 #: A box row is 8 float32 in two 16-byte halves, [lo_x, lo_y, lo_z, -inf, -hi_x, -hi_y,
@@ -121,7 +118,7 @@ def min_of_three(v: np.ndarray, idx: np.ndarray, out: np.ndarray | None = None) 
     return out
 
 
-def stacked_boxes(tree: "SelfTree", tri_box: np.ndarray) -> np.ndarray:
+def stacked_boxes(tree: SelfTree, tri_box: np.ndarray) -> np.ndarray:
     """(2**(H+1), 8) float32 rows of every level in one array, in heap order: node k of
     level l is row ``2**l + k`` (row 0 is unused), so a level is the contiguous slice
     ``[2**l, 2**(l+1))`` and one pass can test node pairs of every level
@@ -136,7 +133,7 @@ def stacked_boxes(tree: "SelfTree", tri_box: np.ndarray) -> np.ndarray:
     return _fill_levels(tree, out)
 
 
-def frame_stack(tree: "SelfTree", positions: np.ndarray, tris: np.ndarray) -> np.ndarray:
+def frame_stack(tree: SelfTree, positions: np.ndarray, tris: np.ndarray) -> np.ndarray:
     """`stacked_boxes(tree, triangle_boxes(positions, tris))`, bit for bit, made in slot
     order: each leaf row is the min of its triangle's three vertex rows, gathered by slot
     (`slot_corners`) and written in place (a scatter of the triangles' rows into their
@@ -148,7 +145,7 @@ def frame_stack(tree: "SelfTree", positions: np.ndarray, tris: np.ndarray) -> np
     return _fill_levels(tree, out)
 
 
-def _fill_levels(tree: "SelfTree", out: np.ndarray) -> np.ndarray:
+def _fill_levels(tree: SelfTree, out: np.ndarray) -> np.ndarray:
     """Empty slots and row 0 set to `_EMPTY_ROW`, then every level above the leaves as the
     min of its two children (`out` (2S, 8) float32, leaves filled)."""
     out[0] = _EMPTY_ROW
@@ -175,7 +172,7 @@ def _fill_levels(tree: "SelfTree", out: np.ndarray) -> np.ndarray:
 _SPLIT_ROWS = 128
 
 
-def slot_corners(tree: "SelfTree") -> np.ndarray:
+def slot_corners(tree: SelfTree) -> np.ndarray:
     """(3 S,) intp flat indices into a (T, 3) triangle array: corner k of the triangle in
     slot s at ``k S + s`` (an empty slot takes triangle 0's, overwritten by
     `_fill_levels`). Made once, kept on the tree."""
@@ -191,7 +188,7 @@ def slot_corners(tree: "SelfTree") -> np.ndarray:
 _EMPTY_ROW = np.array([np.inf] * 3 + [-np.inf] + [np.inf] * 3 + [-np.inf], np.float32)
 
 
-def empty_slots(tree: "SelfTree") -> np.ndarray:
+def empty_slots(tree: SelfTree) -> np.ndarray:
     """(S - T,) intp the leaf slots that hold no triangle (made once, kept on the tree)."""
     e = getattr(tree, "_empty_slots", None)
     if e is None:
@@ -200,7 +197,7 @@ def empty_slots(tree: "SelfTree") -> np.ndarray:
     return e
 
 
-def level_boxes(tree: "SelfTree", tri_box: np.ndarray) -> list[np.ndarray]:
+def level_boxes(tree: SelfTree, tri_box: np.ndarray) -> list[np.ndarray]:
     """Per level 0..H, (2**l, 8) float32 rows [lo, -inf, -hi, -inf] (empty = +inf in the
     six face columns): views of `stacked_boxes`."""
     X = stacked_boxes(tree, tri_box)

@@ -1,5 +1,11 @@
-"""Exact self-collision of one mesh per frame, faster than rebuilding a BVH.
+"""The exact AABB triangle tree, a bounds structure of float32 boxes: its build at rest
+(`tree`, with the shared `SelfTree` shape in `self_tree`), its outward-rounded boxes
+(`boxes`, `slabs`), its self and cross queries (`query`), and here what an object keeps
+of it between frames (the carried pairs of a pose edit). The sphere bounds are in
+`core/bounds/`; the `box-tree` method that uses this tree for every pair is
+`core.methods.box_tree`.
 
+Exact self-collision of one mesh per frame, faster than rebuilding a BVH:
 `build` (once, at rest) makes a balanced AABB tree topology and the rest-adjacency
 structure; `self_pairs` (per frame) refits float32 boxes from the evaluated positions and
 the frame's triangles, traverses level by level, and decides leaf pairs with the exact

@@ -3,8 +3,8 @@
 Rest (`build`): a set of N spheres whose union contains every rest triangle, with a
 sphere per triangle that groups them (`SphereSet.info["triangle_sphere"]`; it need not
 contain the triangle: each group is bounded by its own minimal ball below), from the
-variational fit (`core.sphere_set.variational.fit`) when it is there, else the top-down
-baseline (`core.sphere_set.baselines.top_down`). Each sphere holding triangles becomes a
+variational fit (`core.methods.sphere_set.variational.fit`) when it is there, else the top-down
+baseline (`core.methods.sphere_set.baselines.top_down`). Each sphere holding triangles becomes a
 leaf of a small binary hierarchy: the leaves are split top-down by their centres
 (`sphere_tree.split_binary`, Quinlan's rule), so that inner nodes are refitted on demand
 too and a query visits few of them.
@@ -25,7 +25,7 @@ it drops only pairs whose boxes are apart), and the caller's exact triangle test
 So the answer between characters equals the sphere tree's and brute force's.
 
 Self-collision: the method has no `Method.self_pairs` of its own, so the scan answers it on
-the object's exact AABB self tree (`core.self_collision`): a sphere-set object's self pairs
+the object's exact AABB self tree (`core.aabb_tree`): a sphere-set object's self pairs
 ARE the self tree's. The set's own self traversal (`traversal.collide(volumes, None, test)`: a leaf against itself gives
 its own triangle pairs, every other overlapping pair the filtered ones) is exact as well and
 gives the same pairs (tests/core/test_sphere_set_method.py); it is slower than the self tree
@@ -40,13 +40,14 @@ from typing import Callable
 
 import numpy as np
 
-from .. import refit, refit_dqs, sphere_tree
-from ..balls import minimal_balls
-from ..query import sweep
-from ..rig import Rig
-from ..sphere_set import SphereSet, baselines
-from .base import Drawable, Frame, Hierarchy, LazySphereVolumes, Method
-from .obb import TRI_PAD
+from ...bounds import refit, refit_dqs, sphere_tree
+from ...bounds.balls import minimal_balls
+from ...query import sweep
+from ...rig import Rig
+from ..base import Drawable, Frame, Hierarchy, LazySphereVolumes, Method
+from ..obb import TRI_PAD
+from . import baselines
+from .types import SphereSet
 
 #: Spheres per set when `prepare` builds one (the panel's *Spheres* overrides it).
 COUNT = 64
@@ -57,7 +58,7 @@ _VARIATIONAL = __name__.rsplit(".", 2)[0] + ".sphere_set.variational"
 
 
 def variational_available() -> bool:
-    """Whether `core.sphere_set.variational` (the fit of Wang et al.) is installed."""
+    """Whether `core.methods.sphere_set.variational` (the fit of Wang et al.) is installed."""
     try:
         return importlib.util.find_spec(_VARIATIONAL) is not None
     except (ImportError, ValueError):
@@ -75,7 +76,7 @@ def fit_set(vertices: np.ndarray, triangles: np.ndarray, count: int, seed: int =
     if builder is None:
         builder = "variational" if variational_available() else "top-down"
     if builder == "variational":
-        from ..sphere_set import variational
+        from . import variational
         return variational.fit(np.asarray(vertices, np.float64), np.asarray(triangles, np.int64),
                                int(count), seed=seed, progress=progress,
                                should_stop=should_stop)
@@ -276,7 +277,7 @@ class SetVolumes(LazySphereVolumes):
         """Two sets: the generic traversal with the leaf filter above (the scan sends pairs
         of one kind with this hook here, not through the stacked crowd traversal, whose
         leaves would give whole cartesian products)."""
-        from ..query import traversal
+        from ...query import traversal
 
         p, st = traversal.collide(self, other, triangle_test,
                                   roots=(np.zeros(1, np.int64), np.zeros(1, np.int64)))
