@@ -14,7 +14,6 @@ unordered pairs of its own triangles.
 """
 from __future__ import annotations
 
-
 from typing import Callable
 
 import numpy as np

@@ -29,8 +29,6 @@ from .seams import frame_seams
 from .within import pairs_within
 
 
-
-
 def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
                 poses: list[Pose | None], mode: str = OWN,
                 self_collision: bool = False, first_hit: bool = False,
