@@ -320,7 +320,7 @@ def bench_objects(args, pool, asset: str, level: int, copies: int) -> None:
     from skin_collide.addon import extract, scanner
     from skin_collide.core import aabb_tree as self_collision
     from skin_collide.core import scan as core_scan
-    from skin_collide.core.query import traversal
+    from skin_collide.core.query import broad_phase, traversal
 
     ob = load_one(asset, level)
     arm = extract.modifier_report(ob).armature
@@ -358,7 +358,7 @@ def bench_objects(args, pool, asset: str, level: int, copies: int) -> None:
                                          triangles=tris).pairs
 
         def self_task(k):
-            return core_scan._self_pairs(objs[k], pos[k], poses[k], np.asarray(tris[k], np.int32),
+            return core_scan.within._self_pairs(objs[k], pos[k], poses[k], np.asarray(tris[k], np.int32),
                                          core_scan.OWN, traversal.QueryStats())
 
         def frame_threaded():
@@ -371,8 +371,8 @@ def bench_objects(args, pool, asset: str, level: int, copies: int) -> None:
 
         measure(frame_serial, frame_threaded, same_pairs, args.rounds, r_frame)
 
-        boxes = core_scan.broad_phase.position_boxes(pos)
-        cand = core_scan.broad_phase.sweep_pairs(*boxes).tolist()
+        boxes = broad_phase.position_boxes(pos)
+        cand = broad_phase.sweep_pairs(*boxes).tolist()
         n_pairs.append(len(cand))
 
         def pair_task(ij):

@@ -1,8 +1,10 @@
 """The types every layer shares: what a method reads per frame (`Frame`), the fixed shape of
 a bounding-volume hierarchy (`Hierarchy`) and its volumes at one frame (`Volumes`, with
 every optional hook declared here with its default), and what the viewport draws
-(`Drawable`). `Rig` and `Pose` (the character and one frame of its bones) are in
-`core.rig`.
+(`Drawable`); and what the stages of one frame hand each other (`core.scan.frame`):
+`FrameInputs` -> `ObjectPairs` (broad phase) -> `FrameSeams` -> pairs with their
+`QueryStats` -> `FrameResult`. `Rig` and `Pose` (the character and one frame of its bones)
+are in `core.rig`.
 
 The bottom of the import order: types <- geometry and bounds <- methods <- query <- report
 <- addon <- operators, panels, cli (docs/architecture.md).
@@ -10,7 +12,8 @@ The bottom of the import order: types <- geometry and bounds <- methods <- query
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable, ClassVar, Protocol
 
 import numpy as np
@@ -18,7 +21,7 @@ import numpy as np
 from .rig import Pose, Rig
 
 __all__ = ["Hierarchy", "Frame", "Volumes", "LazySphereVolumes", "Drawable", "Prepared",
-           "Pose", "Rig"]
+           "Pose", "Rig", "QueryStats", "FrameInputs", "ObjectPairs", "FrameSeams", "FrameResult"]
 
 
 @dataclass
@@ -196,3 +199,135 @@ class Prepared(Protocol):
 
     def arrays(self) -> dict[str, np.ndarray]:
         ...
+
+
+# -- what the stages of one frame hand each other (core.scan.frame.query_frame) -------------
+
+@dataclass
+class QueryStats:
+    """Counts of one query (one object pair's traversal, one self query, or all the pairs
+    between objects of a frame): volume (node pair) tests, exact triangle tests, volumes
+    refitted, traversal chunks, and whatever else a stage reports in ``extra``."""
+
+    volume_tests: int = 0
+    triangle_tests: int = 0
+    refitted: int = 0
+    chunks: int = 0
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def sphere_tests(self) -> int:   # the name the sphere-tree benchmarks print
+        return self.volume_tests
+
+
+@dataclass(eq=False)
+class FrameInputs:
+    """One frame of n objects, as every stage reads it.
+
+    Attributes:
+        positions: per object, (V_k, 3) float64 world-space evaluated positions: the
+            single source of geometric truth for the exact triangle tests.
+        poses: per object, the frame's `Pose` or None (no pose: a bottom-up refit).
+        triangles: per object, (T_k, 3) int32 the triangles Blender draws at this frame.
+    The stacked arrays below are made on first use (a frame of one object never needs
+    them): ``tri_off`` (n+1,) int64 and ``v_off`` (n+1,) int64 the offsets of each
+    object's triangles and vertices in them, ``P`` (sum V_k, 3) float64 the positions,
+    ``T`` (sum T_k, 3) int64 the triangles indexing ``P``, ``PT`` (3, sum V_k) the
+    positions one row per axis (what the box filter reads).
+    """
+
+    positions: list[np.ndarray]
+    poses: list[Pose | None]
+    triangles: list[np.ndarray]
+
+    @property
+    def n(self) -> int:
+        return len(self.positions)
+
+    @cached_property
+    def tri_off(self) -> np.ndarray:
+        off = np.zeros(self.n + 1, dtype=np.int64)
+        np.cumsum([t.shape[0] for t in self.triangles], out=off[1:])
+        return off
+
+    @cached_property
+    def v_off(self) -> np.ndarray:
+        off = np.zeros(self.n + 1, dtype=np.int64)
+        np.cumsum([p.shape[0] for p in self.positions], out=off[1:])
+        return off
+
+    @cached_property
+    def P(self) -> np.ndarray:
+        return np.concatenate(self.positions)
+
+    @cached_property
+    def T(self) -> np.ndarray:
+        return np.concatenate([t.astype(np.int64) + o
+                               for t, o in zip(self.triangles, self.v_off[:-1])])
+
+    @cached_property
+    def PT(self) -> np.ndarray:
+        PT = np.empty((3, int(self.v_off[-1])))         # one row per axis, C order
+        for p, a, b in zip(self.positions, self.v_off[:-1].tolist(), self.v_off[1:].tolist()):
+            PT[:, a:b] = p.T
+        return PT
+
+
+@dataclass
+class ObjectPairs:
+    """The broad phase's answer: ``pairs`` (M, 2) int64 the object pairs (i < j) whose
+    position boxes meet, sorted; ``lo``, ``hi`` (n, 3) float64 the boxes, or None for a
+    frame of one object (no pairs)."""
+
+    pairs: np.ndarray
+    lo: np.ndarray | None = None
+    hi: np.ndarray | None = None
+
+
+@dataclass
+class FrameSeams:
+    """Which vertices of different objects are one vertex at this frame (parts of one
+    character on one armature, `core.scan.seams`).
+
+    Attributes:
+        ids: per object, (V_k,) int64 seam ids shared across the object set, or None (the
+            object shares its armature with no other object). The list is cached per set,
+            so its identity names the rule a kept answer was computed with.
+        hold: (n, n) bool, for the candidate pairs: whether seams hold between i and j
+            this frame (same armature and bit-equal poses).
+        G: (sum V_k,) int64 the frame's global vertex keys (seam ids where seams hold,
+            split where a weld parted this frame; a unique negative id elsewhere), or None
+            when no seam holds between any candidate pair.
+    """
+
+    ids: list
+    hold: np.ndarray
+    G: np.ndarray | None = None
+
+    def key(self, i: int, j: int) -> tuple | None:
+        """The seam rule between i and j, compared by identity with a kept answer's."""
+        return (self.ids[i], self.ids[j]) if self.hold[i, j] else None
+
+
+@dataclass
+class FrameResult:
+    """Pairs and statistics of one frame.
+
+    Attributes:
+        pairs: list of (object index a, object index b, (K, 2) int64 triangle pairs).
+        ms: query time in milliseconds (refit, traversal and triangle tests).
+        stats: per object pair, `QueryStats`.
+        modes: the method actually used per object this frame (registry ids, e.g.
+            "sphere-tree", "sphere-tree-pv", "bottom-up").
+        triangles: per object, the (T, 3) int32 triangles of the frame the pairs index.
+    """
+
+    pairs: list[tuple[int, int, np.ndarray]]
+    ms: float
+    stats: list[QueryStats] = field(default_factory=list)
+    modes: list[str] = field(default_factory=list)
+    triangles: list[np.ndarray] = field(default_factory=list)
+
+    @property
+    def n_pairs(self) -> int:
+        return int(sum(p.shape[0] for _, _, p in self.pairs))

@@ -79,7 +79,7 @@ class Kept:
 class CrossKept(NamedTuple):
     """The last complete answer between two carrying objects (kept on the first,
     ``obj.cross_last[id(other)]``): the other object, the serials of the two kept frames
-    it was computed at, the seam rule it was computed with (`scan._collide_candidates`'
+    it was computed at, the seam rule it was computed with (`scan.between.pairs_between`'
     key), and its (K, 2) int64 pairs (triangle of the first, of the other), sorted."""
 
     other: object

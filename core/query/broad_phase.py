@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..types import ObjectPairs
+
 
 def position_boxes(positions: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Per object, the box of its (V, 3) float64 positions: lo (n, 3), hi (n, 3).
@@ -394,3 +396,13 @@ def box_filtered_pairs(pairs: np.ndarray, tri_off: np.ndarray, v_off: np.ndarray
             key = np.unique(ta * int(T.shape[0]) + tb)
             ta, tb = key // T.shape[0], key % T.shape[0]
     return ta, tb, big, ilo[big], ihi[big]
+
+
+def object_pairs(positions: list[np.ndarray]) -> ObjectPairs:
+    """The broad phase of one frame (`core.scan.frame`): the object pairs whose position
+    boxes meet (`position_boxes`, `sweep_pairs`), with the boxes. `positions`: per object,
+    (V_k, 3) float64. A frame of one object has no pairs and makes no boxes."""
+    if len(positions) < 2:
+        return ObjectPairs(np.zeros((0, 2), np.int64))
+    lo, hi = position_boxes(positions)
+    return ObjectPairs(sweep_pairs(lo, hi), lo, hi)

@@ -14,30 +14,16 @@ unordered pairs of its own triangles.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
-from ..types import Hierarchy, Volumes
+from ..types import Hierarchy, QueryStats, Volumes
 
 # Node pairs per vectorized step. All-pairs queries want big steps (fewer numpy calls);
 # first-hit queries want small ones, so that the search reaches leaves early.
 CHUNK = 8192
 FIRST_HIT_CHUNK = 2048
-
-
-@dataclass
-class QueryStats:
-    volume_tests: int = 0
-    triangle_tests: int = 0
-    refitted: int = 0
-    chunks: int = 0
-    extra: dict = field(default_factory=dict)
-
-    @property
-    def sphere_tests(self) -> int:   # the name the sphere-tree benchmarks print
-        return self.volume_tests
 
 
 def _expand(ptr: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -50,7 +50,7 @@ class Recorder:
         self.self_queries = []
         self._moved = None
         real_current = scanner.Scanner.current
-        real_object_self_pairs = core_scan.object_self_pairs
+        real_object_self_pairs = core_scan.within.object_self_pairs
         real_self_pairs = self_collision.self_pairs
 
         def current(sc, scene, depsgraph, eval_ms=0.0):
@@ -78,7 +78,7 @@ class Recorder:
             return pairs
 
         monkeypatch.setattr(scanner.Scanner, "current", current)
-        monkeypatch.setattr(core_scan, "object_self_pairs", object_self_pairs)
+        monkeypatch.setattr(core_scan.within, "object_self_pairs", object_self_pairs)
         monkeypatch.setattr(self_collision, "self_pairs", self_pairs)
 
     def start(self):

@@ -35,7 +35,7 @@ def test_build_store_reload_and_scan_like_the_sphere_tree(demo, tmp_path, monkey
     from skin_collide.core import scan as core_scan
 
     # Object pairs with few triangles where their boxes meet skip the trees: not here.
-    monkeypatch.setattr(core_scan, "BOX_PAIRS_MAX", 0)
+    monkeypatch.setattr(core_scan.between, "BOX_PAIRS_MAX", 0)
 
     scene = bpy.context.scene
     s = scene.skin_collide

@@ -132,6 +132,7 @@ def no_builds(monkeypatch):
     from skin_collide.core import scan as core_scan
 
     monkeypatch.setattr(core_scan, "prepare", refuse_to_build)
+    monkeypatch.setattr(core_scan.objects, "prepare", refuse_to_build)
     return monkeypatch
 
 
@@ -171,6 +172,7 @@ def test_built_data_survives_save_and_reopen(char_files, tmp_path, how, monkeypa
     from skin_collide.core import scan as core_scan
 
     monkeypatch.setattr(core_scan, "prepare", refuse_to_build)
+    monkeypatch.setattr(core_scan.objects, "prepare", refuse_to_build)
     scene = bpy.context.scene
     assert scene.skin_collide.live
     scene.frame_set(FRAME - 1)

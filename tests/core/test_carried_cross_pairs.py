@@ -57,9 +57,9 @@ def test_carried_pairs_between_objects_equal_full_query(monkeypatch, method, tra
     between the two equal brute force. `traverse`: the object pair goes through the
     method's traversal instead of the box path; `capped`: the live overlay's capped
     query (`enough_between`, `enough_self`). Only the traversal is carried: small pairs
-    (`scan.BOX_PAIRS_MAX`) are paired by their boxes every time, as cheap as it gets."""
+    (`scan.between.BOX_PAIRS_MAX`) are paired by their boxes every time, as cheap as it gets."""
     if traverse:
-        monkeypatch.setattr(scan, "BOX_PAIRS_MAX", 0)
+        monkeypatch.setattr(scan.between, "BOX_PAIRS_MAX", 0)
     rigs, worlds = _rigs()
     full = [scan.prepare(r, method) for r in rigs]
     carry = [scan.prepare(r, method) for r in rigs]
@@ -74,7 +74,7 @@ def test_carried_pairs_between_objects_equal_full_query(monkeypatch, method, tra
             calls.append((int(args[1].moved.sum()), int(args[3].moved.sum())))
         return out
 
-    monkeypatch.setattr(scan, "object_cross_pairs", spy)
+    monkeypatch.setattr(scan.between, "object_cross_pairs", spy)
     rng = np.random.default_rng(2029)
     local = [np.repeat(np.eye(4)[None], r.n_bones, 0) for r in rigs]
     offsets = [np.zeros_like(r.rest_positions) for r in rigs]      # weight edits
@@ -133,7 +133,7 @@ def test_carried_pairs_between_objects_equal_full_query(monkeypatch, method, tra
 def test_carried_pairs_between_objects_not_kept_from_a_stopped_query(monkeypatch):
     """A capped query between objects that stopped is a subset: it is never kept, and
     the next query answers in full."""
-    monkeypatch.setattr(scan, "BOX_PAIRS_MAX", 0)        # the traversal, which can stop
+    monkeypatch.setattr(scan.between, "BOX_PAIRS_MAX", 0)        # the traversal, which can stop
     rigs, worlds = _rigs()
     carry = [scan.prepare(r) for r in rigs]
     full = [scan.prepare(r) for r in rigs]
@@ -153,7 +153,7 @@ def test_carried_pairs_between_objects_not_kept_from_a_stopped_query(monkeypatch
 
 def test_query_without_carry_drops_what_was_kept(monkeypatch):
     """A query that does not carry (Refresh, Scan Frame Range) starts afresh."""
-    monkeypatch.setattr(scan, "BOX_PAIRS_MAX", 0)
+    monkeypatch.setattr(scan.between, "BOX_PAIRS_MAX", 0)
     rigs, worlds = _rigs()
     objs = [scan.prepare(r) for r in rigs]
     for o in objs:

@@ -123,7 +123,7 @@ def test_self_pairs_equal_brute_force(star, which):
 @pytest.mark.parametrize("traverse", [False, True])
 def test_pairs_between_objects_equal_brute_force(star, monkeypatch, traverse):
     if traverse:
-        monkeypatch.setattr(scan, "BOX_PAIRS_MAX", 0)
+        monkeypatch.setattr(scan.between, "BOX_PAIRS_MAX", 0)
     a = scan.prepare(star, "chains")
     b = scan.prepare(star_rig(3), "chains")
     c = scan.prepare(star_rig(3), "sphere-tree")

@@ -103,7 +103,7 @@ def test_crowd_equals_brute_force_far_from_origin(tube, mode, box_max, method, m
     if method != "sphere-tree":
         obj = scan.prepare(rig, method)
     if box_max is not None:
-        monkeypatch.setattr(scan, "BOX_PAIRS_MAX", box_max)
+        monkeypatch.setattr(scan.between, "BOX_PAIRS_MAX", box_max)
     seen = 0
     for n, spacing, seed in [(9, 1.0, 2), (12, 1.2, 2), (9, 1.6, 0)]:
         poses, positions = crowd(rig, n, spacing, seed)
@@ -125,7 +125,7 @@ def test_crowd_equals_brute_force_far_from_origin(tube, mode, box_max, method, m
 
 def test_objects_meeting_nobody_get_no_volumes(tube, monkeypatch):
     rig, obj = tube
-    monkeypatch.setattr(scan, "BOX_PAIRS_MAX", 0)          # every pair traverses
+    monkeypatch.setattr(scan.between, "BOX_PAIRS_MAX", 0)          # every pair traverses
     poses, positions = crowd(rig, 6, 1.6, seed=5)
     far = np.eye(4)
     far[:3, 3] = 50.0                       # object 5 stands alone
@@ -133,7 +133,7 @@ def test_objects_meeting_nobody_get_no_volumes(tube, monkeypatch):
     positions[5] = skinning.lbs_rig(rig, poses[5])
     asked = []
     real = scan.volumes
-    monkeypatch.setattr(scan, "volumes", lambda o, pos, *a: asked.append(
+    monkeypatch.setattr(scan.between, "volumes", lambda o, pos, *a: asked.append(
         next(k for k, p in enumerate(positions) if p is pos)) or real(o, pos, *a))
     res = scan.query_frame([obj] * 6, positions, poses, self_collision=True)
     assert 5 not in asked and asked

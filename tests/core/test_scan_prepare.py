@@ -29,7 +29,7 @@ def test_threaded_builds_equal_one_at_a_time(monkeypatch):
         threads.append(threading.get_ident())
         return real(rig, method, **kw)
 
-    monkeypatch.setattr(scan, "prepare", spy)
+    monkeypatch.setattr(scan.objects, "prepare", spy)
     pooled = scan.prepare_all(rigs, workers=3, self_trees=True)
     assert len(threads) == 4
     assert [o.name for o in pooled] == [r.name for r in rigs]          # in order
@@ -66,7 +66,7 @@ def test_one_rig_or_a_progress_method_builds_in_the_caller(monkeypatch):
         seen.append((threading.get_ident(), method))
         return r.name                                  # no real build: only who builds
 
-    monkeypatch.setattr(scan, "prepare", spy)
+    monkeypatch.setattr(scan.objects, "prepare", spy)
     rigs = _rigs()
     assert scan.prepare_all(rigs[:1], workers=4) == [rigs[0].name]
     progress = next(m.id for m in registry.methods() if m.reports_progress)

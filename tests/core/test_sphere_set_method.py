@@ -121,8 +121,8 @@ def test_pairs_equal_brute_force_and_the_sphere_tree(kind):
 def test_scan_with_sphere_set_equals_sphere_tree(monkeypatch, cheap_union_search):
     """Through `scan.query_frame` (broad phase, fast path, stacked traversal), two
     characters and self-collision. Object pairs with few triangles where their boxes meet
-    skip the trees (`scan.BOX_PAIRS_MAX`): set to 0 here, so the sets are traversed."""
-    monkeypatch.setattr(scan, "BOX_PAIRS_MAX", 0)
+    skip the trees (`scan.between.BOX_PAIRS_MAX`): set to 0 here, so the sets are traversed."""
+    monkeypatch.setattr(scan.between, "BOX_PAIRS_MAX", 0)
     rig = procedural.tube_rig(rings=16, segments=10, n_bones=5)
     rig2 = procedural.tube_rig(rings=12, segments=8, n_bones=4, name="other")
     objs = [scan.prepare(r, ss.SphereSetMethod.id, count=16) for r in (rig, rig2)]     # the real fit, 16 spheres
@@ -250,7 +250,7 @@ def test_crossing_cesium_men_equal_the_sphere_tree(bpy_module, assets_dir, monke
         o.method, o.asked, o.data = "sphere-set", "sphere-set", data
         objs.append(o)
     sset = scanner.Scanner([ob, ob2], method="sphere-set", objects=objs)
-    monkeypatch.setattr(scan, "BOX_PAIRS_MAX", 0)     # through the sets, not the box path
+    monkeypatch.setattr(scan.between, "BOX_PAIRS_MAX", 0)     # through the sets, not the box path
     ref = scanner.Scanner([ob, ob2], method="sphere-tree")
     assert [o.method for o in sset.objects] == ["sphere-set"] * 2, [o.reason for o in sset.objects]
     rng = np.random.default_rng(5)

@@ -1,0 +1,34 @@
+"""Collision queries over several skinned objects, one frame at a time: the frame pipeline.
+
+`prepare` (`objects`) builds, once per rig, what a query needs (the method's data, weld
+ids for self-collision); `seams.seam_ids` decides, once per set of objects, which vertices
+of different meshes are one vertex (`core.welds`). `query_frame` (`frame`) answers one
+frame as its stages: the frame's inputs -> object pairs (the broad phase) -> seams ->
+candidate triangle pairs of each object pair's volumes through the exact test (`between`)
+-> self pairs (`within`); `pairs` turns the answer into polygon pairs. Triangles are the
+frame's (Blender re-splits deformed quads, `core.geometry.triangulation`): their indices
+are the same at every frame, their vertices are not.
+
+The names below are this package's public face; a stage's helpers live in its module.
+"""
+from ..types import FrameResult
+from .dispatch import OWN, check_mode, frame_method, frame_triangles, query_method, volumes
+from .frame import query_frame
+from .objects import (
+                      CollisionObject,
+                      build_key,
+                      prepare,
+                      prepare_all,
+                      prepare_shared,
+                      renamed,
+                      shared_builds,
+                      side_by_side,
+)
+from .pairs import brute_force_pairs, polygon_pair_rows, polygon_pairs
+from .seams import frame_keys, parted_self_pairs, seam_ids, seam_pairs, seams_apply, weld_tolerance
+
+__all__ = ["OWN", "CollisionObject", "FrameResult", "brute_force_pairs", "build_key",
+           "check_mode", "frame_keys", "frame_method", "frame_triangles", "parted_self_pairs",
+           "polygon_pair_rows", "polygon_pairs", "prepare", "prepare_all", "prepare_shared",
+           "query_frame", "query_method", "renamed", "seam_ids", "seam_pairs", "seams_apply",
+           "shared_builds", "side_by_side", "volumes", "weld_tolerance"]

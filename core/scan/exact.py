@@ -1,0 +1,46 @@
+"""The exact test of candidate triangle pairs between objects (the narrow phase's last
+step): a pair sharing a seam vertex is adjacent and never reported; every other pair gets
+the float64 triangle-triangle test (`core.triangles`) on the frame's stacked positions."""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .. import triangles as tri_test
+from ..types import FrameInputs, FrameSeams
+
+
+class ExactTest:
+    """f(ga, gb) -> (K,) bool on stacked triangle indices (`FrameInputs.T` rows) of
+    candidate pairs of different objects: True where they intersect and are not adjacent
+    across a seam (`FrameSeams`). `between(i, j)` gives the same test on the local
+    triangle indices of objects i and j (what a method's traversal hands out)."""
+
+    def __init__(self, inputs: FrameInputs, seams: FrameSeams) -> None:
+        self.inputs = inputs
+        self.seams = seams
+
+    def __call__(self, ga: np.ndarray, gb: np.ndarray) -> np.ndarray:
+        inp, G = self.inputs, self.seams.G
+        P, T = inp.P, inp.T
+        apart = np.ones(ga.size, dtype=bool)
+        if G is not None:
+            oa = np.searchsorted(inp.tri_off, ga, side="right") - 1
+            ob = np.searchsorted(inp.tri_off, gb, side="right") - 1
+            s = np.nonzero(self.seams.hold[oa, ob])[0]
+            if s.size:
+                ka, kb = G[T[ga[s]]], G[T[gb[s]]]
+                apart[s] = ~np.any(ka[:, :, None] == kb[:, None, :], axis=(1, 2))
+        hit = np.zeros(ga.size, dtype=bool)
+        idx = np.nonzero(apart)[0]
+        hit[idx] = tri_test.triangle_pairs_intersect(P, T, ga[idx], P, T, gb[idx])
+        return hit
+
+    def between(self, i: int, j: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+        """The test on triangle indices local to objects i and j."""
+        off = self.inputs.tri_off
+
+        def test(ta: np.ndarray, tb: np.ndarray) -> np.ndarray:
+            return self(ta + off[i], tb + off[j])
+        return test

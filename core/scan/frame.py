@@ -1,0 +1,98 @@
+"""One frame, as its stages, top to bottom (docs/architecture.md, "One frame"):
+
+    inputs  = FrameInputs(positions, poses, triangles)        the frame's surfaces
+    near    = broad_phase.object_pairs(positions)              object pairs whose boxes meet
+    seams   = seams.frame_seams(objects, inputs, near.pairs)    which vertices are one
+    exact   = exact.ExactTest(inputs, seams)                    the narrow phase's exact test
+    between = between.pairs_between(..., near, seams, exact)    candidate pairs of the two
+                                                                objects' volumes, tested
+    within  = within.pairs_within(...)                          self pairs, when asked
+
+Each stage reads what the ones above it made (the types in `core.types`) and never calls
+back up. Contacts are made from the result by the report (`core.contacts.pairs`,
+`core.contacts.groups`).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..query import broad_phase
+from ..rig import Pose
+from ..types import FrameInputs, FrameResult
+from .between import pairs_between
+from .dispatch import OWN, check_mode, frame_method, frame_triangles
+from .exact import ExactTest
+from .objects import CollisionObject
+from .seams import frame_seams
+from .within import pairs_within
+
+
+def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
+                poses: list[Pose | None], mode: str = OWN,
+                self_collision: bool = False, first_hit: bool = False,
+                triangles: list[np.ndarray | None] | None = None,
+                enough_self=None, enough_between=None) -> FrameResult:
+    """Collide every pair of objects (and each with itself if `self_collision`).
+
+    Adjacent triangles are never reported: within an object those sharing a weld id (a
+    vertex, or a split vertex with the same rest position and weights), between objects
+    those sharing a seam vertex (`seams.seam_ids`: parts of one character on one armature).
+
+    Args:
+        objects: prepared objects.
+        positions: per object, (V, 3) float64 world-space evaluated positions: the single
+            source of geometric truth for the exact triangle tests.
+        poses: per object, the frame's `Pose` (needed by the on-demand refit).
+        mode: "on-demand": each object's own method (`CollisionObject.method`; a
+            sphere-tree method refits bottom-up when its pose is None), or "bottom-up":
+            every object's sphere tree refitted from the evaluated mesh.
+        first_hit: stop at the first intersecting triangle pair found.
+        triangles: per object, the (T, 3) triangles Blender draws at this frame (from
+            `frame_triangles` on the mesh-local evaluated positions, or Blender's evaluated
+            loop triangles for meshes with n-gons); None (or a None entry) decides the
+            quads from `positions` here.
+        enough_self: optional f(i, pairs) -> bool for capped frames: the exact self
+            tree of object i stops once it says its (K, 2) pairs so far are enough (the
+            self pairs are then a subset; the stats' ``extra["stopped"]`` says so).
+        enough_between: the same for the pairs between objects that go through the
+            stacked traversal: f(list of (i, j, (K, 2) triangle pairs)) -> bool.
+    """
+    check_mode(mode)
+    t0 = time.perf_counter()
+    inputs = _inputs(objects, positions, poses, triangles)
+    modes = [frame_method(obj, pose, mode) for obj, pose in zip(objects, poses)]
+    result = FrameResult([], 0.0, modes=modes, triangles=inputs.triangles)
+    for obj in objects:
+        if not obj.carry_self_pairs:       # a query that does not carry starts afresh
+            obj.self_last = None
+            obj.cross_last = {}
+    # The kept frames of carrying objects, brought up to this frame once and shared by the
+    # pairs between objects and the self pairs (`self_collision.frame_state`).
+    kept: dict = {}
+    if inputs.n > 1:
+        near = broad_phase.object_pairs(inputs.positions)
+        seams = frame_seams(objects, inputs, near.pairs)
+        exact = ExactTest(inputs, seams)
+        result.pairs, st, methods = pairs_between(objects, inputs, near, seams, exact, mode,
+                                                  first_hit, enough_between, kept)
+        result.stats.append(st)
+        for k, m in methods.items():
+            modes[k] = m
+    if self_collision and not (first_hit and result.pairs):
+        pairs, stats = pairs_within(objects, inputs, mode, first_hit, enough_self, kept)
+        result.pairs += pairs
+        result.stats += stats
+    result.ms = (time.perf_counter() - t0) * 1000.0
+    return result
+
+
+def _inputs(objects: list[CollisionObject], positions: list[np.ndarray],
+            poses: list[Pose | None], triangles: list | None) -> FrameInputs:
+    """The frame's inputs: the triangles Blender draws, decided here where not given."""
+    if triangles is None:
+        triangles = [None] * len(objects)
+    tris = [frame_triangles(obj, pos) if t is None else np.asarray(t, dtype=np.int32)
+            for obj, pos, t in zip(objects, positions, triangles)]
+    return FrameInputs(list(positions), list(poses), tris)
