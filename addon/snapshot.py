@@ -239,12 +239,19 @@ def overlay_mask(pixels: np.ndarray, colour, over=(0.0, 1.0)) -> np.ndarray:
     return inside & (r - np.maximum(g, b) > 0.25) & (np.abs(g - b - target) < 0.06)
 
 
-def snapshot_result(scene, res, objects: dict, path: str | None, size=(640, 400),
-                    colour=None) -> np.ndarray:
-    """Picture of a result: framed on its largest contact's intersection curve (else on
-    its colliding triangles, or on the characters), the viewport in solid shading plus the
-    overlay's triangles and curves. Writes a PNG when `path` is given; returns the pixels
-    ((H, W, 4) float32, bottom row first)."""
+def choose_view(scene, res, objects: dict, size=(640, 400), colour=None,
+                focus: np.ndarray | None = None) -> tuple:
+    """Where `snapshot_result` looks, and what it draws there: framed on `focus` when
+    given, else on the result's largest contact's intersection curve (else on its colliding
+    triangles, or on the characters); seen from the side that shows the most overlay.
+
+    Args:
+        focus: (K, 3) float world points to frame on (one contact's curve, a part of the
+            body), or None.
+    Returns:
+        (view (4, 4), projection (4, 4), draw): `draw()` draws the overlay's triangles and
+        curves in those matrices.
+    """
     from . import overlay
 
     tris, _ = overlay.result_arrays(res, objects, False, 0)
@@ -254,7 +261,9 @@ def snapshot_result(scene, res, objects: dict, path: str | None, size=(640, 400)
         tri = overlay.object_triangles(res, k, objects[name])
         hits.append(pos[np.unique(tri[hit])] if hit.size else np.zeros((0, 3)))
     crossing = [c for c in getattr(res, "contacts", None) or [] if c.segments.size]
-    if crossing:                     # the largest contact: its curve
+    if focus is not None and len(focus):
+        hits = [np.asarray(focus, np.float64).reshape(-1, 3)]
+    elif crossing:                   # the largest contact: its curve
         hits = [max(crossing, key=lambda c: c.length).segments.reshape(-1, 3)]
     center, radius, direction = framing(list(res.positions), hits)
     w, h = size
@@ -280,7 +289,17 @@ def snapshot_result(scene, res, objects: dict, path: str | None, size=(640, 400)
             if n > best:
                 best, direction = n, cand
     view, proj = look_at(center, radius, direction, w / h)
-    pixels = render_view(scene, view, proj, w, h, draw=draw)
+    return view, proj, draw
+
+
+def snapshot_result(scene, res, objects: dict, path: str | None, size=(640, 400),
+                    colour=None, focus: np.ndarray | None = None) -> np.ndarray:
+    """Picture of a result, framed as `choose_view` says (on `focus`, (K, 3) world points,
+    when given): the viewport in solid shading plus the overlay's triangles and curves.
+    Writes a PNG when `path` is given; returns the pixels ((H, W, 4) float32, bottom row
+    first)."""
+    view, proj, draw = choose_view(scene, res, objects, size, colour, focus)
+    pixels = render_view(scene, view, proj, size[0], size[1], draw=draw)
     if path:
         save_png(pixels, path)
     return pixels
