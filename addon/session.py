@@ -375,7 +375,7 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
     `carry` (the live overlay's updates): each object's self pairs, and the pairs between
     two objects that went through the traversal, are re-checked only where triangles
     moved since their last complete answer, the others carried over
-    (`core.aabb_tree.object_self_pairs`, `object_cross_pairs`; the same answer), and
+    (`core.scan.carry.object_self_pairs`, `object_cross_pairs`; the same answer), and
     the contacts of an object pair whose pairs and their triangles did not change are
     those of the last update (`core.contacts.groups.frame_contacts`' memo). A query
     without it (Refresh, Scan Frame Range) starts afresh and drops what was kept.

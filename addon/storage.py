@@ -65,10 +65,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..core.aabb_tree import for_object
 from ..core.contacts.groups import polygon_bones
 from ..core.methods import registry
 from ..core.scan import CollisionObject
+from ..core.scan.carry import for_object
 from ..core.storage import blob as container  # (`blob` names the stored bytes below)
 from ..core.storage import persist
 from . import identity

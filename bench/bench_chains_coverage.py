@@ -93,11 +93,11 @@ def main() -> None:
     from skin_collide.addon import extract, files, scanner
     from skin_collide.core import triangles as tri_test
     from skin_collide.core import welds
-    from skin_collide.core.aabb_tree import object_self_pairs
     from skin_collide.core.methods import registry
     from skin_collide.core.methods.base import Frame
     from skin_collide.core.methods.chains import chains, self_tree
     from skin_collide.core.query import traversal
+    from skin_collide.core.scan.carry import object_self_pairs
 
     files.load_file(os.path.join(SHARED, args.asset))
     meshes = extract.skinned_meshes(bpy.context.scene)

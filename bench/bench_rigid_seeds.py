@@ -61,12 +61,12 @@ def main() -> None:
     ap.add_argument("--level", type=int, default=0)
     args = ap.parse_args()
     from skin_collide.addon import scanner
-    from skin_collide.core import aabb_tree as self_collision
     from skin_collide.core.aabb_tree import boxes as B
+    from skin_collide.core.scan import carry as sc_carry
 
     ob = load_one(args.asset, args.level)
     obj = scanner.Scanner([ob], self_collision=True).objects[0]
-    tree = self_collision.for_object(obj)
+    tree = sc_carry.for_object(obj)
     rig = obj.rig
     ptr, bone, w = rig.weight_ptr, rig.weight_bone, rig.weight_value
     V = rig.n_vertices

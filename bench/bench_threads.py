@@ -239,12 +239,13 @@ def bench_one(args, pool, asset: str, level: int) -> None:
     from skin_collide.core import aabb_tree as self_collision
     from skin_collide.core import triangles as tri_test
     from skin_collide.core.aabb_tree import query as q
+    from skin_collide.core.scan import carry as sc_carry
 
     scene_name = f"{asset.split('.')[0]} L{level}"
     ob = load_one(asset, level)
     sc = scanner.Scanner([ob], self_collision=True)
     obj = sc.objects[0]
-    tree = self_collision.for_object(obj)
+    tree = sc_carry.for_object(obj)
     frames = action_frames(ob, args.stride, args.max_frames)
     data = frame_data(sc, frames)
     n = args.parts
@@ -321,6 +322,7 @@ def bench_objects(args, pool, asset: str, level: int, copies: int) -> None:
     from skin_collide.core import aabb_tree as self_collision
     from skin_collide.core import scan as core_scan
     from skin_collide.core.query import broad_phase, traversal
+    from skin_collide.core.scan import carry as sc_carry
 
     ob = load_one(asset, level)
     arm = extract.modifier_report(ob).armature
@@ -332,7 +334,7 @@ def bench_objects(args, pool, asset: str, level: int, copies: int) -> None:
     sc = scanner.Scanner(meshes, self_collision=True)
     objs = sc.objects
     for o in objs:
-        self_collision.for_object(o)          # built once, before any timing
+        sc_carry.for_object(o)          # built once, before any timing
     frames = action_frames(ob, args.stride, args.max_frames)
     data = frame_data(sc, frames)
     label = f"{copies} x {asset.split('.')[0]} L{level} ({objs[0].rig.n_triangles // 1000}k each)"
@@ -348,7 +350,7 @@ def bench_objects(args, pool, asset: str, level: int, copies: int) -> None:
             return [object_self(k) for k in idx]
 
         def object_self(k):
-            return self_collision.object_self_pairs(objs[k], pos[k], tris[k])
+            return sc_carry.object_self_pairs(objs[k], pos[k], tris[k])
 
         measure(selfs_serial, lambda: list(pool.map(object_self, idx)),
                 lambda a, b: all(arrays_equal(x, y) for x, y in zip(a, b)), args.rounds, r_self)

@@ -31,7 +31,7 @@ Steps, each sound (derivations in docs/clearance.md):
 
 Cost is the box traversal (output sensitive) plus 1 to 3 µs per candidate pair (measured
 in docs/clearance.md); the trees are best built once per object and passed in
-(`cross_tree`, or the object's exact self tree, `core.aabb_tree.for_object`).
+(`cross_tree`, or the object's exact self tree, `core.scan.carry.for_object`).
 """
 from __future__ import annotations
 

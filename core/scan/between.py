@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..aabb_tree import frame_state, keep_cross_pairs, object_cross_pairs
 from ..query import broad_phase, multi, traversal
 from ..types import FrameInputs, FrameSeams, ObjectPairs, QueryStats, Volumes
+from .carry import frame_state, keep_cross_pairs, object_cross_pairs
 from .dispatch import volumes
 from .exact import ExactTest
 from .objects import CollisionObject

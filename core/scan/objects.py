@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import welds
-from ..aabb_tree import for_object
 from ..methods import registry
 from ..methods.base import Method
 from ..rig import Rig
+from .carry import for_object
 
 
 @dataclass

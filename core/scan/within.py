@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..aabb_tree import Kept, object_self_pairs
 from ..rig import Pose
 from ..types import Frame, FrameInputs, QueryStats
+from .carry import Kept, object_self_pairs
 from .dispatch import query_method
 from .objects import CollisionObject
 from .seams import parted_self_pairs

@@ -2,7 +2,7 @@
 
 While the artist poses, each character's self pairs are carried over from its last
 complete answer and only its moved triangles are re-checked
-(`core.aabb_tree.object_self_pairs`, turned on by the pose handler's
+(`core.scan.carry.object_self_pairs`, turned on by the pose handler's
 `session.query(..., carry=True)`). Here the edits go through the real handlers (pose a
 bone, `view_layer.update()`, the depsgraph handler runs the live update) and switch from
 one character to the other, undo pose edits, edit weights (then rebuild, as the panel

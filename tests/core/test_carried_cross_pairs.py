@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from test_self_collision import _rotation, resplit
 
-from skin_collide.core import aabb_tree as sc
 from skin_collide.core import procedural, scan, skinning
 from skin_collide.core.rig import Pose
+from skin_collide.core.scan import carry as sc_carry
 
 
 def _world(angle_x: float, offset) -> np.ndarray:
@@ -66,7 +66,7 @@ def test_carried_pairs_between_objects_equal_full_query(monkeypatch, method, tra
     for o in carry:
         o.carry_self_pairs = True
     calls = []
-    real = sc.object_cross_pairs
+    real = sc_carry.object_cross_pairs
 
     def spy(*args, **kw):
         out = real(*args, **kw)

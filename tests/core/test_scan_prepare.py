@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 
-from skin_collide.core import aabb_tree as sc
 from skin_collide.core import procedural, scan, skinning
 from skin_collide.core.methods import registry
+from skin_collide.core.scan import carry as sc_carry
 
 
 def _rigs():
@@ -44,7 +44,7 @@ def test_threaded_builds_equal_one_at_a_time(monkeypatch):
         poses.append(pose)
     for a, b in zip(serial, pooled):
         assert a.method == b.method and np.array_equal(a.vertex_keys, b.vertex_keys)
-        ta, tb = sc.for_object(a), sc.for_object(b)
+        ta, tb = sc_carry.for_object(a), sc_carry.for_object(b)
         assert b.self_tree is not None                                  # built up front
         assert ta.height == tb.height and np.array_equal(ta.tri_slot, tb.tri_slot)
         assert all(np.array_equal(x[0], y[0]) and np.array_equal(x[1], y[1])

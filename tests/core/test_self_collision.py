@@ -21,6 +21,7 @@ from skin_collide.core.bounds import refit
 from skin_collide.core.methods.sphere_tree import SphereVolumes
 from skin_collide.core.query import traversal
 from skin_collide.core.rig import Pose
+from skin_collide.core.scan import carry as sc_carry
 
 
 def position_ids(rest: np.ndarray) -> np.ndarray:
@@ -270,7 +271,7 @@ def test_equals_old_sphere_query_on_assets(asset_frames, asset):
     obj, items = asset_frames[asset]
     total = 0
     for pos, label in items:
-        ours = sc.object_self_pairs(obj, pos)
+        ours = sc_carry.object_self_pairs(obj, pos)
         old = old_self_pairs(obj, pos, obj.rig.triangles)
         assert as_set(ours) == as_set(old), label
         total += len(old)
@@ -422,12 +423,12 @@ def test_carried_pairs_equal_full_query_on_pose_edits(monkeypatch):
             some = rng.choice(pos.shape[0], 5, replace=False)
             pos[some] += rng.normal(scale=0.02, size=(5, 3))
         tris = resplit(rig, rng, 0.05) if kind == 3 else rig.triangles
-        want = sc.object_self_pairs(full[i], pos, tris)
+        want = sc_carry.object_self_pairs(full[i], pos, tris)
         bf = scan.brute_force_pairs(pos, tris, keys=full[i].vertex_keys[tris])
         assert as_set(want) == as_set(bf), step
-        got = sc.object_self_pairs(carry[0][i], pos, tris)
+        got = sc_carry.object_self_pairs(carry[0][i], pos, tris)
         assert np.array_equal(got, want), step
-        got = sc.object_self_pairs(carry[1][i], pos, tris, enough=lambda p: False)
+        got = sc_carry.object_self_pairs(carry[1][i], pos, tris, enough=lambda p: False)
         assert np.array_equal(got, want), step
         last = carry[0][i].self_last
         carried_total += len(want) if seen and seen[-1] < tris.shape[0] else 0
@@ -456,9 +457,9 @@ def test_carried_pairs_not_kept_from_a_stopped_query():
     obj.carry_self_pairs = True
     pos = skinning.lbs_rig(rig, elbow_fold(rig))
     st = traversal.QueryStats()
-    part = sc.object_self_pairs(obj, pos, enough=lambda p: len(p) > 0, stats=st)
+    part = sc_carry.object_self_pairs(obj, pos, enough=lambda p: len(p) > 0, stats=st)
     assert st.extra["stopped"] and obj.self_last.pairs is None
-    full = sc.object_self_pairs(obj, pos)
+    full = sc_carry.object_self_pairs(obj, pos)
     assert as_set(part) <= as_set(full) and obj.self_last.pairs is not None
     assert obj.self_last.carried is None               # nothing carried from the stopped one
 
@@ -516,14 +517,14 @@ def test_carried_pairs_equal_full_query_on_asset_pose_edits():
                 d = _edit_bone(rig, history[-1], j, _rotation(rng, math.radians(60)))
             history.append(d)
             pos = skinning.lbs_rig(rig, Pose(d, pose.armature_world, pose.mesh_world))
-            want = sc.object_self_pairs(full, pos)
+            want = sc_carry.object_self_pairs(full, pos)
             # (a copy: the kept positions are brought up to date in place)
             last = None if carry.self_last is None else carry.self_last.positions.copy()
-            got = sc.object_self_pairs(carry, pos)
+            got = sc_carry.object_self_pairs(carry, pos)
             assert np.array_equal(got, want), (asset, step)
             if last is not None and carry.self_last is not None:
                 moved = (pos != last).any(axis=1)[rig.triangles].any(axis=1)
-                incremental += int(np.count_nonzero(moved) <= sc.CARRY_MAX_MOVED * moved.size)
+                incremental += int(np.count_nonzero(moved) <= sc_carry.CARRY_MAX_MOVED * moved.size)
         bpy.ops.wm.read_homefile(use_empty=True)
     assert incremental > 10
 
@@ -532,7 +533,7 @@ def test_seeds_of_nodes_equals_a_scan_of_all_seeds():
     """The node -> seeds index finds exactly the seeds with a member among the nodes."""
     rig = procedural.tube_rig(rings=30, segments=16, n_bones=6, length=2.0, radius=0.3)
     obj = scan.prepare(rig)
-    tree = sc.for_object(obj)
+    tree = sc_carry.for_object(obj)
     rng = np.random.default_rng(3)
     for level in range(1, tree.height + 1):
         sa, sb = tree.seeds[level]
