@@ -75,7 +75,7 @@ def test_an_immutable_target_is_refused(tmp_path):
 # refused by the file's own permissions.
 OTHER_USER_SCRIPT = r"""
 import sys
-from skin_collide.core import report
+from skin_collide.core.report import writing as report
 target = sys.argv[1]
 try:
     report.check_output_path(target, "--json")

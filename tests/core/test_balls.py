@@ -14,7 +14,7 @@ try:
     from skin_collide.core.bounds import balls
 except ImportError:  # not installed: import the package straight from the work tree
     sys.path.insert(0, str(ROOT))
-    from core import balls
+    from core.bounds import balls
 
 minimal_balls = balls.minimal_balls
 minimal_ball = balls.minimal_ball
