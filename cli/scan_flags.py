@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..core.methods import registry
 from .errors import UsageError
@@ -24,13 +24,30 @@ class ScanFlag:
     """One scan flag. `kind`: "switch" (given or not), "value" (one value), "repeat" (a
     value per use) or "pairs" (two values per use). `scan`: its `add_argument` keywords on
     `scan`; `farm`: those on `farm-commands` (None: not offered there), where a switch
-    also takes =yes / =no (`add_farm_flags`)."""
+    also takes =yes / =no (`add_farm_flags`). Either may be a function giving them when
+    the parser is built (`--method`: the methods registered by then)."""
 
     flag: str
     dest: str
     kind: str
-    scan: dict = field(default_factory=dict)
-    farm: dict | None = None
+    scan: dict | Callable[[], dict] = field(default_factory=dict)
+    farm: dict | Callable[[], dict] | None = None
+
+
+def _method_scan() -> dict:
+    return dict(choices=registry.ids(), metavar="ID",
+                help=f"the collision method (default {registry.DEFAULT}, which passes rigs "
+                     "it cannot bound to its fallbacks): " + "; ".join(
+                         f"{m.id}: {m.label}" for m in registry.methods()))
+
+
+def _method_farm() -> dict:
+    return dict(choices=registry.ids(), metavar="ID",
+                help=f"the collision method (default: scan's default, {registry.DEFAULT})")
+
+
+def _keywords(given: dict | Callable[[], dict]) -> dict:
+    return given() if callable(given) else given
 
 
 #: In the order a scan's flags are forwarded (a worker's, a farm chunk's command line).
@@ -50,13 +67,7 @@ SCAN_FLAGS = (
     ScanFlag("--self", "self_collision", "switch",
              dict(action="store_true", help="also report each object's self-intersections"),
              dict(help="also each object against itself")),
-    ScanFlag("--method", "method", "value",
-             dict(choices=registry.ids(), metavar="ID",
-                  help=f"the collision method (default {registry.DEFAULT}, which passes rigs "
-                       "it cannot bound to its fallbacks): " + "; ".join(
-                           f"{m.id}: {m.label}" for m in registry.methods())),
-             dict(choices=registry.ids(), metavar="ID",
-                  help=f"the collision method (default: scan's default, {registry.DEFAULT})")),
+    ScanFlag("--method", "method", "value", _method_scan, _method_farm),
     ScanFlag("--first-hit", "first_hit", "switch",
              dict(action="store_true",
                   help="report at most one colliding pair per frame (a yes/no per frame); "
@@ -94,7 +105,7 @@ def add(parser, flag: str, **override) -> None:
     """Add scan flag `flag` to `parser` as `scan` has it (`override`: other keywords, e.g.
     the help of `doctor`'s `--object`)."""
     f = BY_FLAG[flag]
-    parser.add_argument(f.flag, dest=f.dest, **{**f.scan, **override})
+    parser.add_argument(f.flag, dest=f.dest, **{**_keywords(f.scan), **override})
 
 
 def add_farm_flags(parser) -> None:
@@ -104,11 +115,12 @@ def add_farm_flags(parser) -> None:
     for f in SCAN_FLAGS:
         if f.farm is None:
             continue
+        keywords = _keywords(f.farm)
         if f.kind == "switch":
             parser.add_argument(f.flag, dest=f.dest, nargs="?", const="yes", default="no",
-                                choices=("yes", "no"), help=f.farm["help"] + " (or =yes / =no)")
+                                choices=("yes", "no"), help=keywords["help"] + " (or =yes / =no)")
         else:
-            parser.add_argument(f.flag, dest=f.dest, **f.farm)
+            parser.add_argument(f.flag, dest=f.dest, **keywords)
 
 
 def forward(values: Mapping[str, Any]) -> list[str]:
