@@ -7,7 +7,8 @@ process, which is how the Open Job Description template
 (farm/openjd/skin_collide_scan.yaml) runs its tasks; the Flamenco job type
 (farm/flamenco/skin_collide_scan.js) writes the same commands itself, and a test checks
 that they agree. No Blender here: the commands are built from the arguments alone (the
-command itself, its arguments and `--run`, is in `cli.py`).
+command itself, its arguments and `--run`, is in `cli/farm.py`; the scan flags, in
+`cli/scan_flags.py`).
 """
 from __future__ import annotations
 
@@ -29,23 +30,15 @@ def chunk_report(out: str, start: int, end: int) -> str:
 def scan_flags(objects=(), self_collision=False, method: str | None = None, first_hit=False,
                ignore_rest_contacts=False, allow=None, scene: str | None = None) -> list[str]:
     """The scan flags that decide the report's content, in one order for every farm (the
-    same flags for every chunk, as `merge` requires); `method` None: the default one;
-    `scene` None (or empty): the scene the file was saved on."""
-    out = []
-    if scene:
-        out += ["--scene", scene]
-    for name in objects or ():
-        out += ["--object", name]
-    if self_collision:
-        out.append("--self")
-    out += ["--method", method or registry.DEFAULT]
-    if first_hit:
-        out.append("--first-hit")
-    if ignore_rest_contacts:
-        out.append("--ignore-rest-contacts")
-    if allow:
-        out += ["--allow", allow]
-    return out
+    same flags for every chunk, as `merge` requires; the order of `cli.scan_flags`);
+    `method` None: the default one; `scene` None (or empty): the scene the file was saved
+    on."""
+    from .cli import scan_flags as flags
+
+    return flags.forward({"scene": scene or None, "object": objects,
+                          "self_collision": self_collision, "method": method or registry.DEFAULT,
+                          "first_hit": first_hit, "ignore_rest_contacts": ignore_rest_contacts,
+                          "allow": allow or None})
 
 
 def scan_args(file: str, start: int, end: int, out: str, flags: list[str]) -> list[str]:

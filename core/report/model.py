@@ -2,12 +2,15 @@
 filters, contacts, timings, the method per object), the `ScanReport` of a run (its JSON
 document, the one schema of the headless scan and the panel's Scan Frame Range, and its
 episodes), and the report's `source` (what `core.report.merge` checks). Pure Python over the
-pipeline's results: `addon.scanner.Scanner` fills it, `core.report.writing` writes it.
+pipeline's results: `addon.scanner.Scanner` fills it, `core.report.writing` writes it,
+`from_json` reads a written one back.
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from ..contacts import groups as contact_groups
 from ..contacts import pairs as contacts
@@ -138,3 +141,33 @@ def report_source(file: str, method: str, self_collision: bool, first_hit: bool,
             "sha256": sha256, "method": method, "self": bool(self_collision),
             "first_hit": bool(first_hit),
             "filters": {"ignore_rest_contacts": bool(ignore_rest_contacts), "allow": allow}}
+
+
+def _contact_from_json(c: dict) -> contact_groups.Contact:
+    """A report's contact (`Contact.to_json`) as a `Contact`; a list the report cut (its
+    pairs past `limit`, its segments past `segments_total`) stays cut."""
+    return contact_groups.Contact(
+        c["objects"][0], c["objects"][1],
+        np.asarray(c.get("pairs", ()), dtype=np.int64).reshape(-1, 2), float(c["length"]),
+        c["kind"], tuple(c["bones"]), np.asarray(c.get("center", (0.0, 0.0, 0.0)), np.float64),
+        np.asarray(c.get("segments", ()), dtype=np.float64).reshape(-1, 6))
+
+
+def from_json(doc: dict) -> ScanReport:
+    """The `ScanReport` of a report document (`ScanReport.to_json`, or `core.report.merge`'s merged
+    report), for what reads a report back: its episodes, contact episodes, JUnit XML. What
+    the document does not keep is left empty: each frame's evaluation ms and methods, the
+    build seconds."""
+    frames = [FrameRecord(f["frame"], [tuple(p) for p in f["pairs"]], float(f.get("ms", 0.0)),
+                          0.0, not_checked=f.get("not_checked", ""),
+                          pairs_total=int(f.get("pairs_total", -1)),
+                          contacts=[_contact_from_json(c) for c in f.get("contacts", ())])
+              for f in doc["frames"]]
+    return ScanReport(list(doc["objects"]), frames, dict(doc.get("refit", {})), {},
+                      complete=bool(doc.get("complete", True)),
+                      interrupted=bool(doc.get("interrupted", False)),
+                      frames_requested=int(doc.get("frames_requested", 0)),
+                      source=doc.get("source"), uncovered=dict(doc.get("uncovered", {})),
+                      fallback=dict(doc.get("fallback", {})),
+                      surface=dict(doc.get("surface", {})),
+                      scene=doc.get("scene"), view_layer=doc.get("view_layer"))

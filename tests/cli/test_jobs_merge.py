@@ -358,7 +358,7 @@ def test_a_worker_that_hangs_at_exit_is_reaped_and_its_frames_kept(demo, tmp_pat
 DIE_MID_CHUNK = """
 import os, signal, sys
 if "--frames=13:24" in sys.argv:
-    import skin_collide.cli as cli
+    import skin_collide.cli.scan as cli
     _real = cli._progress
     def _progress(k, n, rec):
         _real(k, n, rec)

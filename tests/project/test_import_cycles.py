@@ -123,7 +123,7 @@ def test_the_checker_finds_cycles_and_edges():
     assert find_cycles({"a": {"b"}, "b": set()}) == []
     graph = import_graph()
     assert "core.rig" in graph["core.types"]
-    assert "core.methods.registry" in graph["core.scan"]
+    assert "core.methods.registry" in graph["core.scan.objects"]
 
 
 def test_type_checking_and_function_imports_count(tmp_path):

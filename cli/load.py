@@ -1,0 +1,126 @@
+"""Opening the file a command checks: bpy imported on demand, the file read, the scene of
+`--scene` made the context's, and the meshes of `--object` (or every character) picked;
+bad input is a `UsageError`. The console's scene and note lines too.
+"""
+from __future__ import annotations
+
+from .errors import UsageError
+from .frames import parse_frames
+
+
+def import_bpy():
+    try:
+        import bpy  # noqa: F401
+    except ImportError:
+        raise UsageError("the 'bpy' module is not installed: run `bash dev skin_collide ...` "
+                         "or `pip install bpy==5.0.1` (Python 3.11)") from None
+    return bpy
+
+
+def select_meshes(scene, names: list[str] | None, frames: tuple[int, int] | None = None):
+    """The meshes to check (`addon.motion.Selection`): those `names` give, each by its full
+    name (``Cesium_Man [char.blend]`` for a linked one, ``Crowd.001/Body`` for a mesh a
+    collection instance draws) or a bare name only one drawn mesh has, or every mesh the
+    scene's view layer draws that Blender's evaluation moves in `frames` (default the
+    scene's range), with the notes on the meshes left out (none when names are given)."""
+    import bpy
+
+    from ..addon import drawn, extract, identity, motion
+
+    span = list(range(frames[0], frames[1] + 1)) if frames else None
+    if not names:
+        sel = motion.characters(scene, span)
+        if not sel.meshes:
+            raise UsageError("no character in the file: no drawn mesh that an armature, a "
+                             "parent, a constraint, animation, a shape key, a cache or a "
+                             "deforming modifier moves"
+                             + ("; " + "; ".join(sel.notes) if sel.notes else ""))
+        return sel
+    every = drawn.drawn_meshes(bpy.context.evaluated_depsgraph_get())
+    chosen = []
+    for n in names:
+        try:
+            m = identity.find(every, n)
+            ob = None if m is not None else identity.find(scene.objects, n)
+        except identity.AmbiguousName as exc:
+            raise UsageError(str(exc)) from None
+        if m is None and ob is None:
+            raise UsageError(f"no object named '{n}' in the file")
+        if m is None:
+            if ob.type != "MESH":
+                raise UsageError(f"object '{n}' is not a mesh")
+            why = motion.left_out_reason(ob, bpy.context.evaluated_depsgraph_get())
+            raise UsageError(f"object '{n}' is not checked: "
+                             f"{why or 'Blender does not draw it'}")
+        chosen.append(m)
+    sel = motion.characters(scene, span, named=chosen)
+    for m in chosen:
+        if m not in sel.meshes:
+            note = next((x for x in sel.notes if x.startswith(f"'{m.name}'")), "")
+            raise UsageError(f"object '{m.name_full}' is not a character: "
+                             + (note or extract.skip_note(drawn.source_of(m))))
+    sel.notes = []
+    return sel
+
+
+# One ExitStack per running `main` (nested for `farm-commands --run`): the scene `load`
+# made the context's (`addon.scenes.use`) is left when the command ends.
+SCENE_CONTEXTS: list = []
+
+
+def leave_scene() -> None:
+    """Leave the scene a previous `load` of this command entered (before a file is read:
+    a context override must not outlive the data it points at)."""
+    if SCENE_CONTEXTS:
+        SCENE_CONTEXTS[-1].close()
+
+
+def load(args):
+    """Open the file, make the scene of `--scene` (default: the saved window's) the
+    context's with its view layer (`addon.scenes`), and pick the meshes: (bpy, scene,
+    meshes, notes on the meshes skipped); UsageError on bad input."""
+    bpy = import_bpy()
+    from ..addon import files, report, scenes
+
+    leave_scene()
+    try:
+        report.load_quietly(args.file)
+    except files.FileError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        scene, layer = scenes.choose(getattr(args, "scene", None))
+    except scenes.SceneError as exc:
+        raise UsageError(str(exc)) from None
+    use = scenes.use(scene, layer)
+    if SCENE_CONTEXTS:
+        SCENE_CONTEXTS[-1].enter_context(use)
+    else:
+        use.__enter__()         # outside `main`: for the rest of the process
+    try:
+        args.selection = select_meshes(scene, args.object,
+                                       parse_frames(getattr(args, "frames", None)))
+        meshes, notes = args.selection.meshes, args.selection.notes
+    except UsageError as exc:
+        if args.object:
+            raise
+        # No character: say in which scene, and which scenes have some.
+        text, prefix = str(exc), "no character in the file"
+        if text.startswith(prefix):
+            text = f"no character in scene '{scene.name_full}' (view layer '{layer.name}')" \
+                + text[len(prefix):]
+        raise UsageError(f"{text}; {scenes.characters_hint(scene)}") from None
+    return bpy, scene, meshes, notes
+
+
+def scene_line(scene) -> str:
+    """The console header's scene line: the scene checked and its view layer (the
+    context's, set by `load`)."""
+    import bpy
+
+    return f"scene: {scene.name_full} (view layer {bpy.context.view_layer.name})"
+
+
+def print_notes(notes: list[str]) -> None:
+    """One `note:` line per mesh skipped (`select_meshes`)."""
+    for note in notes:
+        print(f"note: {note}", flush=True)

@@ -1,0 +1,56 @@
+"""`merge REPORT... --json OUT`: scan reports of frame chunks (a render farm's, or
+`scan --jobs`) combined into the report of the whole range (`core.report.merge`), and its JUnit
+XML."""
+from __future__ import annotations
+
+import os
+import sys
+
+from .errors import EXIT_CLEAN, UsageError
+from .outputs import print_contact_episodes, write_output
+
+
+def add_parser(sub) -> None:
+    mg = sub.add_parser("merge", help="combine scan reports of frame chunks (render farm, "
+                        "--jobs) into the report of the whole range")
+    mg.add_argument("reports", nargs="+", metavar="REPORT", help="scan --json reports")
+    mg.add_argument("--json", required=True, metavar="OUT", help="write the merged report here")
+    mg.add_argument("--junit", metavar="OUT.xml", help="also write JUnit XML here, as scan --junit")
+    mg.set_defaults(func=run)
+
+
+def run(args) -> int:
+    """`merge REPORT... --json OUT`: chunk reports into the report of the whole range."""
+    from ..core.contacts import pairs as contacts
+    from ..core.report import merge as core_merge
+    from ..core.report import model as scan_report
+    from ..core.report import writing as core_report
+
+    if args.junit and os.path.abspath(args.junit) == os.path.abspath(args.json):
+        raise UsageError("--json and --junit name the same file")
+    try:
+        core_report.check_output_path(args.json, "--json")
+        if args.junit:
+            core_report.check_output_path(args.junit, "--junit")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        docs = [core_merge.load(p) for p in args.reports]
+        doc = core_merge.merge_reports(docs, names=args.reports)
+    except core_merge.MergeError as exc:
+        raise UsageError(str(exc)) from None
+    for note in core_merge.source_notes(docs, args.reports):
+        print(f"skin_collide: note: {note}", file=sys.stderr)
+    core_report.write_atomic(args.json, core_report.dumps(doc))
+    report = scan_report.from_json(doc)
+    eps = report.episodes()
+    if args.junit:
+        xml = core_report.junit_xml(f"skin_collide scan {doc['source'].get('file')}",
+                                    doc["objects"], bool(doc["source"].get("self")), eps,
+                                    len(doc["frames"]))
+        write_output(args.junit, xml, "the JUnit XML")
+    print(f"merged {len(docs)} reports: {len(doc['frames'])} frames, "
+          f"{sum(1 for f in doc['frames'] if f['pairs'])} colliding; wrote {args.json}")
+    print_contact_episodes(report)
+    print(contacts.summary(eps))
+    return EXIT_CLEAN

@@ -1,0 +1,334 @@
+"""`scan FILE`: collide the characters of a file over a frame range, in this process or over
+`--jobs` worker processes (`cli.jobs`), and write the JSON report (progressively) and JUnit
+XML; the exit code says whether a frame collides (`--fail-on-collision`).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+from . import scan_flags
+from .errors import EXIT_CLEAN, EXIT_COLLISIONS, EXIT_INTERRUPTED, UsageError, describe
+from .frames import parse_frames
+from .interrupt import interrupt_on_signals, raise_if_interrupted
+from .jobs import cap_jobs, scan_jobs, usable_cores
+from .load import load, print_notes, scene_line
+from .outputs import check_outputs, print_contact_episodes, write_junit, write_output
+from .scan_flags import contact_filter, report_source, scan_method
+from .snapshot import scan_snapshots
+
+EPILOG = ("exit codes:\n"
+          "  0    clean (or collisions found without --fail-on-collision)\n"
+          "  1    --fail-on-collision and a frame has pairs beyond those allowed\n"
+          "  2    bad input (file, object, frame range, output path, allow-list)\n"
+          "  130  interrupted (Ctrl-C or SIGTERM): the frames done are in the report, marked\n"
+          "       \"interrupted\": true\n"
+          "The JSON report is rewritten atomically at most once a second while the scan\n"
+          "runs (\"complete\": false until the last frame).")
+
+
+def add_parser(sub) -> None:
+    from ..core.methods import registry
+
+    sc = sub.add_parser(
+        "scan", help="collide skinned meshes over a frame range, write JSON / JUnit",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
+    sc.add_argument("file", help=".blend, .glb or .gltf")
+    scan_flags.add(sc, "--object")
+    sc.add_argument("--frames", help="START:END inclusive, negative frames allowed "
+                                     "(default: the scene's range)")
+    for flag in ("--scene", "--self", "--method"):
+        scan_flags.add(sc, flag)
+    sc.add_argument("--mode", choices=tuple(registry.MODES),
+                    help="older spelling of --method: " + ", ".join(
+                        f"{k} = {v}" for k, v in registry.MODES.items()))
+    scan_flags.add(sc, "--first-hit")
+    sc.add_argument("--json", metavar="OUT", help="write the report here (progressively, atomically)")
+    sc.add_argument("--junit", metavar="OUT.xml", help="write JUnit XML here: one test case per object pair "
+                                    "(and per object with --self), failing with its episodes")
+    sc.add_argument("--fail-on-collision", action="store_true",
+                    help="exit 1 when any frame has colliding pairs (after --allow and "
+                         "--ignore-rest-contacts)")
+    for flag in ("--ignore-rest-contacts", "--allow", "--crossing-only", "--min-length",
+                 "--ignore-bones", "--ignore-group"):
+        scan_flags.add(sc, flag)
+    sc.add_argument("--snapshots", metavar="DIR",
+                    help="also write a viewport picture of each collision episode's worst frame")
+    sc.add_argument("--jobs", type=int, default=1, metavar="N",
+                    help="split the frames over N worker processes (each loads the file and "
+                         "builds once; at most one per usable core); the same report as --jobs 1")
+    sc.set_defaults(func=run)
+
+
+def run(args) -> int:
+    """Scan the frames (`--frames`, default the scene's range): the exit status."""
+    frames = parse_frames(args.frames)
+    allow, jobs = _check_flags(args)
+    if jobs > 1:
+        if frames is None:
+            _, scene, _, _ = load(args)
+            frames = _scene_frames(scene)
+        if not os.path.isfile(args.file):
+            raise UsageError(f"no such file: {args.file}")
+        return scan_jobs(args, frames, jobs)
+    bpy, scene, meshes, notes = load(args)
+    print(scene_line(scene))
+    print_notes(notes)
+    if frames is None:
+        frames = _scene_frames(scene)
+    if not args.self_collision and len(meshes) < 2:
+        raise UsageError("only one object: pass --self for self-collision, or name two objects")
+    sc = _scanner(args, scene, meshes, allow)
+    frame_list = list(range(frames[0], frames[1] + 1))
+    note = _range_note(scene, meshes, frame_list)
+    if note:
+        print(note, flush=True)
+    return _scan_frames(args, sc, scene, frame_list)
+
+
+def _check_flags(args) -> tuple[set, int]:
+    """(the allowed polygon pairs, the number of worker processes): every flag checked
+    before the file is loaded, each bad one a one-line error."""
+    from ..core.contacts import pairs as contacts
+
+    check_outputs(args)
+    contact_filter(args)       # a bad --min-length: one line before the file is loaded
+    allow = set()
+    if args.allow:
+        try:
+            allow = contacts.load_allow_list(args.allow)
+        except contacts.AllowListError as exc:
+            raise UsageError(str(exc)) from None
+    jobs = getattr(args, "jobs", 1)
+    if jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, got {jobs}")
+    if jobs > 1 and getattr(args, "snapshots", None) is not None:
+        # Refused as asked, before the cap: the command is valid on every machine or none.
+        raise UsageError("--snapshots cannot be combined with --jobs (run it with --jobs 1)")
+    jobs, note = cap_jobs(jobs, usable_cores())
+    if note:
+        print(f"skin_collide: note: {note}", file=sys.stderr, flush=True)
+    return allow, jobs
+
+
+def _scene_frames(scene) -> tuple[int, int]:
+    """The scene's frame range (a one-line error when it is empty)."""
+    if scene.frame_end < scene.frame_start:
+        raise UsageError(f"the scene's frame range {scene.frame_start}:{scene.frame_end} is empty")
+    return scene.frame_start, scene.frame_end
+
+
+def _scanner(args, scene, meshes, allow: set):
+    """The `addon.scanner.Scanner` of the flags (the collision data the panel stored when it
+    fits, else built), its object lines and those of the rest contacts and allow-list."""
+    from ..addon import extract, scanner
+
+    try:
+        built = _built_objects(meshes, scan_method(args), args.selection)
+        sc = scanner.Scanner(meshes, self_collision=args.self_collision,
+                             first_hit=args.first_hit, method=scan_method(args),
+                             objects=built, selection=args.selection)
+        sc.allow_polygons = allow
+        sc.contact_filter = contact_filter(args)
+        sc.zones = _zones(meshes, sc)
+        sc.source = report_source(args)
+        sc.where = scanner.where(scene)
+        if args.ignore_rest_contacts:
+            sc.ignore = sc.rest_pose_contacts(scene)
+    except extract.RigError as exc:
+        raise UsageError(str(exc)) from None
+    for obj in sc.objects:
+        how = ("loaded from the .blend (built by the panel)" if built is not None
+               else f"built in {obj.build_seconds:.2f} s")
+        print(f"object {obj.name}: {obj.rig.n_triangles} triangles, {_volume_count(obj)}, "
+              f"{how}; refit: {sc.refit_label(obj)}; {_surface_text(obj.rig)}")
+    if args.ignore_rest_contacts:
+        print(f"ignoring {sc.ignore.count} triangle pairs in contact in the rest pose")
+    if args.allow:
+        print(f"allowing {len(allow)} reviewed polygon pairs from {args.allow}")
+    return sc
+
+
+def _scan_frames(args, sc, scene, frame_list: list[int]) -> int:
+    """Scan the frames, a progress line each, the JSON report rewritten as they come. A
+    stop (Ctrl-C, SIGTERM, a rig that fails, an error of ours) keeps the frames done in
+    the report, marked incomplete; then the outputs and the summary (`_finish`)."""
+    from ..addon import extract
+    from ..core.report import writing as core_report
+
+    records: list = []
+    interrupt_on_signals()
+    t_start = time.perf_counter()
+    writer = None
+    if args.json:
+        writer = core_report.ProgressiveJSON(
+            args.json, lambda: sc.report(records, len(frame_list)).to_json(), interval=1.0)
+        writer.flush()      # a valid, empty, incomplete report from the start
+    estimated = [False]
+
+    def progress(k, n, rec):
+        raise_if_interrupted()
+        _progress(k, n, rec)
+        if writer is not None:
+            writer.maybe_write()
+        if not estimated[0] and n > 10 and (k + 1 >= 5 or time.perf_counter() - t_start > 5.0):
+            estimated[0] = True
+            per = (time.perf_counter() - t_start) / (k + 1)
+            print(f"estimate: {per * 1000:.0f} ms per frame, about {_duration(per * (n - k - 1))} "
+                  f"for the remaining {n - k - 1} frames", flush=True)
+
+    try:
+        report = sc.run(scene, frame_list, progress=progress, records=records)
+    except extract.RigError as exc:
+        if writer is not None:
+            # The last write, with why it stopped ("complete": false).
+            doc = sc.report(records, len(frame_list)).to_json()
+            doc["error"] = f"stopped after {len(records)} frames: {exc}"
+            write_output(args.json, core_report.dumps(doc), "the report")
+        raise UsageError(str(exc)) from None
+    except core_report.OutputError as exc:
+        # The report turned unwritable while the scan ran: stop, keep the frames done.
+        doc = sc.report(records, len(frame_list)).to_json()
+        doc["error"] = f"stopped after {len(records)} frames: {exc}"
+        kept = core_report.keep_elsewhere(args.json, core_report.dumps(doc))
+        raise UsageError(f"{exc}; the report of the {len(records)} frames done is kept "
+                         f"in {kept}") from None
+    except KeyboardInterrupt:
+        report = sc.report(records, len(frame_list), interrupted=True)
+        if args.json:
+            write_output(args.json, core_report.dumps(report.to_json()), "the report")
+        if args.junit:
+            write_junit(args, report)
+        where = f"; the report in {args.json} is marked interrupted" if args.json else ""
+        print(f"skin_collide: interrupted after {len(records)} of {len(frame_list)} frames{where}",
+              file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        # A bug of ours: keep the frames done, as a valid report marked incomplete and
+        # with the error, then let `main` print the one line.
+        if args.json:
+            doc = sc.report(records, len(frame_list)).to_json()   # complete: false
+            doc["error"] = f"internal error after {len(records)} frames: {describe(exc)}"
+            # (If that fails too, its one line says where the report, with the error, is.)
+            write_output(args.json, core_report.dumps(doc), "the report")
+        raise
+    return _finish(args, sc, scene, report, len(frame_list))
+
+
+def _finish(args, sc, scene, report, n_frames: int) -> int:
+    """Write the outputs, print the summary (the verdict last): the exit status."""
+    from ..core.contacts import pairs as contacts
+    from ..core.report import writing as core_report
+
+    if args.json:
+        write_output(args.json, core_report.dumps(report.to_json()), "the report")
+    if args.junit:
+        write_junit(args, report)
+    colliding = [r.frame for r in report.frames if r.pairs]
+    ms = np.array([r.ms for r in report.frames])
+    wrote = ", ".join(p for p in (args.json, args.junit) if p)
+    print(f"{len(colliding)} of {n_frames} frames collide; query ms mean {ms.mean():.2f} "
+          f"max {ms.max():.2f}" + (f"; wrote {wrote}" if wrote else ""))
+    scan_snapshots(args, sc, scene, report)
+    eps = report.episodes()
+    print_contact_episodes(report)
+    print(contacts.summary(eps))          # the verdict stays the last line
+    if args.fail_on_collision and eps:
+        return EXIT_COLLISIONS
+    return EXIT_CLEAN
+
+
+def _progress(k: int, n: int, rec) -> None:
+    width = 20
+    done = int(width * (k + 1) / n)
+    bar = "#" * done + "." * (width - done)
+    print(f"[{bar}] {k + 1:>4}/{n} frame {rec.frame:>5}: {len(rec.pairs):>6} pairs "
+          f"{rec.ms:8.2f} ms query ({'/'.join(sorted(set(rec.modes)))}), "
+          f"{rec.eval_ms:7.1f} ms Blender evaluation", flush=True)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _range_note(scene, meshes, frame_list: list[int]) -> str | None:
+    """One line when requested frames lie outside the scene range or the actions."""
+    from ..addon import report
+
+    scene_range = [(scene.frame_start, scene.frame_end)]
+    acts = report.action_ranges(meshes)
+    out_scene = report.count_outside(frame_list, scene_range)
+    out_act = report.count_outside(frame_list, acts) if acts else 0
+    if not out_scene and not out_act:
+        return None
+    acts_text = ", ".join(f"{a}:{b}" for a, b in acts) if acts else "none"
+    return (f"note: {out_scene} of {len(frame_list)} frames lie outside the scene range "
+            f"{scene.frame_start}:{scene.frame_end} and {out_act} outside the action "
+            f"range(s) {acts_text} (the pose holds still there)")
+
+
+def _zones(meshes, sc) -> dict:
+    """`--ignore-group OBJECT GROUP`: per scanned object index, its polygons inside the
+    groups (one line, exit 2, for an unknown object or group)."""
+    from ..addon import zones
+
+    try:
+        return zones.zone_masks(meshes, sc.objects, sc.contact_filter.ignore_groups)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _surface_text(rig) -> str:
+    """Which surface the scan checks, and what moves a rigid prop, for the object line."""
+    from ..addon import extract
+
+    text = f"surface: {extract.describe_surface(rig)}"
+    if rig.rigid and rig.unsupported:
+        return text + f"; no armature, moved by {rig.rigid}: refitted from Blender's positions"
+    return text + (f"; rigid, moves with {rig.rigid}" if rig.rigid else "")
+
+
+def _volume_count(obj) -> str:
+    """What the object's method built, for the scan's object line (`Method.summary`)."""
+    return obj.summary or "no volumes of its own"
+
+
+def _built_objects(meshes, method: str, selection=None):
+    """The collision data stored in the .blend by the panel's Build (`addon.storage`), when
+    every mesh has it, it is not stale and it was built for the method this scan resolves
+    to; else None (the scan builds). Render-farm chunks of a built file thus skip the
+    build; the pairs are the same either way."""
+    import bpy
+
+    from ..addon import motion, properties, storage
+    from ..core.methods import registry
+
+    if not hasattr(bpy.types.Object, "skin_collide"):
+        # Headless, the add-on is not registered: its properties (only they, no handlers)
+        # make the stored data readable.
+        for cls in properties.CLASSES:
+            bpy.utils.register_class(cls)
+        properties.register()
+    out = []
+    for ob in meshes:
+        try:
+            if not storage.has_data(ob) or storage.stale_reason(ob):
+                return None
+            obj = storage.load(ob)
+            if obj is None or obj.name != ob.name_full or \
+                    registry.resolve(method, obj.rig)[0].id != obj.method:
+                return None
+            if selection is not None and motion.verify(ob, obj.rig, selection.sampled):
+                return None         # its model no longer holds: the scan builds afresh
+        except (ValueError, KeyError):
+            return None
+        out.append(obj)
+    return out

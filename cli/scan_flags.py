@@ -1,0 +1,201 @@
+"""The scan flags that decide a report's content, defined once: `SCAN_FLAGS` gives each
+flag's spelling, its `args` attribute, its kind and its help, for `scan` (and the `--scene`
+and `--object` of `doctor` and `snapshot`) and for `farm-commands`, which offers the ones
+with a farm form. The same table orders the flags a `scan --jobs` worker repeats
+(`worker_flags`) and a farm's scans carry (`farm_commands.scan_flags`), both through
+`forward`; the report's "source" (`report_source`), which `merge` compares before it
+combines reports, records what they decide.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from ..core.methods import registry
+from .errors import UsageError
+
+OBJECT_HELP = ("mesh object by name (a linked one by its full name, "
+               "\"Cesium_Man [char.blend]\"; repeatable")
+
+
+@dataclass(frozen=True)
+class ScanFlag:
+    """One scan flag. `kind`: "switch" (given or not), "value" (one value), "repeat" (a
+    value per use) or "pairs" (two values per use). `scan`: its `add_argument` keywords on
+    `scan`; `farm`: those on `farm-commands` (None: not offered there), where a switch
+    also takes =yes / =no (`add_farm_flags`). Either may be a function giving them when
+    the parser is built (`--method`: the methods registered by then)."""
+
+    flag: str
+    dest: str
+    kind: str
+    scan: dict | Callable[[], dict] = field(default_factory=dict)
+    farm: dict | Callable[[], dict] | None = None
+
+
+def _method_scan() -> dict:
+    return dict(choices=registry.ids(), metavar="ID",
+                help=f"the collision method (default {registry.DEFAULT}, which passes rigs "
+                     "it cannot bound to its fallbacks): " + "; ".join(
+                         f"{m.id}: {m.label}" for m in registry.methods()))
+
+
+def _method_farm() -> dict:
+    return dict(choices=registry.ids(), metavar="ID",
+                help=f"the collision method (default: scan's default, {registry.DEFAULT})")
+
+
+def _keywords(given: dict | Callable[[], dict]) -> dict:
+    return given() if callable(given) else given
+
+
+#: In the order a scan's flags are forwarded (a worker's, a farm chunk's command line).
+SCAN_FLAGS = (
+    ScanFlag("--scene", "scene", "value",
+             dict(metavar="NAME",
+                  help="the scene to check, made the window's for the run, with its first "
+                       "view layer (default: the scene the file was saved on, with its "
+                       "window's view layer)"),
+             dict(metavar="NAME", default="",
+                  help="the scene to scan (an empty value: the scene the file was saved on)")),
+    ScanFlag("--object", "object", "repeat",
+             dict(action="append",
+                  help=OBJECT_HELP + "; default: every skinned mesh and rigid prop)"),
+             dict(action="append", metavar="NAME",
+                  help="only these mesh objects (repeatable; default: every character)")),
+    ScanFlag("--self", "self_collision", "switch",
+             dict(action="store_true", help="also report each object's self-intersections"),
+             dict(help="also each object against itself")),
+    ScanFlag("--method", "method", "value", _method_scan, _method_farm),
+    ScanFlag("--first-hit", "first_hit", "switch",
+             dict(action="store_true",
+                  help="report at most one colliding pair per frame (a yes/no per frame); "
+                       "the query stops at the first batch of pairs it finds"),
+             dict(help="at most one pair per colliding frame")),
+    ScanFlag("--ignore-rest-contacts", "ignore_rest_contacts", "switch",
+             dict(action="store_true",
+                  help="drop the triangle pairs that already collide in the rest pose "
+                       "(armatures in Rest Position), as the panel's Ignore Rest Contacts"),
+             dict(help="drop the pairs that collide in the rest pose")),
+    ScanFlag("--allow", "allow", "value",
+             dict(metavar="FILE",
+                  help="reviewed, accepted polygon pairs: a scan JSON, the panel's exported "
+                       "JSON or CSV, or {\"allow\": [[obj_a, poly_a, obj_b, poly_b], ...]}"),
+             dict(metavar="FILE", default="",
+                  help="reviewed pairs to drop (an empty value: none)")),
+    ScanFlag("--crossing-only", "crossing_only", "switch",
+             dict(action="store_true",
+                  help="drop touching contacts (length 0 up to 1e-9 of the scene size)")),
+    ScanFlag("--min-length", "min_length", "value",
+             dict(type=float, metavar="D",
+                  help="drop contacts whose intersection curve is shorter than D (scene units)")),
+    ScanFlag("--ignore-bones", "ignore_bones", "pairs",
+             dict(nargs=2, action="append", metavar=("BONE", "BONE"),
+                  help="drop contacts between these two bones (repeatable; either order)")),
+    ScanFlag("--ignore-group", "ignore_group", "pairs",
+             dict(nargs=2, action="append", metavar=("OBJECT", "GROUP"),
+                  help="never report pairs with a polygon of OBJECT inside its vertex "
+                       "group GROUP (a vertex of it in the group; repeatable)")),
+)
+BY_FLAG = {f.flag: f for f in SCAN_FLAGS}
+
+
+def add(parser, flag: str, **override) -> None:
+    """Add scan flag `flag` to `parser` as `scan` has it (`override`: other keywords, e.g.
+    the help of `doctor`'s `--object`)."""
+    f = BY_FLAG[flag]
+    parser.add_argument(f.flag, dest=f.dest, **{**_keywords(f.scan), **override})
+
+
+def add_farm_flags(parser) -> None:
+    """The scan flags `farm-commands` offers, in `SCAN_FLAGS` order. A switch may also be
+    given a value, `--self` or `--self=yes|no`: a job template cannot leave an argument
+    out, it can only set its value."""
+    for f in SCAN_FLAGS:
+        if f.farm is None:
+            continue
+        keywords = _keywords(f.farm)
+        if f.kind == "switch":
+            parser.add_argument(f.flag, dest=f.dest, nargs="?", const="yes", default="no",
+                                choices=("yes", "no"), help=keywords["help"] + " (or =yes / =no)")
+        else:
+            parser.add_argument(f.flag, dest=f.dest, **keywords)
+
+
+def forward(values: Mapping[str, Any]) -> list[str]:
+    """The command-line arguments of scan flag values ({dest: value}; a missing dest: not
+    given), in `SCAN_FLAGS` order: a switch when true, a value unless None, each value of
+    a repeated flag, each pair of a paired one."""
+    out: list[str] = []
+    for f in SCAN_FLAGS:
+        value = values.get(f.dest)
+        if f.kind == "switch":
+            out += [f.flag] if value else []
+        elif f.kind == "value":
+            out += [f.flag, str(value)] if value is not None else []
+        elif f.kind == "repeat":
+            for item in value or ():
+                out += [f.flag, item]
+        else:
+            for a, b in value or ():
+                out += [f.flag, a, b]
+    return out
+
+
+def worker_flags(args) -> list[str]:
+    """The scan flags a `--jobs` worker repeats (the report's content), not the outputs:
+    the method resolved, the allow-list by its absolute path."""
+    values = {f.dest: getattr(args, f.dest, None) for f in SCAN_FLAGS}
+    values["method"] = scan_method(args)
+    values["allow"] = os.path.abspath(args.allow) if args.allow else None
+    values["min_length"] = repr(float(args.min_length)) \
+        if getattr(args, "min_length", None) else None
+    return forward(values)
+
+
+def scan_method(args) -> str:
+    """The method id of `--method`, or of the older `--mode`; both must agree."""
+    by_mode = registry.MODES[args.mode] if getattr(args, "mode", None) else None
+    method = getattr(args, "method", None)
+    if method and by_mode and method != by_mode:
+        raise UsageError(f"--method {method} and --mode {args.mode} disagree: give one")
+    return method or by_mode or registry.DEFAULT
+
+
+def report_source(args) -> dict:
+    """The report's "source": what `merge` checks before combining chunk reports (the
+    file's content digest and path, the method, the flags that change which pairs are
+    reported, and the allow-list's content digest)."""
+    import hashlib
+
+    from ..core.report import merge as core_merge
+
+    allow = None
+    if args.allow:
+        with open(args.allow, "rb") as fh:
+            allow = hashlib.sha256(fh.read()).hexdigest()[:16]
+    from ..addon import scanner
+
+    src = scanner.report_source(args.file, scan_method(args), args.self_collision,
+                                args.first_hit, args.ignore_rest_contacts, allow,
+                                sha256=core_merge.file_digest(args.file))
+    src["filters"].update(contact_filter(args).describe())
+    return src
+
+
+def contact_filter(args):
+    """The contact filters of the scan flags (one line, exit 2, when one is bad)."""
+    from ..core.contacts import filters as contact_filters
+
+    groups: dict = {}
+    for ob, group in getattr(args, "ignore_group", None) or []:
+        groups.setdefault(ob, set()).add(group)
+    try:
+        return contact_filters.ContactFilter(
+            crossing_only=getattr(args, "crossing_only", False),
+            min_length=getattr(args, "min_length", None) or 0.0,
+            ignore_bones={tuple(p) for p in getattr(args, "ignore_bones", None) or []},
+            ignore_groups=groups)
+    except ValueError as exc:
+        raise UsageError(f"--min-length: {exc}") from None
