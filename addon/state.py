@@ -35,7 +35,7 @@ class State:
         self.zone_masks: dict = {}
         # scene name -> the contacts memo of its pose updates (`Scanner.contacts_memo`).
         self.contacts_memo: dict = {}
-        # -- built data and rest contacts (addon/storage.py, addon/rest_contacts.py) --
+        # -- built data and rest contacts (addon/storage/, addon/rest_contacts.py) --
         # (Text full name, object pointer) -> (build id, the decoded `CollisionObject` named
         # after that object): a link and an override of one asset may share a Text.
         self.objects: dict = {}

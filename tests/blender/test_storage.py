@@ -57,7 +57,7 @@ def cache_files(folder) -> list:
 
 
 def test_byte_properties_need_deleting_before_reassigning():
-    """The Blender behaviour `storage._set_bytes` works around: assigning bytes to an
+    """The Blender behaviour `storage.set_bytes` works around: assigning bytes to an
     existing byte-string property stops at the first zero byte."""
     t = bpy.data.texts.new("probe")
     t["p"] = b"ab\0c"
@@ -262,7 +262,7 @@ def test_a_build_keeps_its_stored_form_for_the_session(demo, monkeypatch):
     assert calls["decode"] == 2                          # the rebuild decoded nothing
     assert storage.text_of(a) == text and str(text[storage.BUILD_KEY]) != old_id
     text[storage.BUILD_KEY] = old_id
-    storage._set_bytes(text, old_bytes)
+    storage.set_bytes(text, old_bytes)
     calls["decode"] = 0
     again = session.query(scene, bpy.context.evaluated_depsgraph_get(), [a, b])
     assert calls["decode"] == 1                          # a's earlier data; b's kept

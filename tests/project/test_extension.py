@@ -60,7 +60,7 @@ def built_zip(bl_ext_cli, tmp_path_factory):
 def test_zip_holds_the_addon_and_no_tests(built_zip):
     names = zipfile.ZipFile(built_zip).namelist()
     for needed in ("blender_manifest.toml", "__init__.py", "core/skinning.py",
-                   "addon/extract.py", "operators/doctor.py", "panels/main_panel.py"):
+                   "addon/extract/__init__.py", "operators/doctor.py", "panels/main_panel.py"):
         assert needed in names
     assert not [n for n in names if n.startswith(("tests/", "bench/", ".venv/", ".ci/", "farm/"))]
     assert "farm_commands.py" in names                 # cli.py registers farm-commands
