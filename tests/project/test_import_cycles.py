@@ -10,10 +10,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+# The module list and the cycle finder are the runtime check's (tests/core is on the path,
+# tests/conftest.py); only which imports count differs here.
+from test_architecture import cycles, modules
+
 PACKAGE = "skin_collide"
-#: Folders at the repository root that are not the package's code.
-NOT_CODE = {"tests", "bench", "docs", "dist", "farm", "out"}
 
 #: Cycles known and owned elsewhere, each named by its sorted modules. Empty: none.
 KNOWN: set[tuple[str, ...]] = set()
@@ -21,17 +22,7 @@ KNOWN: set[tuple[str, ...]] = set()
 
 def package_modules() -> dict[str, Path]:
     """Dotted name (relative to the package, "" for its root) -> source file."""
-    found = {}
-    for path in ROOT.rglob("*.py"):
-        rel = path.relative_to(ROOT)
-        if rel.parts[0] in NOT_CODE or any(p.startswith(".") or p.endswith(".egg-info")
-                                           for p in rel.parts):
-            continue
-        parts = list(rel.with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        found[".".join(parts)] = path
-    return found
+    return modules()
 
 
 def imported_modules(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
@@ -77,45 +68,8 @@ def import_graph() -> dict[str, set[str]]:
 
 
 def find_cycles(edges: dict[str, set[str]]) -> list[tuple[str, ...]]:
-    """Every strongly connected component of more than one module (iterative Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found = []
-    for root in sorted(edges):
-        if root in index:
-            continue
-        work = [(root, iter(sorted(edges.get(root, ()))))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            v, children = work[-1]
-            w = next(children, None)
-            if w is not None:
-                if w not in index:
-                    index[w] = low[w] = len(index)
-                    stack.append(w)
-                    on_stack.add(w)
-                    work.append((w, iter(sorted(edges.get(w, ())))))
-                elif w in on_stack:
-                    low[v] = min(low[v], index[w])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[v])
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    comp.append(w)
-                    if w == v:
-                        break
-                if len(comp) > 1:
-                    found.append(tuple(sorted(comp)))
-    return found
+    """Every strongly connected component of more than one module."""
+    return [tuple(c) for c in cycles(edges)]
 
 
 def test_the_checker_finds_cycles_and_edges():
