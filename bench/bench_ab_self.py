@@ -43,8 +43,11 @@ def import_version(rev: str, where: str, name: str = "skin_collide_a"):
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
-    return importlib.import_module(f"{name}.core.aabb_tree"), \
-        importlib.import_module(f"{name}.core.scan")
+    try:                    # the AABB tree's package, since core/ has rooms and before
+        tree = importlib.import_module(f"{name}.core.aabb_tree")
+    except ModuleNotFoundError:
+        tree = importlib.import_module(f"{name}.core.self_collision")
+    return tree, importlib.import_module(f"{name}.core.scan")
 
 
 def run(args, where: str) -> None:
