@@ -197,13 +197,15 @@ def measure(centers, radii, v, t, samples: int, seed: int, mesh, vol: float) -> 
 
 # ------------------------------------------------------------------------ output
 def variational_version() -> str:
-    """The last commit of the fit's modules (core/methods/sphere_set/variational.py and
-    union_search.py), '+modified' when the working copy differs from it (others may be
-    editing them)."""
+    """The last commit of the fit's modules (core/methods/sphere_set/variational.py with its
+    phases seeding.py, flood_fill.py, clustering.py, cover.py, and union_search.py),
+    '+modified' when the working copy differs from it (others may be editing them)."""
     import subprocess
 
     root = os.path.join(HERE, "..")
-    paths = [os.path.join("core", "methods", "sphere_set", f) for f in ("variational.py", "union_search.py")]
+    paths = [os.path.join("core", "methods", "sphere_set", f)
+             for f in ("variational.py", "seeding.py", "flood_fill.py", "clustering.py", "cover.py",
+                       "union_search.py")]
     try:
         h = subprocess.run(["git", "log", "-1", "--format=%h", "--", *paths], cwd=root,
                            capture_output=True, text=True, timeout=30).stdout.strip()

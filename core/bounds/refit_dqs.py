@@ -29,7 +29,9 @@ from .. import skinning
 from ..rig import Pose, Rig
 from . import weight_bounds
 from .balls import approx_balls_of_spheres
-from .refit import LbsBounds, expand_csr, float32_margin, lbs_bounds
+from .float32_rounding import float32_margin
+from .lbs_data import LbsBounds, lbs_bounds
+from .refit import expand_csr
 from .sphere_tree import SphereTree
 
 # Float32 rounding of Blender's Preserve Volume path (docs/refit_dqs.md §5): a relative
@@ -216,6 +218,12 @@ def refit_on_demand_dqs(tree: SphereTree, bounds: DqsBounds, frame: DqsFrame,
                         nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Refitted world-space spheres of `nodes` under Blender's Preserve Volume.
 
+    The radius about the LBS-style centre c' is the numerator Σ w_k |y_k − c'| maximised
+    over the weight polytope (`_numerator`) over a lower bound of |Q| (`_q_lower_bound`),
+    tightened by the expansion about ŵ where the signs are consistent (`_expansion`),
+    then taken to world space with the float32 margins; nodes above the proxy depth also
+    try the ball of their frontier (`_proxy_balls`).
+
     Args:
         tree: the rest-pose tree; bounds: its `DqsBounds`; frame: `dqs_frame` of the frame.
         nodes: (n,) int64 node indices.
@@ -225,7 +233,47 @@ def refit_on_demand_dqs(tree: SphereTree, bounds: DqsBounds, frame: DqsFrame,
     """
     if nodes.size == 0:
         return np.zeros((0, 3)), np.zeros(0)
-    J = frame.quats.shape[0] - 1
+    p = _node_joints(tree, bounds, frame, nodes)
+    num = _numerator(bounds, nodes, p)
+    denom, consistent, quats = _q_lower_bound(bounds, frame, nodes, p)
+    radii = num / denom
+    # With consistent signs the blend is smooth in the weights: expand about ŵ (§3.1).
+    ok = consistent & ~bounds.has_static[nodes]
+    if ok.any():
+        radii = _expansion(p, quats, denom, ok, radii)
+    world_centers = p.centers @ frame.world[:, :3].T + frame.world[:, 3]
+    radii = (frame.world_sigma * radii + frame.margin
+             + frame.slope * bounds.local_extent[nodes] + frame.offset)
+    top = np.nonzero(bounds.proxy_ptr[nodes + 1] > bounds.proxy_ptr[nodes])[0]
+    if top.size:
+        _proxy_balls(tree, bounds, frame, nodes, top, world_centers, radii)
+    return world_centers, radii
+
+
+@dataclass
+class _NodeJoints:
+    """The (node, joint) pairs of the refitted nodes, P in all: their node segment (P,)
+    and segment starts (n,) int64, joint (P,), the node's rest radius r0 (n,), ŵ_k, δ_k
+    and σ_k (P,) float64, the centre c' (n, 3) = Σ ŵ_k G_k c, z_k = G_k c − c' (P, 3),
+    |z_k| and e_k = |z_k| + σ_k r0 ≥ |y_k − c'| (P,)."""
+
+    pj_seg: np.ndarray
+    starts: np.ndarray
+    j: np.ndarray
+    r0: np.ndarray
+    w_hat: np.ndarray
+    delta: np.ndarray
+    sig: np.ndarray
+    centers: np.ndarray
+    z: np.ndarray
+    z_len: np.ndarray
+    e: np.ndarray
+
+
+def _node_joints(tree: SphereTree, bounds: DqsBounds, frame: DqsFrame,
+                 nodes: np.ndarray) -> _NodeJoints:
+    """The rest centre of each node moved by each of its joints, and the terms every bound
+    below is made of (`_NodeJoints`)."""
     pj, pj_seg, pj_ptr = expand_csr(bounds.joint_ptr, nodes)
     starts = pj_ptr[:-1]
     j = bounds.node_joint[pj]
@@ -241,10 +289,16 @@ def refit_on_demand_dqs(tree: SphereTree, bounds: DqsBounds, frame: DqsFrame,
     z_len = np.sqrt(np.einsum("ei,ei->e", z, z))
     # e_k ≥ |y_k − c'| for every vertex of the node (rest sphere (c, r), |G_k (v − c)| ≤ σ_k r).
     e = z_len + sig * r0[pj_seg]
-    # max over the node's weight polytope of Σ w_k e_k: hull, mean weight, corners.
+    return _NodeJoints(pj_seg, starts, j, r0, w_hat, delta, sig, centers, z, z_len, e)
+
+
+def _numerator(bounds: DqsBounds, nodes: np.ndarray, p: _NodeJoints) -> np.ndarray:
+    """(n,) float64 the max over each node's weight polytope of Σ w_k e_k: the smallest of
+    the hull, mean-weight and (where the node has them) corner bounds."""
+    starts, e, pj_seg = p.starts, p.e, p.pj_seg
     num = np.maximum.reduceat(e, starts)
-    e_mean = np.add.reduceat(w_hat * e, starts)
-    num = np.minimum(num, e_mean + np.add.reduceat(delta * np.abs(e - e_mean[pj_seg]), starts))
+    e_mean = np.add.reduceat(p.w_hat * e, starts)
+    num = np.minimum(num, e_mean + np.add.reduceat(p.delta * np.abs(e - e_mean[pj_seg]), starts))
     sub = np.nonzero(bounds.corner_ptr[nodes + 1] > bounds.corner_ptr[nodes])[0]
     if sub.size:
         rows, row_seg, row_ptr = expand_csr(bounds.corner_ptr, nodes[sub])
@@ -252,14 +306,26 @@ def refit_on_demand_dqs(tree: SphereTree, bounds: DqsBounds, frame: DqsFrame,
         k = starts[sub][row_seg[ent_seg]] + bounds.entry_slot[ents]
         row_val = np.add.reduceat(bounds.entry_weight[ents] * e[k], ent_ptr[:-1])
         num[sub] = np.minimum(num[sub], np.maximum.reduceat(row_val, row_ptr[:-1]))
-    # Lower bounds of |Q| (docs/refit_dqs.md §4). Quaternions aligned to the node's heaviest
-    # bone (q and −q are the same rotation); m the normalized ŵ-weighted mean of the bones.
+    return num
+
+
+def _q_lower_bound(bounds: DqsBounds, frame: DqsFrame, nodes: np.ndarray, p: _NodeJoints
+                   ) -> tuple[np.ndarray, np.ndarray, tuple]:
+    """Lower bounds of |Q| (docs/refit_dqs.md §4): the sum of squares always, the cap and
+    the two-angle test, then the exact pairwise test on the small nodes those could not
+    settle. Returns denom (n,) float64, consistent (n,) bool (the signs provably
+    consistent) and the aligned quaternions the expansion reuses: (q (P, 4), a (P,),
+    |Q̂| (n,), dm (P,))."""
+    J = frame.quats.shape[0] - 1
+    j, starts, pj_seg = p.j, p.starts, p.pj_seg
+    # Quaternions aligned to the node's heaviest bone (q and −q are the same rotation);
+    # m the normalized ŵ-weighted mean of the bones.
     q = frame.quats[j]
     bone = j < J
     q_ref = frame.quats[bounds.node_joint[bounds.ref_pos[nodes]]]
     sgn = np.where(np.einsum("ei,ei->e", q, q_ref[pj_seg]) < 0, -1.0, 1.0)
     sq = sgn[:, None] * q
-    a = np.where(bone, w_hat, 0.0) * sgn
+    a = np.where(bone, p.w_hat, 0.0) * sgn
     Qh = np.add.reduceat(a[:, None] * q, starts, axis=0)
     qh_n = np.sqrt(np.einsum("ni,ni->n", Qh, Qh))
     m = np.where(qh_n[:, None] > 1e-12, Qh / np.maximum(qh_n, 1e-300)[:, None], q_ref)
@@ -299,40 +365,46 @@ def refit_on_demand_dqs(tree: SphereTree, bounds: DqsBounds, frame: DqsFrame,
         denom[gn] = np.maximum(denom[gn], np.maximum(
             np.sqrt(mu_p + (1.0 - mu_p) * bounds.q_low[nodes[gn]] ** 2), low))
         consistent[gn] = True
-    radii = num / denom
-    # With consistent signs the blend is smooth in the weights: expand about ŵ (§3.1).
-    ok = consistent & ~bounds.has_static[nodes]
-    if ok.any():
-        # N = Σ a_k z_k q_k (pure z times q, written out).
-        zq = np.empty((z.shape[0], 4))
-        zq[:, 0] = -np.einsum("ei,ei->e", z, q[:, 1:])
-        qv = q[:, 1:]
-        zq[:, 1:] = q[:, :1] * z + z[:, [1, 2, 0]] * qv[:, [2, 0, 1]] - z[:, [2, 0, 1]] * qv[:, [1, 2, 0]]
-        N = np.add.reduceat(a[:, None] * zq, starts, axis=0)
-        n_n = np.sqrt(np.einsum("ni,ni->n", N, N))
-        dQ = np.add.reduceat(delta * np.sqrt(np.maximum(2.0 - 2.0 * dm, 0.0)), starts)
-        dN = np.add.reduceat(delta * z_len, starts)
-        s_mean = np.add.reduceat(w_hat * sig, starts)
-        s_term = np.minimum(np.maximum.reduceat(sig, starts),
-                            s_mean + np.add.reduceat(delta * np.abs(sig - s_mean[pj_seg]), starts))
-        D = np.maximum(denom, qh_n - dQ)
-        use = ok & (qh_n > 1e-12)
-        inv = 1.0 / np.where(use, qh_n, 1.0)
-        tight = n_n * inv + (dN + n_n * dQ * inv + r0 * s_term) / D
-        radii = np.where(use, np.minimum(radii, tight), radii)
-    world_centers = centers @ frame.world[:, :3].T + frame.world[:, 3]
-    radii = (frame.world_sigma * radii + frame.margin
-             + frame.slope * bounds.local_extent[nodes] + frame.offset)
-    top = np.nonzero(bounds.proxy_ptr[nodes + 1] > bounds.proxy_ptr[nodes])[0]
-    if top.size:
-        px, _, px_ptr = expand_csr(bounds.proxy_ptr, nodes[top])
-        # Proxies are at the proxy depth or leaves, so they have no proxies themselves.
-        pc, pr = refit_on_demand_dqs(tree, bounds, frame, bounds.proxy_node[px])
-        bc, br = approx_balls_of_spheres(pc, pr, px_ptr)
-        better = br < radii[top]
-        world_centers[top[better]] = bc[better]
-        radii[top[better]] = br[better]
-    return world_centers, radii
+    return denom, consistent, (q, a, qh_n, dm)
+
+
+def _expansion(p: _NodeJoints, quats: tuple, denom: np.ndarray, ok: np.ndarray,
+               radii: np.ndarray) -> np.ndarray:
+    """(n,) float64 `radii` lowered, on the nodes `ok` (consistent signs, no static joint),
+    to the first-order expansion of the blend about ŵ (docs/refit_dqs.md §3.1)."""
+    q, a, qh_n, dm = quats
+    z, starts, pj_seg, sig = p.z, p.starts, p.pj_seg, p.sig
+    delta = p.delta
+    # N = Σ a_k z_k q_k (pure z times q, written out).
+    zq = np.empty((z.shape[0], 4))
+    zq[:, 0] = -np.einsum("ei,ei->e", z, q[:, 1:])
+    qv = q[:, 1:]
+    zq[:, 1:] = q[:, :1] * z + z[:, [1, 2, 0]] * qv[:, [2, 0, 1]] - z[:, [2, 0, 1]] * qv[:, [1, 2, 0]]
+    N = np.add.reduceat(a[:, None] * zq, starts, axis=0)
+    n_n = np.sqrt(np.einsum("ni,ni->n", N, N))
+    dQ = np.add.reduceat(delta * np.sqrt(np.maximum(2.0 - 2.0 * dm, 0.0)), starts)
+    dN = np.add.reduceat(delta * p.z_len, starts)
+    s_mean = np.add.reduceat(p.w_hat * sig, starts)
+    s_term = np.minimum(np.maximum.reduceat(sig, starts),
+                        s_mean + np.add.reduceat(delta * np.abs(sig - s_mean[pj_seg]), starts))
+    D = np.maximum(denom, qh_n - dQ)
+    use = ok & (qh_n > 1e-12)
+    inv = 1.0 / np.where(use, qh_n, 1.0)
+    tight = n_n * inv + (dN + n_n * dQ * inv + p.r0 * s_term) / D
+    return np.where(use, np.minimum(radii, tight), radii)
+
+
+def _proxy_balls(tree: SphereTree, bounds: DqsBounds, frame: DqsFrame, nodes: np.ndarray,
+                 top: np.ndarray, world_centers: np.ndarray, radii: np.ndarray) -> None:
+    """Nodes `top` (positions in `nodes`, above the proxy depth) take the ball of their
+    frontier's refitted spheres where it is smaller (in place on `world_centers`, `radii`)."""
+    px, _, px_ptr = expand_csr(bounds.proxy_ptr, nodes[top])
+    # Proxies are at the proxy depth or leaves, so they have no proxies themselves.
+    pc, pr = refit_on_demand_dqs(tree, bounds, frame, bounds.proxy_node[px])
+    bc, br = approx_balls_of_spheres(pc, pr, px_ptr)
+    better = br < radii[top]
+    world_centers[top[better]] = bc[better]
+    radii[top[better]] = br[better]
 
 
 # -- spherical blend skinning (the paper's Algorithm 1) --------------------------------------

@@ -404,65 +404,26 @@ def node_corners(vert_joints: np.ndarray, vert_weights: np.ndarray, node_ptr: np
     vert_weights = np.asarray(vert_weights, dtype=np.float64)
     node_ptr = np.asarray(node_ptr, dtype=np.int64)
     node_verts = np.asarray(node_verts, dtype=np.int64)
-    if vert_joints.ndim != 2 or vert_weights.shape != vert_joints.shape:
-        raise ValueError("vert_joints and vert_weights must be (V, K) of equal shape, got "
-                         f"{vert_joints.shape} and {vert_weights.shape}")
+    counts = _checked_counts(vert_joints, vert_weights, node_ptr, node_verts)
     V, K = vert_joints.shape
-    if node_ptr.ndim != 1 or node_ptr.size < 1 or node_ptr[0] != 0:
-        raise ValueError("node_ptr must be a 1-D CSR offset array starting at 0")
-    counts = np.diff(node_ptr)
-    if np.any(counts < 0) or node_ptr[-1] != node_verts.size:
-        raise ValueError("node_ptr must be non-decreasing and end at len(node_verts)")
     N = counts.size
-    M = node_verts.size
-    if M and (node_verts.min() < 0 or node_verts.max() >= V):
-        raise ValueError("node_verts holds indices outside [0, V)")
-
-    valid = vert_joints >= 0
-    w = np.where(valid, vert_weights, 0.0)
-    if np.any(w < 0):
-        raise ValueError("negative vertex weights")
-    s = w.sum(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        w = w / s[:, None]
-
+    w, s = _normalized_weights(vert_joints, vert_weights)
     empty = NodeCorners(ptr=np.zeros(N + 1, dtype=np.int64),
                         joints=np.zeros((0, K), dtype=np.int32),
                         weights=np.zeros((0, K)),
                         sets_per_node=np.zeros(N, dtype=np.int64),
                         set_ptr=np.zeros(1, dtype=np.int64),
                         group_node=np.zeros(0, dtype=np.int64))
-    if M == 0 or V == 0:
+    if node_verts.size == 0 or V == 0:
         return empty
 
     sets, set_id, set_n = _joint_sets(vert_joints)
-    S = sets.shape[0]
-    used = np.zeros(V, dtype=bool)
-    used[node_verts] = True
-    bad = used & ((set_n[set_id] == 0) | ~(s > 0))
-    if bad.any():
-        raise ValueError(f"{int(bad.sum())} vertices referenced by nodes have no joint or "
-                         f"zero total weight (first: vertex {int(np.flatnonzero(bad)[0])})")
-
-    # Group memberships by (node, joint-set). Memberships are already ordered by node, so a
-    # stable sort only has to reorder within each node's run (timsort exploits this).
-    pair_node = np.repeat(np.arange(N, dtype=np.int64), counts)
-    key = pair_node * S + set_id[node_verts]
-    del pair_node
-    order = np.argsort(key, kind="stable")
-    skey = key[order]
-    del key
-    brk = np.flatnonzero(skey[1:] != skey[:-1]) + 1
-    starts = np.concatenate(([0], brk)).astype(np.int64)
-    gkey = skey[starts]
-    del skey
-    group_node = gkey // S
-    group_set = gkey % S
-    G = starts.size
-
+    _check_referenced(node_verts, set_n[set_id], s)
+    order, starts, group_node, group_set = _membership_groups(counts, node_verts, set_id,
+                                                              sets.shape[0])
     lo, hi = _group_intervals(w, node_verts[order], starts, chunk_elems)
     del order
-
+    G = starts.size
     group_n = set_n[group_set]
     if entry_limit is not None:
         over = _over_limit(lo, hi, group_n, group_node, N, entry_limit, chunk_elems)
@@ -473,22 +434,7 @@ def node_corners(vert_joints: np.ndarray, vert_weights: np.ndarray, node_ptr: np
             G = kept.size
             if G == 0:
                 return empty
-    cg_parts, cw_parts = [], []
-    for n in np.unique(group_n):
-        n = int(n)
-        gsel = np.flatnonzero(group_n == n)
-        owner, cw = box_simplex_corners(lo[gsel, :n], hi[gsel, :n], tol=tol,
-                                        chunk_elems=chunk_elems)
-        cg_parts.append(gsel[owner])
-        if n < K:
-            cw = np.concatenate([cw, np.zeros((cw.shape[0], K - n))], axis=1)
-        cw_parts.append(cw)
-    corner_group = np.concatenate(cg_parts)
-    corner_w = np.concatenate(cw_parts)
-    order = np.argsort(corner_group, kind="stable")
-    corner_group = corner_group[order]
-    corner_w = corner_w[order]
-
+    corner_group, corner_w = _group_corners(lo, hi, group_n, K, tol, chunk_elems)
     per_group = np.bincount(corner_group, minlength=G)
     if np.any(per_group == 0):
         g = int(np.flatnonzero(per_group == 0)[0])
@@ -505,3 +451,89 @@ def node_corners(vert_joints: np.ndarray, vert_weights: np.ndarray, node_ptr: np
         set_ptr=set_ptr,
         group_node=group_node,
     )
+
+
+def _checked_counts(vert_joints: np.ndarray, vert_weights: np.ndarray, node_ptr: np.ndarray,
+                    node_verts: np.ndarray) -> np.ndarray:
+    """(N,) int64 vertices per node, after checking the shapes of `node_corners`' inputs,
+    the CSR and the vertex indices (ValueError when malformed)."""
+    if vert_joints.ndim != 2 or vert_weights.shape != vert_joints.shape:
+        raise ValueError("vert_joints and vert_weights must be (V, K) of equal shape, got "
+                         f"{vert_joints.shape} and {vert_weights.shape}")
+    V, K = vert_joints.shape
+    if node_ptr.ndim != 1 or node_ptr.size < 1 or node_ptr[0] != 0:
+        raise ValueError("node_ptr must be a 1-D CSR offset array starting at 0")
+    counts = np.diff(node_ptr)
+    if np.any(counts < 0) or node_ptr[-1] != node_verts.size:
+        raise ValueError("node_ptr must be non-decreasing and end at len(node_verts)")
+    M = node_verts.size
+    if M and (node_verts.min() < 0 or node_verts.max() >= V):
+        raise ValueError("node_verts holds indices outside [0, V)")
+    return counts
+
+
+def _check_referenced(node_verts: np.ndarray, n_joints: np.ndarray, total: np.ndarray) -> None:
+    """ValueError when a vertex some node references has no joint (`n_joints` (V,) int64)
+    or a zero total weight (`total` (V,) float64)."""
+    used = np.zeros(n_joints.size, dtype=bool)
+    used[node_verts] = True
+    bad = used & ((n_joints == 0) | ~(total > 0))
+    if bad.any():
+        raise ValueError(f"{int(bad.sum())} vertices referenced by nodes have no joint or "
+                         f"zero total weight (first: vertex {int(np.flatnonzero(bad)[0])})")
+
+
+def _normalized_weights(vert_joints: np.ndarray, vert_weights: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """(V, K) float64 weights renormalized to sum 1 (0 at padding; nan or inf where a
+    vertex's total is 0) and (V,) their totals before; ValueError for negative weights."""
+    valid = vert_joints >= 0
+    w = np.where(valid, vert_weights, 0.0)
+    if np.any(w < 0):
+        raise ValueError("negative vertex weights")
+    s = w.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = w / s[:, None]
+    return w, s
+
+
+def _membership_groups(counts: np.ndarray, node_verts: np.ndarray, set_id: np.ndarray,
+                       S: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The (node, vertex) memberships grouped by (node, joint-set): their order (M,) int64,
+    the first membership of each of the G groups in that order (G,) int64, and each group's
+    node and joint-set (G,) int64."""
+    N = counts.size
+    # Memberships are already ordered by node, so a stable sort only has to reorder within
+    # each node's run (timsort exploits this).
+    pair_node = np.repeat(np.arange(N, dtype=np.int64), counts)
+    key = pair_node * S + set_id[node_verts]
+    del pair_node
+    order = np.argsort(key, kind="stable")
+    skey = key[order]
+    del key
+    brk = np.flatnonzero(skey[1:] != skey[:-1]) + 1
+    starts = np.concatenate(([0], brk)).astype(np.int64)
+    gkey = skey[starts]
+    del skey
+    return order, starts, gkey // S, gkey % S
+
+
+def _group_corners(lo: np.ndarray, hi: np.ndarray, group_n: np.ndarray, K: int, tol: float,
+                   chunk_elems: int) -> tuple[np.ndarray, np.ndarray]:
+    """The corners of every group's box {lo ≤ w ≤ hi, Σ w = 1} (`box_simplex_corners`, one
+    batch per joint-set size): the group of each corner (R,) int64, ascending, and its
+    weights (R, K) float64, zero-padded past the group's size."""
+    cg_parts, cw_parts = [], []
+    for n in np.unique(group_n):
+        n = int(n)
+        gsel = np.flatnonzero(group_n == n)
+        owner, cw = box_simplex_corners(lo[gsel, :n], hi[gsel, :n], tol=tol,
+                                        chunk_elems=chunk_elems)
+        cg_parts.append(gsel[owner])
+        if n < K:
+            cw = np.concatenate([cw, np.zeros((cw.shape[0], K - n))], axis=1)
+        cw_parts.append(cw)
+    corner_group = np.concatenate(cg_parts)
+    corner_w = np.concatenate(cw_parts)
+    order = np.argsort(corner_group, kind="stable")
+    return corner_group[order], corner_w[order]

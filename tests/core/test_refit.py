@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from skin_collide.core import procedural, skinning
-from skin_collide.core.bounds import refit, sphere_tree
+from skin_collide.core.bounds import lbs_data, refit, sphere_tree
 from skin_collide.core.rig import Rig
 
 
@@ -147,16 +147,16 @@ def test_chunked_build_equals_one_chunk_bit_for_bit(monkeypatch, limit):
     rig = awkward_rig()
     tree = sphere_tree.build(rig.rest_positions, rig.triangles)
     joints, weights = rig.padded_influences()
-    monkeypatch.setattr(refit, "BUILD_CHUNK_MEMBERSHIPS", 10**12)
-    monkeypatch.setattr(refit, "MEAN_WEIGHT_CHUNK_ENTRIES", 10**12)
+    monkeypatch.setattr(lbs_data, "BUILD_CHUNK_MEMBERSHIPS", 10**12)
+    monkeypatch.setattr(lbs_data, "MEAN_WEIGHT_CHUNK_ENTRIES", 10**12)
     one = refit.lbs_bounds(tree, rig, corner_entry_limit=limit).arrays()
     for chunk in (1, 7, 100):
-        monkeypatch.setattr(refit, "BUILD_CHUNK_MEMBERSHIPS", chunk)
-        monkeypatch.setattr(refit, "MEAN_WEIGHT_CHUNK_ENTRIES", chunk)
+        monkeypatch.setattr(lbs_data, "BUILD_CHUNK_MEMBERSHIPS", chunk)
+        monkeypatch.setattr(lbs_data, "MEAN_WEIGHT_CHUNK_ENTRIES", chunk)
         many = refit.lbs_bounds(tree, rig, corner_entry_limit=limit).arrays()
         for k in one:
             assert _same_bits(one[k], many[k]), (chunk, k)
-    jp, _, _, _, pair_key, nj = refit._mean_weight_bounds(tree, joints, weights)
+    jp, _, _, _, pair_key, nj = lbs_data._mean_weight_bounds(tree, joints, weights)
     ref = _unchunked_corner_rows(tree, joints, weights, jp, pair_key, nj, limit)
     for k, want in zip(("corner_ptr", "entry_ptr", "entry_slot", "entry_weight"), ref):
         assert _same_bits(one[k], want), k

@@ -25,7 +25,7 @@ triangles of regions on no chain (a rig with one limb has no chain).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Callable
 
 import numpy as np
@@ -215,6 +215,49 @@ def build(rig: Rig, n_pivots: int = N_PIVOTS, construction: str = "paper") -> Ch
     slices along its principal axis). `n_pivots`: pivot polygons per sphere (the paper
     uses 4) whose centroids' mean is the sphere's centre per frame."""
     reg = regions(rig)
+    sp = _region_spheres(rig, reg, construction)
+    S, tri_sphere = sp.count, sp.tri_sphere
+    ptr, sv = _sphere_vertices(rig, tri_sphere, S)
+    chains, covered = _chains(reg, sp.order_of, S)
+    on_chain = np.zeros(S, bool)
+    for c in chains:
+        on_chain[c] = True
+    cptr = np.zeros(len(chains) + 1, np.int64)
+    np.cumsum([len(c) for c in chains], out=cptr[1:])
+    rest_c, rest_r = np.array(sp.centres).reshape(S, 3), np.array(sp.radii, float)
+    piv, polys = _pivots(rig, tri_sphere, rest_c, np.array(sp.normals).reshape(S, 3), n_pivots)
+    data = ChainData(tri_sphere.astype(np.int32), ptr, sv, cptr,
+                     np.array([x for c in chains for x in c], np.int64), covered,
+                     np.nonzero(~on_chain[tri_sphere])[0], reg, *piv, rest_c, rest_r,
+                     sp.built_by)
+    # Not stored (measurements only): phi_1 before the torso's adjustment, and the pivot
+    # polygons (sphere, run in pivot_verts).
+    data.phi1 = (np.array(sp.phi1_c).reshape(S, 3), np.array(sp.phi1_r, float))
+    data.pivot_polygons = polys
+    return data
+
+
+@dataclass
+class _Spheres:
+    """The rest spheres of every region, numbered region by region (limb slices from the
+    torso outwards): the sphere of each triangle (T,) int64, each region's spheres in
+    order, which regions the march built (n_limbs + 1,) int8, and per sphere its centre,
+    radius (nan for a slice), disk normal and phi_1 centre and radius, as lists."""
+
+    tri_sphere: np.ndarray
+    order_of: dict[int, list[int]]
+    built_by: np.ndarray
+    centres: list = field(default_factory=list)
+    radii: list = field(default_factory=list)
+    normals: list = field(default_factory=list)
+    phi1_c: list = field(default_factory=list)
+    phi1_r: list = field(default_factory=list)
+    count: int = 0
+
+
+def _region_spheres(rig: Rig, reg: Regions, construction: str) -> _Spheres:
+    """Each region's spheres: the march's (`construction` "paper") where it succeeds,
+    else slices along the region's principal axis (`_add_slices`)."""
     V, T = rig.rest_positions, rig.triangles
     A, B, C = V[T[:, 0]], V[T[:, 1]], V[T[:, 2]]
     cent = (A + B + C) / 3.0
@@ -224,17 +267,15 @@ def build(rig: Rig, n_pivots: int = N_PIVOTS, construction: str = "paper") -> Ch
     def inside(q):
         return np.abs(march.winding_numbers(q, A, B, C)) > 0.5
 
-    tri_sphere = np.full(rig.n_triangles, -1, np.int64)
-    order_of: dict[int, list[int]] = {}
+    sp = _Spheres(np.full(rig.n_triangles, -1, np.int64), {},
+                  np.zeros(reg.n_limbs + 1, np.int8))
     torso_c = cent[reg.tri_region == 0].mean(axis=0) if (reg.tri_region == 0).any() \
         else cent.mean(axis=0)
-    built_by = np.zeros(reg.n_limbs + 1, np.int8)
-    centres, radii, normals, phi1_c, phi1_r = [], [], [], [], []
     s = 0
     for r in range(reg.n_limbs + 1):
         tris = np.nonzero(reg.tri_region == r)[0]
         if tris.size == 0:
-            order_of[r] = []
+            sp.order_of[r] = []
             continue
         got = None
         if construction == "paper":
@@ -248,46 +289,70 @@ def build(rig: Rig, n_pivots: int = N_PIVOTS, construction: str = "paper") -> Ch
             d2 = ((cent[tris, None, :] - got.centres[None]) ** 2).sum(axis=2)
             near = np.argmin(d2, axis=1)
             used, local = np.unique(near, return_inverse=True)
-            built_by[r] = 1
-            centres += list(got.centres[used])
-            radii += list(got.radii[used])
-            normals += list(got.normals[used])
-            phi1_c += list(got.phi1_centres[used])
-            phi1_r += list(got.phi1_radii[used])
+            sp.built_by[r] = 1
+            sp.centres += list(got.centres[used])
+            sp.radii += list(got.radii[used])
+            sp.normals += list(got.normals[used])
+            sp.phi1_c += list(got.phi1_centres[used])
+            sp.phi1_r += list(got.phi1_radii[used])
         else:
-            n = MAX_SLICES if r == 0 else int(np.clip((reg.bone_region[:-1] == r).sum(), 1,
-                                                      MAX_SLICES))
-            n = max(1, min(n, tris.size // 4 or 1))
-            k, pos, axis = _slices(cent[tris], n, split=(r == 0))
-            used, local = np.unique(k, return_inverse=True)
-            if r > 0:
-                # Order limb slices from the torso outwards.
-                near = np.linalg.norm(pos[0] - torso_c) <= np.linalg.norm(pos[-1] - torso_c)
-                rank = used if near else (n - 1 - used)
-                perm = np.argsort(rank, kind="stable")
-                remap = np.empty_like(perm)
-                remap[perm] = np.arange(perm.size)
-                local = remap[local]
-                used = used[perm]
-            for q in range(used.size):
-                c = cent[tris[local == q]].mean(axis=0)
-                centres.append(c)
-                radii.append(np.nan)          # no inside sphere: the region is sliced
-                normals.append(axis)
-                phi1_c.append(c)
-                phi1_r.append(np.nan)
-        tri_sphere[tris] = s + local
-        order_of[r] = list(range(s, s + used.size))
+            used, local = _add_slices(sp, reg, cent, tris, r, torso_c)
+        sp.tri_sphere[tris] = s + local
+        sp.order_of[r] = list(range(s, s + used.size))
         s += used.size
-    S = s
-    # Vertices per sphere: every corner of each triangle's polygon, since Blender re-splits
-    # deformed quads per frame (a triangle may use the quad's other corner).
+    sp.count = s
+    return sp
+
+
+def _add_slices(sp: _Spheres, reg: Regions, cent: np.ndarray, tris: np.ndarray, r: int,
+                torso_c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Region `r` (triangles `tris`, rest centroids `cent` (T, 3)) cut into slices along its
+    principal axis (limbs: one per bone, at most `MAX_SLICES`, ordered from the torso
+    `torso_c` outwards; the torso: two halves per level), each slice a sphere appended to
+    `sp` without an inside sphere. Returns the slices used and each triangle's slice among
+    them."""
+    n = MAX_SLICES if r == 0 else int(np.clip((reg.bone_region[:-1] == r).sum(), 1,
+                                              MAX_SLICES))
+    n = max(1, min(n, tris.size // 4 or 1))
+    k, pos, axis = _slices(cent[tris], n, split=(r == 0))
+    used, local = np.unique(k, return_inverse=True)
+    if r > 0:
+        # Order limb slices from the torso outwards.
+        near = np.linalg.norm(pos[0] - torso_c) <= np.linalg.norm(pos[-1] - torso_c)
+        rank = used if near else (n - 1 - used)
+        perm = np.argsort(rank, kind="stable")
+        remap = np.empty_like(perm)
+        remap[perm] = np.arange(perm.size)
+        local = remap[local]
+        used = used[perm]
+    for q in range(used.size):
+        c = cent[tris[local == q]].mean(axis=0)
+        sp.centres.append(c)
+        sp.radii.append(np.nan)          # no inside sphere: the region is sliced
+        sp.normals.append(axis)
+        sp.phi1_c.append(c)
+        sp.phi1_r.append(np.nan)
+    return used, local
+
+
+def _sphere_vertices(rig: Rig, tri_sphere: np.ndarray, S: int) -> tuple[np.ndarray, np.ndarray]:
+    """Vertices per sphere as a CSR (S + 1,) int64 over vertex indices (ascending per
+    sphere): every corner of each triangle's polygon, since Blender re-splits deformed
+    quads per frame (a triangle may use the quad's other corner)."""
     vptr, v = polygon_vertex_sets(rig.triangles, rig.tri_polygon, rig.poly_ptr, rig.poly_verts)
     v_s = np.repeat(tri_sphere, np.diff(vptr))
     key = np.unique(v_s * rig.n_vertices + v)
     sv_s, sv = key // rig.n_vertices, key % rig.n_vertices
     ptr = np.zeros(S + 1, np.int64)
     np.cumsum(np.bincount(sv_s, minlength=S), out=ptr[1:])
+    return ptr, sv
+
+
+def _chains(reg: Regions, order_of: dict[int, list[int]], S: int
+            ) -> tuple[list[list[int]], np.ndarray]:
+    """The chain of each limb pair (limb a tip → root, the torso's spheres, limb b root →
+    tip) as sphere lists, and the covered pairs (S, S) bool: two spheres at least two
+    apart on some chain."""
     chains, covered = [], np.zeros((S, S), bool)
     for a, b in reg.chains.tolist():
         seq = order_of[a][::-1] + order_of[0] + order_of[b]
@@ -295,22 +360,7 @@ def build(rig: Rig, n_pivots: int = N_PIVOTS, construction: str = "paper") -> Ch
         idx = np.array(seq)
         i, j = np.triu_indices(idx.size, 2)
         covered[idx[i], idx[j]] = covered[idx[j], idx[i]] = True
-    on_chain = np.zeros(S, bool)
-    for c in chains:
-        on_chain[c] = True
-    cptr = np.zeros(len(chains) + 1, np.int64)
-    np.cumsum([len(c) for c in chains], out=cptr[1:])
-    rest_c, rest_r = np.array(centres).reshape(S, 3), np.array(radii, float)
-    piv, polys = _pivots(rig, tri_sphere, rest_c, np.array(normals).reshape(S, 3), n_pivots)
-    data = ChainData(tri_sphere.astype(np.int32), ptr, sv, cptr,
-                     np.array([x for c in chains for x in c], np.int64), covered,
-                     np.nonzero(~on_chain[tri_sphere])[0], reg, *piv, rest_c, rest_r,
-                     built_by)
-    # Not stored (measurements only): phi_1 before the torso's adjustment, and the pivot
-    # polygons (sphere, run in pivot_verts).
-    data.phi1 = (np.array(phi1_c).reshape(S, 3), np.array(phi1_r, float))
-    data.pivot_polygons = polys
-    return data
+    return chains, covered
 
 
 def frame_spheres(data: ChainData, positions: np.ndarray,
