@@ -65,7 +65,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..core.contacts.groups import polygon_bones
+from ..core.contacts.bones import polygon_bones
 from ..core.methods import registry
 from ..core.scan import CollisionObject
 from ..core.scan.carry import for_object
