@@ -79,19 +79,23 @@ def as_set(p):
     return set(map(tuple, np.sort(p, axis=1).tolist()))
 
 
-#: The parts of our query that `--parts` times (functions of `core/aabb_tree/query.py`).
-PARTS = ("frame_boxes", "_seed_pass", "candidate_leaf_pairs", "exact_test")
+#: The parts of our query that `--parts` times: per part, the module of
+#: `core/aabb_tree/` that looks it up (`query` for the self query's parts, the traversal's
+#: for the seed pass).
+PARTS = (("query", "frame_boxes"), ("self_traversal", "_seed_pass"),
+         ("query", "candidate_leaf_pairs"), ("query", "exact_test"))
 
 
 class PartTimer:
-    """While entered, times the calls of `PARTS` (wrapped in the query module, where the
-    query looks them up), in ms summed per part; restores them on exit."""
+    """While entered, times the calls of `PARTS` (wrapped in the module where the query
+    looks them up), in ms summed per part; restores them on exit."""
 
     def __init__(self):
-        from skin_collide.core.aabb_tree import query
+        import importlib
 
-        self.module = query
-        self.ms = dict.fromkeys(PARTS, 0.0)
+        self.modules = {m: importlib.import_module(f"skin_collide.core.aabb_tree.{m}")
+                        for m, _ in PARTS}
+        self.ms = dict.fromkeys((name for _, name in PARTS), 0.0)
         self.real = {}
 
     def _timed(self, name, real):
@@ -105,14 +109,15 @@ class PartTimer:
         return timed
 
     def __enter__(self):
-        for name in PARTS:
-            self.real[name] = getattr(self.module, name)
-            setattr(self.module, name, self._timed(name, self.real[name]))
+        for m, name in PARTS:
+            module = self.modules[m]
+            self.real[m, name] = getattr(module, name)
+            setattr(module, name, self._timed(name, self.real[m, name]))
         return self
 
     def __exit__(self, *exc):
-        for name, real in self.real.items():
-            setattr(self.module, name, real)
+        for (m, name), real in self.real.items():
+            setattr(self.modules[m], name, real)
 
 
 def run_level(args, level: int) -> dict:

@@ -7,7 +7,7 @@ once, as a real implementation would keep it), and checks that the threaded answ
 the serial one (exits non-zero if not):
 
 (a) exact: the exact triangle test of the self query's candidate pairs
-    (`core.aabb_tree.query.exact_test` on the pairs `candidate_leaf_pairs` finds),
+    (`core.aabb_tree.leaves.exact_test` on the pairs `candidate_leaf_pairs` finds),
     split into `--parts` chunks (default: one per core). *32x* repeats the same
     candidates 32 times (a dense frame's amount of work, same per-call array sizes), and
     once more with the triangle test's blocks 4 times longer when threaded

@@ -114,7 +114,7 @@ CONTACTS_LISTED = 8
 def _draw_contacts(layout, res) -> None:
     """The frame's contacts, the longest first: bones, length, kind; a click frames the
     view on one and selects its faces (`skin_collide.frame_contact`)."""
-    from ..core.contacts.groups import length_text
+    from ..core.contacts.episodes import length_text
 
     found = getattr(res, "contacts", None) or []
     if not found:

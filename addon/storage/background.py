@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from ...core.contacts.groups import polygon_bones
+from ...core.contacts.bones import polygon_bones
 from ...core.scan import CollisionObject
 from ...core.scan.carry import for_object
 from ...core.storage import persist

@@ -28,7 +28,10 @@ So a frame's contacts partition its pairs. Each contact carries:
   contact a point where it touches, or between two coplanar triangles);
 * ``segments``: the curve itself, its segments of non-zero length (p0, p1).
 
-Everything is whole-array work over the pairs already found; the only Python loops are
+The parts are modules of this package: the record and its JSON and CSV (`contact`), the
+curve's measures (`curves`), the bones (`bones`), episodes by bone pair (`episodes`); this
+module groups the pairs (`frame_contacts`) and re-exports the names callers reach through
+it. Everything is whole-array work over the pairs already found; the only Python loops are
 over object pairs, over the contacts made (one object each) and over the rounds of the
 component labelling (logarithmic). While posing, the caller's memo keeps each object
 pair's last grouping, and only the contacts a change of pairs can touch are grouped again
@@ -36,7 +39,6 @@ pair's last grouping, and only the contacts a change of pairs can touch are grou
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import NamedTuple, Sequence
 
 import numpy as np
@@ -44,41 +46,26 @@ import numpy as np
 from ..geometry.segments import pair_segments
 from . import pairs as core_contacts
 
-#: A contact is a crossing when its length exceeds this × the frame's size.
-KIND_RELATIVE = 1e-9
-
-#: Segments listed per frame in a report (the longest contacts' first); the lengths and
-#: the counts stay exact.
-SEGMENTS_PER_FRAME = 2000
-
-
-@dataclass
-class Contact:
-    """One contact of a frame (see the module docstring)."""
-
-    a: str
-    b: str
-    pairs: np.ndarray                       # (N, 2) int polygon pairs, [A side, B side]
-    length: float
-    kind: str
-    bones: tuple
-    center: np.ndarray                      # (3,)
-    segments: np.ndarray = field(default_factory=lambda: np.zeros((0, 6)))  # (S, 6)
-
-    def summary_json(self) -> dict:
-        """What episodes read: objects, bones, length, kind."""
-        return {"objects": [self.a, self.b], "bones": list(self.bones),
-                "length": float(self.length), "kind": self.kind}
-
-    def to_json(self, max_segments: int | None = None) -> dict:
-        seg = self.segments if max_segments is None else self.segments[:max(0, max_segments)]
-        out = {"objects": [self.a, self.b], "pairs": self.pairs.tolist(),
-               "length": float(self.length), "kind": self.kind,
-               "bones": list(self.bones), "center": [float(x) for x in self.center],
-               "segments": np.round(seg, 9).tolist()}
-        if seg.shape[0] < self.segments.shape[0]:
-            out["segments_total"] = int(self.segments.shape[0])
-        return out
+# Re-exported for the callers that reach them through this module (the report model and
+# writers, the command line, the add-on, tests).
+from .bones import _bone_sums, _bones, _expand, _self_sides, polygon_bones  # noqa: F401
+from .contact import (  # noqa: F401
+    CSV_COLUMNS,
+    SEGMENTS_LIMIT_TEXT,
+    SEGMENTS_PER_FRAME,
+    Contact,
+    contacts_csv,
+    to_json,
+)
+from .curves import KIND_RELATIVE, _contacts_of, frame_size  # noqa: F401
+from .episodes import (  # noqa: F401
+    ContactEpisode,
+    _episode_key,
+    contact_episodes,
+    episodes_of_report,
+    length_text,
+    summary,
+)
 
 
 def components(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -102,96 +89,6 @@ def components(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
             parent = pp
         u, v = u[diff], v[diff]
     return parent
-
-
-def _expand(ptr: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """CSR rows `items`: (row position, index into the CSR's values) for each value."""
-    start = ptr[items]
-    count = ptr[items + 1] - start
-    rowpos = np.repeat(np.arange(items.size), count)
-    first = np.cumsum(count) - count
-    return rowpos, np.repeat(start, count) + (np.arange(rowpos.size) - first[rowpos])
-
-
-def _normalized_weights(rig) -> np.ndarray:
-    """(W,) each influence's weight over its vertex's total (cached on the rig)."""
-    w = getattr(rig, "_contact_weights", None)
-    if w is None:
-        per_infl = np.repeat(_vertex_totals(rig), np.diff(rig.weight_ptr))
-        w = rig.weight_value / np.where(per_infl > 0, per_infl, 1.0)
-        rig._contact_weights = w
-    return w
-
-
-def _vertex_totals(rig) -> np.ndarray:
-    V = rig.n_vertices
-    vert = np.repeat(np.arange(V), np.diff(rig.weight_ptr))
-    return np.bincount(vert, weights=rig.weight_value, minlength=V)
-
-
-def _bone_sums(rig, groups: np.ndarray, polys: np.ndarray, n_groups: int) -> np.ndarray:
-    """(n_groups, J) summed normalized weights per group over the vertices of its
-    polygons, each vertex counted once per group."""
-    J = rig.n_bones
-    out = np.zeros((n_groups, max(J, 1)))
-    if not polys.size or J == 0:
-        return out
-    rowpos, loop = _expand(rig.poly_ptr, polys.astype(np.int64))
-    g = groups[rowpos]
-    verts = rig.poly_verts[loop].astype(np.int64)
-    key = np.unique(g * rig.n_vertices + verts)
-    g, verts = key // rig.n_vertices, key % rig.n_vertices
-    rowpos, infl = _expand(rig.weight_ptr, verts)
-    w = _normalized_weights(rig)[infl]
-    flat = g[rowpos] * J + rig.weight_bone[infl].astype(np.int64)
-    out.reshape(-1)[:] = np.bincount(flat, weights=w, minlength=n_groups * J)
-    return out
-
-
-def polygon_bones(rig) -> np.ndarray:
-    """(P,) int64 each polygon's dominant bone: the argmax of `_bone_sums` with the
-    polygon as its own group (the same sums, added in the same order, the lowest bone
-    among equal sums; bone 0 when no weight is positive). A property of the rig, made
-    once and cached on it: a self contact's two sides are told apart by it every frame."""
-    dom = getattr(rig, "_contact_polygon_bones", None)
-    if dom is not None:
-        return dom
-    P, V, J = rig.n_polygons, rig.n_vertices, rig.n_bones
-    dom = np.zeros(P, dtype=np.int64)
-    if J and P:
-        rowpos, loop = _expand(rig.poly_ptr, np.arange(P, dtype=np.int64))
-        key = np.unique(rowpos * V + rig.poly_verts[loop].astype(np.int64))
-        g, verts = key // V, key % V
-        rowpos, infl = _expand(rig.weight_ptr, verts)
-        code = g[rowpos] * J + rig.weight_bone[infl].astype(np.int64)
-        # One sum per (polygon, bone) present, in the order `_bone_sums` adds them.
-        cells, inv = np.unique(code, return_inverse=True)
-        sums = np.bincount(inv.reshape(-1), weights=_normalized_weights(rig)[infl],
-                           minlength=cells.size)
-        poly, bone = cells // J, cells % J
-        order = np.lexsort((bone, -sums, poly))           # per polygon: largest, then lowest
-        first = order[np.r_[True, poly[order][1:] != poly[order][:-1]]]
-        best = first[sums[first] > 0]
-        dom[poly[best]] = bone[best]
-    rig._contact_polygon_bones = dom
-    return dom
-
-
-def _argmax_bones(rig, sums: np.ndarray, allowed: np.ndarray | None = None) -> list:
-    if rig.n_bones == 0:
-        return [None] * sums.shape[0]
-    s = sums if allowed is None else np.where(allowed, sums, -1.0)
-    best = np.argmax(s, axis=1)
-    names = rig.bone_names
-    return [names[b] if s[k, b] > 0 else None for k, b in enumerate(best.tolist())]
-
-
-def frame_size(positions: Sequence[np.ndarray]) -> float:
-    """The largest side of the meshes' world bounding boxes (each mesh's own box)."""
-    # Column by column: numpy's axis-0 reduction of a (V, 3) array is ~15x slower.
-    sides = [max(float(p[:, k].max() - p[:, k].min()) for k in range(3))
-             for p in positions if len(p)]
-    return max(sides) if sides else 0.0
 
 
 def _reported_rows(reported, names, i: int, j: int) -> np.ndarray | None:
@@ -436,56 +333,6 @@ def _components_of(oa, ob, same: bool, ua: np.ndarray, ub: np.ndarray
     return dense[na], roots.size, [(k, dense[node]) for k, node in side_keys]
 
 
-def _self_sides(oa, pa: np.ndarray, pb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A self pair's polygons as (side A, side B): side A has the polygon whose own
-    dominant bone has the lower index (ties: the lower polygon, `pa` <= `pb`)."""
-    dom = polygon_bones(oa.rig)
-    flip = dom[pb] < dom[pa]
-    return np.where(flip, pb, pa), np.where(flip, pa, pb)
-
-
-def _bones(oa, ob, same: bool, ua: np.ndarray, ub: np.ndarray, cid: np.ndarray,
-           C: int) -> list:
-    """The (bone of A, bone of B) of each of the C contacts of polygon pairs (ua, ub)
-    (`cid`: each pair's contact); a self pair's sides by `_self_sides`."""
-    ri, rj = oa.rig, ob.rig
-    sa, sb = ua, ub
-    allowed_a = allowed_b = None
-    if same and ri.n_bones:
-        sa, sb = _self_sides(oa, ua, ub)
-        dom = polygon_bones(ri)
-        allowed_a = np.zeros((C, ri.n_bones), dtype=bool)
-        allowed_b = np.zeros((C, ri.n_bones), dtype=bool)
-        allowed_a[cid, dom[sa]] = True
-        allowed_b[cid, dom[sb]] = True
-    bones_a = _argmax_bones(ri, _bone_sums(ri, cid, sa, C), allowed_a)
-    bones_b = _argmax_bones(rj, _bone_sums(rj, cid, sb, C), allowed_b)
-    return list(zip(bones_a, bones_b))
-
-
-def _contacts_of(name_a: str, name_b: str, g: _Grouping, p0: np.ndarray, p1: np.ndarray,
-                 ln: np.ndarray, size: float) -> list[Contact]:
-    """The contacts of grouping `g` with its triangle pairs' crossing segments (p0, p1
-    (K, 3) float64, lengths ln (K,)) at a frame of size `size`."""
-    tcid = g.tcid
-    C = g.pstart.size - 1
-    length = np.bincount(tcid, weights=ln, minlength=C)
-    # The centre: the midpoint of each contact's longest segment.
-    order = np.lexsort((ln, tcid))
-    last = order[np.r_[np.flatnonzero(np.diff(tcid[order])), tcid.size - 1]]
-    center = 0.5 * (p0[last] + p1[last])
-    # Segments grouped by contact (in pair order within each).
-    nz = np.flatnonzero(ln > 0)
-    nz = nz[np.argsort(tcid[nz], kind="stable")]
-    sstart = np.searchsorted(tcid[nz], np.arange(C + 1))
-    segs = np.concatenate([p0[nz], p1[nz]], axis=1)
-    limit = KIND_RELATIVE * size
-    return [Contact(name_a, name_b, g.pairs[g.pstart[c]:g.pstart[c + 1]], float(length[c]),
-                    "crossing" if length[c] > limit else "touching", g.bones[c], center[c],
-                    segs[sstart[c]:sstart[c + 1]])
-            for c in range(C)]
-
-
 def _segments_reusing(positions, triangles, i: int, j: int, tp: np.ndarray, coords: np.ndarray,
                       last: _Memo | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """`pair_segments` of the (K, 2) triangle pairs `tp` of objects i, j, taking those of
@@ -515,148 +362,3 @@ def _segments_reusing(positions, triangles, i: int, j: int, tp: np.ndarray, coor
         p0[new], p1[new], ln[new] = pair_segments(positions[i], triangles[i], positions[j],
                                                   triangles[j], tp[new])
     return p0, p1, ln
-
-
-def to_json(found: Sequence[Contact], max_segments: int = SEGMENTS_PER_FRAME) -> list[dict]:
-    """A frame's contacts for the report: segments listed up to `max_segments` for the
-    frame, longest contacts first (`segments_total` on a contact whose list is cut)."""
-    room = {}
-    left = max_segments
-    for k in sorted(range(len(found)), key=lambda k: -found[k].length):
-        room[k] = left
-        left = max(0, left - found[k].segments.shape[0])
-    return [c.to_json(room[k]) for k, c in enumerate(found)]
-
-
-# --- Episodes by bone pair --------------------------------------------------------------
-
-def length_text(x: float) -> str:
-    """A length in scene units as people read it (scene units taken as metres)."""
-    x = float(x)
-    if x == 0.0:
-        return "0"
-    if x >= 1.0:
-        return f"{x:.2f} m"
-    if x >= 0.01:
-        return f"{x * 100:.1f} cm"
-    if x >= 1e-5:
-        return f"{x * 1000:.2f} mm"
-    return f"{x:.2e}"
-
-
-@dataclass
-class ContactEpisode:
-    """A run of consecutive scanned frames in which objects `a`, `b` have a contact
-    between bones `bone_a`, `bone_b` (for a self-contact the bone pair in name order).
-    `worst_frame` has the longest total crossing (`worst_length`, scene units); `kind` is
-    "crossing" when some frame's contact crosses, else "touching"."""
-
-    a: str
-    b: str
-    bone_a: str | None
-    bone_b: str | None
-    start: int
-    end: int
-    worst_frame: int
-    worst_length: float
-    frames: int
-    kind: str
-
-    def to_json(self) -> dict:
-        return {"objects": [self.a, self.b], "bones": [self.bone_a, self.bone_b],
-                "start": self.start, "end": self.end, "worst_frame": self.worst_frame,
-                "worst_length": self.worst_length, "frames": self.frames, "kind": self.kind}
-
-    def describe(self) -> str:
-        who = f"{self.a} (self)" if self.a == self.b else f"{self.a} x {self.b}"
-        bones = f"{self.bone_a or '-'} × {self.bone_b or '-'}"
-        span = f"frame {self.start}" if self.start == self.end else \
-            f"frames {self.start}–{self.end}"
-        what = f"{length_text(self.worst_length)} of crossing" if self.kind == "crossing" \
-            else "touching"
-        return f"{who}, {bones}: {span}, worst frame {self.worst_frame}, {what}"
-
-
-def _episode_key(c: dict) -> tuple:
-    a, b = c["objects"]
-    ba, bb = c["bones"]
-    if (a, b) != tuple(sorted((a, b))):
-        a, b, ba, bb = b, a, bb, ba
-    if a == b and str(ba) > str(bb):
-        ba, bb = bb, ba
-    return a, b, ba, bb
-
-
-def contact_episodes(frames: Sequence[tuple[int, Sequence[dict]]]) -> list[ContactEpisode]:
-    """Episodes by bone pair from ``[(frame, contacts as in the report), ...]`` in scan
-    order: per (objects, bones), runs of consecutive scanned frames with such a contact."""
-    open_: dict[tuple, ContactEpisode] = {}
-    done: list[ContactEpisode] = []
-    for frame, found in frames:
-        totals: dict[tuple, list] = {}
-        for c in found:
-            t = totals.setdefault(_episode_key(c), [0.0, False])
-            t[0] += float(c["length"])
-            t[1] |= c["kind"] == "crossing"
-        for key in [k for k in open_ if k not in totals]:
-            done.append(open_.pop(key))
-        for key, (ln, crossing) in totals.items():
-            ep = open_.get(key)
-            kind = "crossing" if crossing else "touching"
-            if ep is None:
-                open_[key] = ContactEpisode(*key, frame, frame, frame, ln, 1, kind)
-            else:
-                ep.end, ep.frames = frame, ep.frames + 1
-                if crossing:
-                    ep.kind = "crossing"
-                if ln > ep.worst_length:
-                    ep.worst_frame, ep.worst_length = frame, ln
-    done.extend(open_.values())
-    done.sort(key=lambda e: (e.start, e.a, e.b, str(e.bone_a), str(e.bone_b)))
-    return done
-
-
-def episodes_of_report(frames: Sequence[dict]) -> list[ContactEpisode]:
-    """`contact_episodes` of a report's frames (those that carry contacts)."""
-    return contact_episodes([(f["frame"], f["contacts"]) for f in frames
-                             if "not_checked" not in f and "contacts" in f])
-
-
-def summary(eps: Sequence[ContactEpisode], limit: int = 10) -> str:
-    """Lines naming the contact episodes (the longest crossings first, `limit` of them,
-    then how many more): bounded for the console and JUnit."""
-    if not eps:
-        return "no contacts"
-    top = sorted(eps, key=lambda e: (-(e.kind == "crossing"), -e.worst_length, e.start))
-    lines = [f"{len(eps)} contact episode(s) by bone pair:"]
-    lines += ["  " + e.describe() for e in top[:limit]]
-    if len(eps) > limit:
-        lines.append(f"  and {len(eps) - limit} more")
-    return "\n".join(lines)
-
-
-SEGMENTS_LIMIT_TEXT = (f"segments are listed up to {SEGMENTS_PER_FRAME} per frame, longest "
-                       "contacts first (segments_total on a contact whose list is cut); "
-                       "lengths and pairs are exact")
-
-
-CSV_COLUMNS = ("frame", "object_a", "object_b", "bone_a", "bone_b", "kind", "length",
-               "pairs", "center_x", "center_y", "center_z")
-
-
-def contacts_csv(report: dict) -> str:
-    """A report's contacts as CSV text, one row per contact of every frame (`CSV_COLUMNS`;
-    `pairs` is the contact's pair count). Frames without contacts (older reports, frames
-    not checked) give no rows."""
-    import csv
-    import io
-
-    out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
-    w.writerow(CSV_COLUMNS)
-    for fr in report.get("frames", []):
-        for c in fr.get("contacts", []):
-            n = len(c["pairs"]) if "pairs" in c else c.get("n_pairs", 0)
-            w.writerow([fr["frame"], *c["objects"], *("" if b is None else b for b in c["bones"]),
-                        c["kind"], repr(float(c["length"])), n, *map(repr, c["center"])])
-    return out.getvalue()

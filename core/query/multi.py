@@ -206,19 +206,14 @@ def collide_many(vols: list[Volumes | None], pairs: np.ndarray, st: Stacked,
         chunk = FIRST_HIT_CHUNK if first_hit else CAPPED_CHUNK if budget else MULTI_CHUNK
     h = st.hierarchy
     stats = QueryStats()
-    found: list[np.ndarray] = []
+    hits = _Hits([])
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     if not pairs.size:
         return np.zeros((0, 2), np.int64), stats
-    n_obj = st.node_off.size - 1
-    pair_keys = pairs[:, 0] * n_obj + pairs[:, 1]
-    pair_order = np.argsort(pair_keys, kind="stable")
-    pair_keys_sorted = pair_keys[pair_order]
-    stack_ = [(st.node_off[pairs[:, 0]], st.node_off[pairs[:, 1]])]
     single = pairs.shape[0] == 1
+    cull = None if boxes is None else _culling(pairs, st, boxes, single)
+    stack_ = [(st.node_off[pairs[:, 0]], st.node_off[pairs[:, 1]])]
     oa, ob = int(pairs[0, 0]), int(pairs[0, 1])
-    cull = boxes is not None
-    n_found, ask_at = 0, 1
     while stack_:
         na, nb = stack_.pop()
         if na.size > chunk:
@@ -238,19 +233,8 @@ def collide_many(vols: list[Volumes | None], pairs: np.ndarray, st: Stacked,
         sr = ra + rb
         # As Volumes.overlap (a negative radius marks an empty node).
         ok = (sr >= 0) & (np.einsum("ij,ij->i", d, d) <= sr * sr)
-        if cull:
-            if single:
-                lo, hi = boxes[0][0], boxes[1][0]
-            else:
-                row = pair_order[np.searchsorted(pair_keys_sorted,
-                                                 st.node_obj[na].astype(np.int64) * n_obj
-                                                 + st.node_obj[nb])]
-                lo, hi = boxes[0][row], boxes[1][row]
-            kept = ok & _sphere_meets_box(ca, ra, lo, hi) & _sphere_meets_box(cb, rb, lo, hi)
-            n_ok = int(np.count_nonzero(ok))
-            if n_ok >= CULL_PROBE and n_ok - int(np.count_nonzero(kept)) < n_ok * CULL_MIN_SHARE:
-                cull = False        # the boxes hold the node pairs reached: stop testing them
-            ok = kept
+        if cull is not None and cull.on:
+            ok = _cull(cull, st, ok, na, nb, ca, ra, cb, rb)
         stats.volume_tests += int(na.size)
         na, nb, sa, sb = na[ok], nb[ok], sa[ok], sb[ok]
         if first_hit:
@@ -261,53 +245,121 @@ def collide_many(vols: list[Volumes | None], pairs: np.ndarray, st: Stacked,
         leaf_a = h.first_child[na] < 0
         leaf_b = h.first_child[nb] < 0
         both = leaf_a & leaf_b
-        if both.any():
-            ta, tb = leaf_triangle_pairs(h, na[both], h, nb[both])
-            # A dense frame (past the budget, and a high share of the tests hit): test a
-            # prefix, up to the budget, and stop.
-            over = (budget is not None and stats.triangle_tests + ta.size > budget
-                    and n_found >= DENSE_HIT_SHARE * budget)
-            if over:
-                keep = max(budget - stats.triangle_tests, 0)
-                ta, tb = ta[:keep], tb[:keep]
-                stats.extra.update(stopped=True, dense=True)
-            if ta.size:
-                hit = triangle_test(ta, tb)
-                stats.triangle_tests += int(ta.size)
-                if hit.any():
-                    found.append(np.stack([ta[hit], tb[hit]], axis=1))
-                    if first_hit:
-                        break
-                    n_found += found[-1].shape[0]
-                    if enough is not None and n_found >= ask_at:
-                        ask_at = n_found + n_found // 4 + 1
-                        if enough(np.concatenate(found)):
-                            stats.extra["stopped"] = True
-                            stats.extra.pop("dense", None)
-                            break
-            if over:
-                break
+        if both.any() and _test_leaves(h, na[both], nb[both], triangle_test, stats, hits,
+                                       first_hit, enough, budget):
+            break
         rest = ~both
         if rest.any():
-            ra_, rb_ = na[rest], nb[rest]
-            la, lb = leaf_a[rest], leaf_b[rest]
-            new_a, new_b = [], []
-            # Descend into the larger volume, or into whichever is not a leaf (as
-            # `traversal.collide`).
-            split_a = ~la & (lb | (sa[rest] >= sb[rest]))
-            split_b = ~split_a
-            if split_a.any():
-                owner, kids = children(h, ra_[split_a])
-                new_a.append(kids)
-                new_b.append(rb_[split_a][owner])
-            if split_b.any():
-                owner, kids = children(h, rb_[split_b])
-                new_a.append(ra_[split_b][owner])
-                new_b.append(kids)
-            stack_.append((np.concatenate(new_a), np.concatenate(new_b)))
+            stack_.append(_descend(h, na[rest], nb[rest], leaf_a[rest], leaf_b[rest],
+                                   sa[rest], sb[rest]))
     stats.refitted = int(sum(v.refitted for v in vols if v is not None))
-    out = np.concatenate(found) if found else np.zeros((0, 2), np.int64)
+    out = np.concatenate(hits.found) if hits.found else np.zeros((0, 2), np.int64)
     return out, stats
+
+
+@dataclass
+class _Culling:
+    """The box culling of one `collide_many` traversal: per object pair (row of `pairs`)
+    its box (lo (P, 3), hi (P, 3)), the rows sorted by object-pair key (``i * n + j``,
+    n objects) to find a node pair's row, and whether culling is still on."""
+
+    boxes: tuple[np.ndarray, np.ndarray]
+    pair_order: np.ndarray
+    pair_keys_sorted: np.ndarray
+    n_obj: int
+    single: bool
+    on: bool = True
+
+
+def _culling(pairs: np.ndarray, st: Stacked, boxes: tuple[np.ndarray, np.ndarray],
+             single: bool) -> _Culling:
+    """The `_Culling` of a traversal of the (P, 2) int64 object pairs `pairs`."""
+    n_obj = st.node_off.size - 1
+    pair_keys = pairs[:, 0] * n_obj + pairs[:, 1]
+    pair_order = np.argsort(pair_keys, kind="stable")
+    return _Culling(boxes, pair_order, pair_keys[pair_order], n_obj, single)
+
+
+def _cull(cull: _Culling, st: Stacked, ok: np.ndarray, na: np.ndarray, nb: np.ndarray,
+          ca: np.ndarray, ra: np.ndarray, cb: np.ndarray, rb: np.ndarray) -> np.ndarray:
+    """(n,) bool: `ok` (the node pairs (na, nb) whose spheres (ca (n, 3), ra (n,)) and
+    (cb, rb) meet) without those where either sphere misses its object pair's box. Turns
+    `cull` off for the rest of the traversal when it dropped almost nothing."""
+    boxes = cull.boxes
+    if cull.single:
+        lo, hi = boxes[0][0], boxes[1][0]
+    else:
+        row = cull.pair_order[np.searchsorted(cull.pair_keys_sorted,
+                                              st.node_obj[na].astype(np.int64) * cull.n_obj
+                                              + st.node_obj[nb])]
+        lo, hi = boxes[0][row], boxes[1][row]
+    kept = ok & _sphere_meets_box(ca, ra, lo, hi) & _sphere_meets_box(cb, rb, lo, hi)
+    n_ok = int(np.count_nonzero(ok))
+    if n_ok >= CULL_PROBE and n_ok - int(np.count_nonzero(kept)) < n_ok * CULL_MIN_SHARE:
+        cull.on = False        # the boxes hold the node pairs reached: stop testing them
+    return kept
+
+
+@dataclass
+class _Hits:
+    """The triangle pairs a `collide_many` traversal found so far ((k, 2) int64 parts),
+    their number, and the number at which `enough` is asked next."""
+
+    found: list[np.ndarray]
+    n_found: int = 0
+    ask_at: int = 1
+
+
+def _test_leaves(h: Hierarchy, na: np.ndarray, nb: np.ndarray,
+                 triangle_test: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                 stats: QueryStats, hits: _Hits, first_hit: bool, enough, budget: int | None
+                 ) -> bool:
+    """Test the triangle pairs of the overlapping leaf pairs (na, nb) ((n,) global nodes of
+    `h`), adding the hits to `hits` and the counts to `stats`; True when the traversal
+    stops there (a first hit, `enough`, or a dense frame past the `budget`)."""
+    ta, tb = leaf_triangle_pairs(h, na, h, nb)
+    # A dense frame (past the budget, and a high share of the tests hit): test a
+    # prefix, up to the budget, and stop.
+    over = (budget is not None and stats.triangle_tests + ta.size > budget
+            and hits.n_found >= DENSE_HIT_SHARE * budget)
+    if over:
+        keep = max(budget - stats.triangle_tests, 0)
+        ta, tb = ta[:keep], tb[:keep]
+        stats.extra.update(stopped=True, dense=True)
+    if ta.size:
+        hit = triangle_test(ta, tb)
+        stats.triangle_tests += int(ta.size)
+        if hit.any():
+            hits.found.append(np.stack([ta[hit], tb[hit]], axis=1))
+            if first_hit:
+                return True
+            hits.n_found += hits.found[-1].shape[0]
+            if enough is not None and hits.n_found >= hits.ask_at:
+                hits.ask_at = hits.n_found + hits.n_found // 4 + 1
+                if enough(np.concatenate(hits.found)):
+                    stats.extra["stopped"] = True
+                    stats.extra.pop("dense", None)
+                    return True
+    return over
+
+
+def _descend(h: Hierarchy, na: np.ndarray, nb: np.ndarray, la: np.ndarray, lb: np.ndarray,
+             sa: np.ndarray, sb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The child pairs of overlapping node pairs (na, nb) ((n,) global nodes of `h`, not
+    both leaves; la, lb (n,) bool which are leaves, sa, sb (n,) their sizes): descend into
+    the larger volume, or into whichever is not a leaf (as `traversal.collide`)."""
+    new_a, new_b = [], []
+    split_a = ~la & (lb | (sa >= sb))
+    split_b = ~split_a
+    if split_a.any():
+        owner, kids = children(h, na[split_a])
+        new_a.append(kids)
+        new_b.append(nb[split_a][owner])
+    if split_b.any():
+        owner, kids = children(h, nb[split_b])
+        new_a.append(na[split_b][owner])
+        new_b.append(kids)
+    return np.concatenate(new_a), np.concatenate(new_b)
 
 
 def split_pairs(global_pairs: np.ndarray, tri_off: np.ndarray

@@ -11,7 +11,7 @@ Steps, each sound (derivations in docs/clearance.md):
    nearest is monotone and ``lo_B`` is a float64, so ``lo_B <= hi_A + d`` (exact) implies
    ``lo_B <= fl(hi_A + d)``. The inflated boxes of A and the boxes of B are then rounded
    outward to float32 and paired by the level-synchronous traversal of the exact AABB
-   trees (`core.aabb_tree.query.cross_candidates`, whose float32 boxes and test are
+   trees (`core.aabb_tree.cross.cross_candidates`, whose float32 boxes and test are
    proved sound in docs/self_collision.md): every leaf pair whose boxes overlap, once.
 2. **Euclidean box gap.** The distance between two triangles is at least the distance
    between their boxes; pairs whose box gap exceeds ``d`` by more than its rounding
@@ -41,7 +41,7 @@ import numpy as np
 
 from .. import triangles as tri_test
 from ..aabb_tree.boxes import level_boxes, outward_f32
-from ..aabb_tree.query import cross_candidates
+from ..aabb_tree.cross import cross_candidates
 from ..aabb_tree.tree import SelfTree, median_split_slots
 from ..geometry.distance import DIST_REL_TOL, pair_distances
 from .broad_phase import triangle_boxes

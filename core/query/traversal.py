@@ -94,13 +94,7 @@ def collide(a: Volumes, b: Volumes | None,
         index first) and statistics.
     """
     if a.whole_tree_pass and b is not None and type(b) is type(a) and roots is None:
-        # Kinds with a whole-tree pass of their own (box trees): same contract.
-        ta, tb, tests = a.collide_fast(b, triangle_test)
-        pairs = np.stack([ta, tb], axis=1).astype(np.int64)
-        if first_hit:
-            pairs = pairs[:1]
-        stats = QueryStats(triangle_tests=tests, refitted=a.refitted + b.refitted)
-        return pairs, stats
+        return _whole_tree_pass(a, b, triangle_test, first_hit)
     if chunk is None:
         chunk = FIRST_HIT_CHUNK if first_hit else CHUNK
     self_mode = b is None
@@ -121,41 +115,12 @@ def collide(a: Volumes, b: Volumes | None,
         # A node always overlaps itself: no volume or test needed for those pairs.
         test = ~same
         if test.any():
-            ta_, tb_ = na[test], nb[test]
-            ok = a.overlap(ta_, B, tb_)
-            stats.volume_tests += int(ta_.size)
-            keep = same.copy()
-            keep[np.nonzero(test)[0][ok]] = True
-            if first_hit and not self_mode:
-                # Deepest overlaps first: their children are the likeliest to hold a hit,
-                # and the head of an oversized chunk is what gets expanded next.
-                ka, kb = na[keep], nb[keep]
-                ca, ra = a.spheres(ka)
-                cb, rb = B.spheres(kb)
-                depth = ra + rb - np.linalg.norm(ca - cb, axis=1)
-                order = np.argsort(-depth, kind="stable")
-                na, nb, same = ka[order], kb[order], same[keep][order]
-            else:
-                na, nb, same = na[keep], nb[keep], same[keep]
+            na, nb, same = _overlapping(a, B, na, nb, same, test, first_hit and not self_mode,
+                                        stats)
         leaf_a = ha.first_child[na] < 0
         leaf_b = hb.first_child[nb] < 0
         both = leaf_a & leaf_b
-        tri_a_parts, tri_b_parts = [], []
-        if (both & ~same).any():
-            # Kinds whose leaves hold many triangles filter the cartesian product.
-            t = a.leaf_pairs(na[both & ~same], B, nb[both & ~same]) \
-                if type(B) is type(a) else None
-            if t is None:
-                t = leaf_triangle_pairs(ha, na[both & ~same], hb, nb[both & ~same])
-            tri_a_parts.append(t[0])
-            tri_b_parts.append(t[1])
-        if (both & same).any():
-            # A leaf with several triangles against itself: its own triangle pairs.
-            leaves = na[both & same]
-            s, c = ha.leaf_ptr[leaves], ha.leaf_ptr[leaves + 1] - ha.leaf_ptr[leaves]
-            ia, ib = _unordered_pairs(s[c > 1], c[c > 1], with_self=False)
-            tri_a_parts.append(ha.leaf_tris[ia])
-            tri_b_parts.append(ha.leaf_tris[ib])
+        tri_a_parts, tri_b_parts = _leaf_triangles(a, B, na, nb, same, both)
         if tri_a_parts:
             tri_a = np.concatenate(tri_a_parts)
             tri_b = np.concatenate(tri_b_parts)
@@ -166,28 +131,7 @@ def collide(a: Volumes, b: Volumes | None,
                     found.append(np.stack([tri_a[hit], tri_b[hit]], axis=1))
                     if first_hit:
                         break
-        new_a, new_b = [], []
-        self_inner = same & ~leaf_a
-        if self_inner.any():
-            nodes = na[self_inner]
-            pa, pb = _unordered_pairs(ha.first_child[nodes].astype(np.int64),
-                                      ha.child_count[nodes].astype(np.int64), with_self=True)
-            new_a.append(pa)
-            new_b.append(pb)
-        # Otherwise descend into the larger volume, or into whichever is not a leaf.
-        rest = ~same & ~both
-        if rest.any():
-            ra, rb = na[rest], nb[rest]
-            la, lb = leaf_a[rest], leaf_b[rest]
-            split_a = ~la & (lb | (a.size(ra) >= B.size(rb)))
-            if split_a.any():
-                owner, kids = children(ha, ra[split_a])
-                new_a.append(kids)
-                new_b.append(rb[split_a][owner])
-            if (~split_a).any():
-                owner, kids = children(hb, rb[~split_a])
-                new_a.append(ra[~split_a][owner])
-                new_b.append(kids)
+        new_a, new_b = _child_pairs(a, B, na, nb, same, leaf_a, leaf_b, both)
         if new_a:
             stack.append((np.concatenate(new_a), np.concatenate(new_b)))
     stats.refitted = a.refitted + (0 if self_mode else B.refitted)
@@ -195,3 +139,99 @@ def collide(a: Volumes, b: Volumes | None,
     if self_mode and pairs.size:
         pairs = np.sort(pairs, axis=1)
     return pairs, stats
+
+
+def _whole_tree_pass(a: Volumes, b: Volumes,
+                     triangle_test: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                     first_hit: bool) -> tuple[np.ndarray, QueryStats]:
+    """`collide` of two objects of a kind with a whole-tree pass of its own (box trees,
+    `Volumes.collide_fast`): same contract."""
+    ta, tb, tests = a.collide_fast(b, triangle_test)
+    pairs = np.stack([ta, tb], axis=1).astype(np.int64)
+    if first_hit:
+        pairs = pairs[:1]
+    stats = QueryStats(triangle_tests=tests, refitted=a.refitted + b.refitted)
+    return pairs, stats
+
+
+def _overlapping(a: Volumes, B: Volumes, na: np.ndarray, nb: np.ndarray, same: np.ndarray,
+                 test: np.ndarray, deepest_first: bool, stats: QueryStats
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The node pairs (na, nb) ((n,) int64 nodes of `a` and `B`) that overlap: those of
+    `same` (a node with itself) and those of `test` ((n,) bool, ``~same``) whose volumes
+    overlap (`Volumes.overlap`, counted in `stats`); with `deepest_first`, sorted by
+    decreasing overlap depth of their spheres. Returns (na, nb, same) of the kept pairs."""
+    ta_, tb_ = na[test], nb[test]
+    ok = a.overlap(ta_, B, tb_)
+    stats.volume_tests += int(ta_.size)
+    keep = same.copy()
+    keep[np.nonzero(test)[0][ok]] = True
+    if deepest_first:
+        # Deepest overlaps first: their children are the likeliest to hold a hit,
+        # and the head of an oversized chunk is what gets expanded next.
+        ka, kb = na[keep], nb[keep]
+        ca, ra = a.spheres(ka)
+        cb, rb = B.spheres(kb)
+        depth = ra + rb - np.linalg.norm(ca - cb, axis=1)
+        order = np.argsort(-depth, kind="stable")
+        return ka[order], kb[order], same[keep][order]
+    return na[keep], nb[keep], same[keep]
+
+
+def _leaf_triangles(a: Volumes, B: Volumes, na: np.ndarray, nb: np.ndarray,
+                    same: np.ndarray, both: np.ndarray
+                    ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The candidate triangle pairs of the overlapping node pairs (na, nb) that are both
+    leaves (`both`, (n,) bool): two leaves' triangle pairs, and a leaf's own unordered
+    triangle pairs when paired with itself (`same`). Returns lists of (K,) int64 parts."""
+    ha, hb = a.hierarchy, B.hierarchy
+    tri_a_parts, tri_b_parts = [], []
+    if (both & ~same).any():
+        # Kinds whose leaves hold many triangles filter the cartesian product.
+        t = a.leaf_pairs(na[both & ~same], B, nb[both & ~same]) \
+            if type(B) is type(a) else None
+        if t is None:
+            t = leaf_triangle_pairs(ha, na[both & ~same], hb, nb[both & ~same])
+        tri_a_parts.append(t[0])
+        tri_b_parts.append(t[1])
+    if (both & same).any():
+        # A leaf with several triangles against itself: its own triangle pairs.
+        leaves = na[both & same]
+        s, c = ha.leaf_ptr[leaves], ha.leaf_ptr[leaves + 1] - ha.leaf_ptr[leaves]
+        ia, ib = _unordered_pairs(s[c > 1], c[c > 1], with_self=False)
+        tri_a_parts.append(ha.leaf_tris[ia])
+        tri_b_parts.append(ha.leaf_tris[ib])
+    return tri_a_parts, tri_b_parts
+
+
+def _child_pairs(a: Volumes, B: Volumes, na: np.ndarray, nb: np.ndarray, same: np.ndarray,
+                 leaf_a: np.ndarray, leaf_b: np.ndarray, both: np.ndarray
+                 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The child pairs of the overlapping node pairs (na, nb) not both leaves: a node with
+    itself gives the unordered pairs of its children (each with itself too); otherwise
+    descend into the larger volume, or into whichever is not a leaf. Returns lists of
+    (K,) int64 parts (empty when there are none)."""
+    ha, hb = a.hierarchy, B.hierarchy
+    new_a, new_b = [], []
+    self_inner = same & ~leaf_a
+    if self_inner.any():
+        nodes = na[self_inner]
+        pa, pb = _unordered_pairs(ha.first_child[nodes].astype(np.int64),
+                                  ha.child_count[nodes].astype(np.int64), with_self=True)
+        new_a.append(pa)
+        new_b.append(pb)
+    # Otherwise descend into the larger volume, or into whichever is not a leaf.
+    rest = ~same & ~both
+    if rest.any():
+        ra, rb = na[rest], nb[rest]
+        la, lb = leaf_a[rest], leaf_b[rest]
+        split_a = ~la & (lb | (a.size(ra) >= B.size(rb)))
+        if split_a.any():
+            owner, kids = children(ha, ra[split_a])
+            new_a.append(kids)
+            new_b.append(rb[split_a][owner])
+        if (~split_a).any():
+            owner, kids = children(hb, rb[~split_a])
+            new_a.append(ra[~split_a][owner])
+            new_b.append(kids)
+    return new_a, new_b

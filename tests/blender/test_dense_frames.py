@@ -8,6 +8,7 @@ from test_self_collision import as_set, elbow_fold, position_ids
 from skin_collide.core import aabb_tree as sc
 from skin_collide.core import procedural, scan, skinning
 from skin_collide.core.aabb_tree import query as q
+from skin_collide.core.aabb_tree import self_traversal
 
 
 @pytest.fixture(scope="module")
@@ -22,8 +23,8 @@ def test_blocks_and_early_stop_of_the_self_tree(tube, monkeypatch):
     pos = skinning.lbs_rig(rig, elbow_fold(rig))
     full = sc.self_pairs(tree, pos, rig.triangles, weld)
     assert len(full) > 40
-    monkeypatch.setattr(q, "EXACT_BLOCK", 64)             # many blocks
-    monkeypatch.setattr(q, "LEVEL_BLOCK", 3)
+    monkeypatch.setattr(self_traversal, "EXACT_BLOCK", 64)    # many blocks
+    monkeypatch.setattr(self_traversal, "LEVEL_BLOCK", 3)
     st = {}
     again = sc.self_pairs(tree, pos, rig.triangles, weld, stats=st, enough=lambda p: False)
     assert np.array_equal(again, full) and st["stopped"] is False
@@ -44,7 +45,7 @@ def test_prefix_blocks_of_a_dense_frame_cover_every_candidate(tube, monkeypatch)
     tris = np.asarray(rig.triangles, np.intp)
     boxes = q.frame_boxes(tree, pos, tris, tree.weld_ids)
     sa, sb, tests = q.candidate_leaf_pairs(tree, boxes)
-    monkeypatch.setattr(q, "EXACT_BLOCK", 16)
+    monkeypatch.setattr(self_traversal, "EXACT_BLOCK", 16)
     for budget in (8, 100, 10 ** 9):
         counts = {"box_tests": 0}
         blocks = list(q._capped_leaf_blocks(tree, boxes, budget, counts))
@@ -90,7 +91,7 @@ def test_cross_pairs_in_blocks(tube, monkeypatch):
     pb = skinning.lbs_rig(other, procedural.random_pose(other, rng, translate=0.1))
     pb += pa.mean(axis=0) - pb.mean(axis=0)
     whole = sc.cross_pairs(tree, pa, rig.triangles, tree2, pb, other.triangles)
-    monkeypatch.setattr(q, "EXACT_BLOCK", 50)
+    monkeypatch.setattr(self_traversal, "EXACT_BLOCK", 50)
     blocks = sc.cross_pairs(tree, pa, rig.triangles, tree2, pb, other.triangles)
     assert len(whole) > 0 and np.array_equal(whole, blocks)
     assert as_set(whole) == as_set(scan.brute_force_pairs(pa, rig.triangles, pb,
@@ -151,7 +152,7 @@ def test_a_dense_live_frame_stops_counting_and_says_more_than(folded, monkeypatc
     assert not full.more_than and full.n_pairs > 30
     everything = set(full.polygon_pairs)
     monkeypatch.setattr(session, "MAX_PAIRS", 5)
-    monkeypatch.setattr(q, "EXACT_BLOCK", 8)            # stop early in a small frame
+    monkeypatch.setattr(self_traversal, "EXACT_BLOCK", 8)   # stop early in a small frame
     assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
     res = session.live_result(scene)
     assert res.more_than and "more than 5" in res.warning

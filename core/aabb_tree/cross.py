@@ -1,0 +1,104 @@
+"""Triangle pairs between two meshes by their two box trees: the overlapping leaf slot
+pairs, descended level by level from the two roots (the deeper tree keeps descending
+alone), whole (`cross_candidates`) or only those with a moved triangle
+(`cross_candidates_moved`, for carried pairs), and the intersecting triangle pairs
+(`cross_pairs`, exact float64 test).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import triangles as tri_test
+from .boxes import SWAP, as_rows, boxes_overlap, level_boxes, triangle_boxes
+from .descend import _ROW2, _children, moved_levels
+from .frame import FrameBoxes
+from .self_tree import SelfTree
+
+
+def cross_candidates(tree_a: SelfTree, boxes_a: list[np.ndarray], tree_b: SelfTree,
+                     boxes_b: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Leaf slot pairs (slot of A, slot of B) of two trees whose float32 boxes overlap,
+    level by level from the two roots (the deeper tree keeps descending alone)."""
+    return _cross_descend(tree_a, boxes_a.__getitem__, tree_b,
+                          lambda lb: np.ascontiguousarray(boxes_b[lb][:, SWAP]))
+
+
+def _cross_descend(tree_a: SelfTree, rows_a, tree_b: SelfTree, swapped_b,
+                   moved_a: list[np.ndarray] | None = None,
+                   moved_b: list[np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """`cross_candidates` on levels given by functions: ``rows_a(l)`` the (2**l, 8) rows of
+    A at level l, ``swapped_b(l)`` the swapped rows of B. With `moved_a` and `moved_b`
+    (`moved_levels`), only the node pairs with a node holding a moved triangle are kept
+    on every level (every leaf pair with a moved triangle has only such ancestors, so
+    none of them is lost: docs/self_collision.md, "Carried pairs between two meshes")."""
+    pa = np.zeros(1, np.intp)
+    pb = np.zeros(1, np.intp)
+    la = lb = 0
+
+    def only_moved(pa, pb):
+        if moved_a is None or not pa.size:
+            return pa, pb
+        keep = np.flatnonzero(np.take(moved_a[la], pa) | np.take(moved_b[lb], pb))
+        return np.take(pa, keep), np.take(pb, keep)
+
+    X, Y = rows_a(0), swapped_b(0)
+    ok = boxes_overlap(X[pa], Y[pb])
+    pa, pb = only_moved(pa[ok], pb[ok])
+    while pa.size and (la < tree_a.height or lb < tree_b.height):
+        da, db = la < tree_a.height, lb < tree_b.height
+        la, lb = la + da, lb + db
+        X = rows_a(la)
+        Y = swapped_b(lb)
+        if da and db:
+            pa, pb, _ = _children((X, Y, X.reshape(-1, 16).view(_ROW2).ravel(),
+                                   Y.reshape(-1, 16).view(_ROW2).ravel()), pa, pb)
+        elif da:
+            ga = np.take(X.reshape(-1, 16).view(_ROW2).ravel(), pa).view(np.float32).reshape(-1, 2, 8)
+            gb = np.take(as_rows(Y), pb).view(np.float32).reshape(-1, 1, 8)
+            k = np.flatnonzero(boxes_overlap(ga, gb))
+            q = k >> 1
+            pa = 2 * np.take(pa, q) + (k & 1)
+            pb = np.take(pb, q)
+        else:
+            ga = np.take(as_rows(X), pa).view(np.float32).reshape(-1, 1, 8)
+            gb = np.take(Y.reshape(-1, 16).view(_ROW2).ravel(), pb).view(np.float32).reshape(-1, 2, 8)
+            k = np.flatnonzero(boxes_overlap(ga, gb))
+            q = k >> 1
+            pa = np.take(pa, q)
+            pb = 2 * np.take(pb, q) + (k & 1)
+        pa, pb = only_moved(pa, pb)
+    return pa, pb
+
+
+def cross_candidates_moved(tree_a: SelfTree, frame_a: FrameBoxes, moved_a: np.ndarray,
+                           tree_b: SelfTree, frame_b: FrameBoxes, moved_b: np.ndarray
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """Leaf slot pairs (slot of A, slot of B) whose boxes overlap and of which at least
+    one slot holds a moved triangle: (T_A,) and (T_B,) bool `moved_a`, `moved_b`, over the
+    two frames' boxes (`FrameBoxes`, e.g. kept ones brought up to date by
+    `update_frame_boxes`). The pairs of `cross_candidates` with a moved triangle, and only
+    those."""
+    return _cross_descend(tree_a, lambda la: frame_a.rows[la][0], tree_b,
+                          lambda lb: frame_b.rows[lb][1],
+                          moved_levels(tree_a, moved_a), moved_levels(tree_b, moved_b))
+
+
+def cross_pairs(tree_a: SelfTree, pos_a: np.ndarray, tris_a: np.ndarray, tree_b: SelfTree,
+                pos_b: np.ndarray, tris_b: np.ndarray) -> np.ndarray:
+    """Every intersecting triangle pair between two meshes (exact float64 test), by the
+    same float32 box trees; no adjacency rule is applied (the caller's).
+
+    Args: per mesh, its `SelfTree`, (V, 3) float64 positions and (T, 3) frame triangles.
+    Returns: (K, 2) int64 (triangle of A, triangle of B), lexicographically sorted.
+    """
+    tris_a = np.asarray(tris_a, np.intp)
+    tris_b = np.asarray(tris_b, np.intp)
+    pos_a = np.asarray(pos_a, np.float64)
+    pos_b = np.asarray(pos_b, np.float64)
+    ba = level_boxes(tree_a, triangle_boxes(pos_a, tris_a))
+    bb = level_boxes(tree_b, triangle_boxes(pos_b, tris_b))
+    sa, sb = cross_candidates(tree_a, ba, tree_b, bb)
+    ta, tb = np.take(tree_a.slot_tri, sa), np.take(tree_b.slot_tri, sb)
+    hit = tri_test.triangle_pairs_intersect(pos_a, tris_a, ta, pos_b, tris_b, tb)
+    pairs = np.stack([ta[hit], tb[hit]], axis=1).astype(np.int64)
+    return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
