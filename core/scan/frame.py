@@ -92,12 +92,29 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
         pairs, stats = pairs_within(objects, inputs, mode, first_hit, enough_self, kept)
         result.pairs += pairs
         result.stats += stats
-    if clearance is not None and inputs.n > 1:
-        inflated = broad_phase.object_pairs_within(inputs.positions, clearance)
-        clear_seams = frame_seams(objects, inputs, inflated.pairs)
-        result.near = near_between(objects, inputs, inflated, clear_seams, clearance)
+    if clearance is not None:
+        result.near = _clearance(objects, inputs, clearance)
     result.ms = (time.perf_counter() - t0) * 1000.0
     return result
+
+
+def clearance_frame(objects: list[CollisionObject], positions: list[np.ndarray],
+                    poses: list[Pose | None], clearance: float,
+                    triangles: list[np.ndarray | None] | None = None) -> list:
+    """The clearance stage alone (`query_frame`'s arguments): per object pair (i, j,
+    `near.NearResult`), for a scan whose intersections another method answers (Blender's
+    BVHTree)."""
+    return _clearance(objects, _inputs(objects, positions, poses, triangles), clearance)
+
+
+def _clearance(objects: list[CollisionObject], inputs: FrameInputs, d: float) -> list:
+    """The clearance stage: the broad phase inflated by d, the seams of its object pairs
+    (computed apart from the intersection stages', whose pairs they must not change), the
+    near pairs."""
+    inflated = broad_phase.object_pairs_within(inputs.positions, d)
+    if inputs.n < 2:
+        return []
+    return near_between(objects, inputs, inflated, frame_seams(objects, inputs, inflated.pairs), d)
 
 
 def _inputs(objects: list[CollisionObject], positions: list[np.ndarray],
