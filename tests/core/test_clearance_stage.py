@@ -283,3 +283,33 @@ def test_parts_along_a_seam_skip_pairs_sharing_a_seam_vertex(seed):
         assert not shares_seam(i, j, r.pairs[:, 0], r.pairs[:, 1]).any()
     n, _ = check(objects, positions, 0.2, 2.0, excluded=shares_seam)
     assert n > 0
+
+
+def test_near_contacts_partition_the_polygon_pairs_at_their_minimum():
+    """`core.contacts.near`: the near contacts of a frame partition its near polygon
+    pairs, each contact's minimum is its pairs' and its points attain it, and `near` rows
+    give each polygon pair's minimum over its triangle pairs."""
+    from skin_collide.core.contacts import near as near_contacts
+
+    rigs, positions, _ = passing(1)
+    objects = [scan.prepare(r) for r in rigs]
+    res = scan.query_frame(objects, positions, [None, None], clearance=0.1)
+    found = near_contacts.near_contacts(objects, res.near)
+    rows = near_contacts.near_pair_rows(objects, found, res.near)
+    want: dict = {}
+    for i, j, r in res.near:
+        for (ta, tb), d in zip(r.pairs.tolist(), r.dist.tolist()):
+            key = (objects[i].name, int(objects[i].rig.tri_polygon[ta]), objects[j].name,
+                   int(objects[j].rig.tri_polygon[tb]))
+            want[key] = min(want.get(key, np.inf), d)
+    assert {tuple(r[:4]): r[4] for r in rows} == want and len(rows) == len(want)
+    got = [(c.a, int(x), c.b, int(y)) for c in found for x, y in c.pairs.tolist()]
+    assert sorted(got) == sorted(want)                   # a partition
+    for c in found:
+        assert c.kind == "near" and c.min_distance == min(want[(c.a, x, c.b, y)]
+                                                          for x, y in c.pairs.tolist())
+        assert abs(np.linalg.norm(c.points[0] - c.points[1]) - c.min_distance) <= 1e-9
+        assert all(b is not None for b in c.bones)
+    eps = near_contacts.near_episodes([(7, [c.summary_json() for c in found])])
+    assert eps and all(e.closest_frame == 7 for e in eps)
+    assert "closest" in eps[0].describe() and "frame 7" in eps[0].describe()
