@@ -8,7 +8,8 @@ components of the graph where each pair joins its two polygons and two polygons 
 side that share a vertex (weld ids) are joined: `core.contacts.groups`' rule and its
 helpers (`_components_of`, `_bones`), not a copy. Each **near contact** carries:
 
-* ``pairs``: its polygon pairs [polygon of A, polygon of B] (sorted);
+* ``pairs``: its polygon pairs [polygon of A, polygon of B] (sorted; in the report only
+  with `--near-pairs`, ``n_pairs`` always);
 * ``kind``: ``"near"``;
 * ``min_distance``: the smallest distance of its pairs (float64, scene units), and
   ``points``: the two closest points [on A, on B] of the triangle pair attaining it;
@@ -46,11 +47,15 @@ class NearContact:
         return {"objects": [self.a, self.b], "bones": list(self.bones),
                 "min_distance": float(self.min_distance), "kind": self.kind}
 
-    def to_json(self) -> dict:
-        return {"objects": [self.a, self.b], "kind": self.kind, "pairs": self.pairs.tolist(),
-                "min_distance": float(self.min_distance),
-                "points": [[float(x) for x in p] for p in self.points],
-                "bones": list(self.bones)}
+    def to_json(self, pairs: bool = True) -> dict:
+        """The report's form; `pairs` False leaves out the polygon pairs (their count
+        `n_pairs` stays): under a garment they are most of the report."""
+        out = {"objects": [self.a, self.b], "kind": self.kind, "n_pairs": int(self.pairs.shape[0])}
+        if pairs:
+            out["pairs"] = self.pairs.tolist()
+        out.update(min_distance=float(self.min_distance),
+                   points=[[float(x) for x in p] for p in self.points], bones=list(self.bones))
+        return out
 
 
 def polygon_near_pairs(obj_a, obj_b, tri_pairs: np.ndarray, dist: np.ndarray

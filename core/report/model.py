@@ -109,7 +109,8 @@ class ScanReport:
             else:
                 entry["contacts"] = contact_groups.to_json(f.contacts)
                 if self.clearance is not None:
-                    entry["near_contacts"] = [c.to_json() for c in f.near_contacts]
+                    entry["near_contacts"] = [c.to_json(pairs=f.near_pairs is not None)
+                                              for c in f.near_contacts]
                 if f.near_pairs is not None:
                     entry["near"] = f.near_pairs
                 if len(pairs) < f.n_pairs:
