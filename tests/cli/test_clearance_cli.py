@@ -146,3 +146,14 @@ def test_jobs_and_merge_carry_the_clearance(demo, tmp_path):
     assert run("scan", demo, "--frames", "7:12", "--json", c2, "--clearance", "0.2").returncode == 0
     res = run("merge", c1, c2, "--json", tmp_path / "m.json")
     assert res.returncode == 2 and "differ" in res.stderr, res.stderr
+
+
+def test_farm_commands_forward_the_clearance(demo):
+    res = run("farm-commands", demo, "--frames", "1:12", "--chunk", "6", "--out", "o",
+              "--clearance", "2mm", "--near-pairs")
+    assert res.returncode == 0, res.stderr
+    lines = [line for line in res.stdout.splitlines() if " scan " in line]
+    assert len(lines) == 2 and all("--clearance 2mm --near-pairs" in line for line in lines)
+    res = run("farm-commands", demo, "--frames", "1:12", "--chunk", "6", "--out", "o",
+              "--clearance", "2xx")
+    assert res.returncode == 2 and "not a distance" in res.stderr
