@@ -86,7 +86,12 @@ def brute_distances(pa, ta, pb, tb):
     the minimum of the 6 vertex–triangle and 9 edge–edge distances, each pair translated
     to its first vertex first (so 1 km away costs no precision)."""
     ia, ib = np.meshgrid(np.arange(ta.shape[0]), np.arange(tb.shape[0]), indexing="ij")
-    ia, ib = ia.ravel(), ib.ravel()
+    return brute_pair_distances(pa, ta, ia.ravel(), pb, tb, ib.ravel()).reshape(
+        ta.shape[0], tb.shape[0])
+
+
+def brute_pair_distances(pa, ta, ia, pb, tb, ib):
+    """(K,) float64 `brute_distances` of the pairs (ta[ia[k]], tb[ib[k]])."""
     A = pa[ta[ia]]
     B = pb[tb[ib]]
     o = A[:, 0:1].copy()
@@ -101,7 +106,7 @@ def brute_distances(pa, ta, pb, tb):
         for j in range(3):
             best = np.minimum(best, segment_segment(A[:, i], A[:, (i + 1) % 3],
                                                     B[:, j], B[:, (j + 1) % 3]))
-    return np.sqrt(best).reshape(ta.shape[0], tb.shape[0])
+    return np.sqrt(best)
 
 
 def on_triangle(p, a, b, c):
