@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import ASSET_FILES
 
 pytestmark = [pytest.mark.asset, pytest.mark.blender]
