@@ -33,8 +33,10 @@ def collisions(path_or_objects, frames=None, self_collision: bool = True,
                ignore_rest_contacts: bool = True, objects: Sequence[str] | None = None,
                mode: str = "on-demand", allow: str | None = None,
                crossing_only: bool = False, min_length: float = 0.0,
-               ignore_bones=None, ignore_groups=None, scene: str | None = None) -> list[Episode]:
-    """Scan and return the collision episodes (an empty list when nothing collides).
+               ignore_bones=None, ignore_groups=None, scene: str | None = None,
+               clearance: float | str | None = None) -> list:
+    """Scan and return the collision episodes (an empty list when nothing collides), and
+    with `clearance` the near episodes after them.
 
     Args:
         path_or_objects: a .blend/.glb/.gltf path (it replaces the current scene), or a list
@@ -56,16 +58,22 @@ def collisions(path_or_objects, frames=None, self_collision: bool = True,
         scene: the name of the scene to check (`scan --scene`), made the window's scene
             for the check, with its first view layer, and put back after; default the
             current scene (after loading a file: the one it was saved on).
+        clearance: a distance D (scene units, or a string with a unit, "2mm", as `scan
+            --clearance`): polygons of two different objects closer than D that do not
+            intersect are near contacts too, returned as their episodes by bone pair
+            (`core.contacts.near.NearEpisode`: objects, bones, frames, the closest
+            distance and its frame) after the collision episodes. Self-clearance is not
+            checked; `min_length` and `crossing_only` do not apply to near contacts.
     Raises ValueError on bad input (the message says why).
     """
-    return _scan(path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode,
-                 allow, crossing_only, min_length, ignore_bones, ignore_groups,
-                 scene).episodes()
+    rep = _scan(path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode,
+                allow, crossing_only, min_length, ignore_bones, ignore_groups, scene, clearance)
+    return rep.episodes() + (rep.near_episodes() if rep.clearance is not None else [])
 
 
 def _scan(path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode, allow,
           crossing_only=False, min_length=0.0, ignore_bones=None, ignore_groups=None,
-          scene=None):
+          scene=None, clearance=None):
     from .addon import files, report, scenes
 
     if isinstance(path_or_objects, (str, os.PathLike)):
@@ -80,12 +88,12 @@ def _scan(path_or_objects, frames, self_collision, ignore_rest_contacts, objects
     with scenes.use(chosen, layer):
         rep = _scan_scene(path_or_objects, frames, self_collision, ignore_rest_contacts,
                           objects, mode, allow, crossing_only, min_length, ignore_bones,
-                          ignore_groups)
+                          ignore_groups, clearance)
     return rep
 
 
 def _scan_scene(path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode,
-                allow, crossing_only, min_length, ignore_bones, ignore_groups):
+                allow, crossing_only, min_length, ignore_bones, ignore_groups, clearance=None):
     """`_scan` in the context's scene (`addon.scenes.use`)."""
     import bpy
 
@@ -117,7 +125,8 @@ def _scan_scene(path_or_objects, frames, self_collision, ignore_rest_contacts, o
         crossing_only=bool(crossing_only), min_length=min_length,
         ignore_bones={tuple(p) for p in ignore_bones or ()},
         ignore_groups={k: set(v) for k, v in (ignore_groups or {}).items()})
-    sc = scanner.Scanner(meshes, mode=mode, self_collision=self_collision, selection=sel)
+    sc = scanner.Scanner(meshes, mode=mode, self_collision=self_collision, selection=sel,
+                         clearance=_clearance(clearance, scene))
     if allow:
         sc.allow_polygons = contacts.load_allow_list(allow)
     sc.contact_filter = flt
@@ -132,21 +141,46 @@ def _scan_scene(path_or_objects, frames, self_collision, ignore_rest_contacts, o
     return rep
 
 
+def _clearance(clearance, scene) -> float | None:
+    """`clearance` in scene units: a number as it is, a string as `scan --clearance`."""
+    if clearance is None or isinstance(clearance, (int, float)):
+        return None if clearance is None else float(clearance)
+    from .cli import scan_flags
+    from .cli.errors import UsageError
+
+    class _Args:
+        pass
+
+    args = _Args()
+    args.clearance = clearance
+    try:
+        return scan_flags.clearance(args, scene)
+    except UsageError as exc:
+        raise ValueError(str(exc)) from None
+
+
 def assert_no_collisions(path_or_objects, frames=None, self_collision: bool = True,
                          ignore_rest_contacts: bool = True, objects: Sequence[str] | None = None,
                          mode: str = "on-demand", allow: str | None = None,
                          crossing_only: bool = False, min_length: float = 0.0,
                          ignore_bones=None, ignore_groups=None,
-                         scene: str | None = None) -> None:
+                         scene: str | None = None,
+                         clearance: float | str | None = None) -> None:
     """`collisions(...)`, raising AssertionError that says which frames, which objects and
     how many pairs when there is any collision episode, then the contact episodes by bone
-    pair with their lengths (the longest crossings first, at most 10)."""
+    pair with their lengths (the longest crossings first, at most 10); with `clearance`,
+    also when there is a near episode (one line each: objects, bones, frames, closest)."""
     from .core.contacts import groups as contact_groups
 
     rep = _scan(path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode,
-                allow, crossing_only, min_length, ignore_bones, ignore_groups, scene)
+                allow, crossing_only, min_length, ignore_bones, ignore_groups, scene, clearance)
     eps = rep.episodes()
-    if eps:
+    near = rep.near_episodes() if rep.clearance is not None else []
+    if eps or near:
         lines = [f"{len(eps)} collision episode(s):"] + [f"  {e.describe()}" for e in eps]
         lines.append(contact_groups.summary(rep.contact_episodes()))
+        if near:
+            from .core.contacts import near as near_contacts
+
+            lines.append(near_contacts.summary(near))
         raise AssertionError("\n".join(lines))

@@ -21,6 +21,7 @@ from ..core import scan as core_scan
 from ..core import welds
 from ..core.contacts import filters as contact_filters
 from ..core.contacts import groups as contact_groups
+from ..core.contacts import near as near_contacts
 from ..core.contacts import pairs as contacts
 from ..core.methods import registry
 from ..core.report.model import FrameRecord, ScanReport, report_source  # noqa: F401
@@ -49,6 +50,8 @@ class FrameOutcome:
             rest-contact filter (self pairs as (min, max)).
         record: the report's `FrameRecord` (polygon pairs after every filter).
         poses: per object, the frame's `Pose`.
+        near: with a clearance, the clearance stage's answer (`FrameResult.near`: per
+            object pair (i, j, `core.scan.near.NearResult`)), before the filters.
     """
 
     positions: list[np.ndarray]
@@ -56,6 +59,7 @@ class FrameOutcome:
     tri_pairs: list[tuple[int, int, np.ndarray]]
     record: FrameRecord
     poses: list = field(default_factory=list)
+    near: list = field(default_factory=list)
 
 
 class Scanner:
@@ -64,14 +68,18 @@ class Scanner:
     def __init__(self, meshes: list, mode: str | None = None, self_collision: bool = False,
                  first_hit: bool = False, method: str | None = None,
                  objects: list | None = None, ids: list | None = None,
-                 selection=None):
+                 selection=None, clearance: float | None = None, near_pairs: bool = False):
         """`method`: a registered method id (`core.methods.registry`; default
         `registry.DEFAULT`, which hands rigs it cannot bound to its fallbacks). `mode` is
         the older spelling (`registry.MODES`). `objects`:
         already built `CollisionObject`s of `meshes` (loaded from the .blend) instead of
         building them here. `selection`: the `motion.Selection` that chose `meshes` (its
         sampled frames verify each rig's motion model, `motion.checked_rig`); without it
-        the rigs are read as the meshes' settings say."""
+        the rigs are read as the meshes' settings say. `clearance`: a distance D >= 0
+        (scene units): every frame also gets its near contacts, the non-intersecting
+        polygon pairs of two different objects within D (`core.scan.near`,
+        `core.contacts.near`); `near_pairs`: each frame also lists those pairs with their
+        distances (`FrameRecord.near_pairs`)."""
         if mode is not None and mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
         if method is None:
@@ -82,6 +90,14 @@ class Scanner:
             raise ValueError(exc.args[0]) from None
         if not meshes:
             raise extract.RigError("no character (skinned mesh or rigid prop) to scan")
+        if clearance is not None:
+            clearance = float(clearance)
+            if not (clearance >= 0.0 and np.isfinite(clearance)):
+                raise ValueError(f"the clearance must be a finite distance >= 0, got {clearance}")
+        #: the clearance D (scene units) or None; `near` is the last query's near pairs.
+        self.clearance = clearance
+        self.near_pairs = near_pairs
+        self.near: list = []
         self.meshes = meshes
         self.method = method
         #: The method is answered by Blender, not the numpy core (the reference).
@@ -204,6 +220,8 @@ class Scanner:
             t0 = time.perf_counter()
             pairs = bvhtree_pairs(self.objects, positions, self.self_collision, triangles,
                                   poses)
+            self.near = [] if self.clearance is None else core_scan.clearance_frame(
+                self.objects, positions, poses, self.clearance, triangles)
             return pairs, (time.perf_counter() - t0) * 1000.0, [self.method] * len(self.objects)
         # With filters, the first pair found may be one they drop: then the whole frame is
         # queried and the first pair kept after the filters (never a false "clean").
@@ -214,7 +232,9 @@ class Scanner:
                                     self_collision=self.self_collision,
                                     first_hit=first, triangles=triangles,
                                     enough_self=self._enough_self if capped else None,
-                                    enough_between=self._enough_between if capped else None)
+                                    enough_between=self._enough_between if capped else None,
+                                    clearance=self.clearance)
+        self.near = res.near
         self.stopped = any(st.extra.get("stopped") for st in res.stats)
         self.dense = any(st.extra.get("dense") for st in res.stats)
         return res.pairs, res.ms, res.modes
@@ -285,9 +305,18 @@ class Scanner:
         pairs, found = self._contacts(positions, kept)
         if self.contact_filter.drops_contacts:      # the overlay shows what is reported
             kept = contact_filters.keep_contact_pairs(self.objects, kept, found)
-        rec = FrameRecord(f, pairs, ms + (time.perf_counter() - t0) * 1000.0, eval_ms, modes,
-                          contacts=found)
-        return FrameOutcome(positions, self.triangles, kept, rec, poses)
+        near = self.near
+        rec = FrameRecord(f, pairs, 0.0, eval_ms, modes, contacts=found)
+        if self.clearance is not None:
+            rec.near_contacts, rec.near_pairs = self._near_contacts(near)
+        rec.ms = ms + (time.perf_counter() - t0) * 1000.0
+        return FrameOutcome(positions, self.triangles, kept, rec, poses, near)
+
+    def _near_contacts(self, near) -> tuple[list, list | None]:
+        """The frame's near contacts after the filters that apply to them, and with
+        `near_pairs` their polygon pairs with distances (`near_contacts.reported`)."""
+        return near_contacts.reported(self.objects, near, self.zones, self.allow_polygons,
+                                      self.contact_filter.ignore_bones, self.near_pairs)
 
     def _query_whole(self, positions, poses):
         """`query`, on the whole frame when contact filters or ignore zones are set (like
@@ -356,7 +385,8 @@ class Scanner:
                           fallback={o.name: o.reason for o in self.objects if o.reason},
                           surface=self.surfaces(),
                           scene=self.where[0] if self.where else None,
-                          view_layer=self.where[1] if self.where else None)
+                          view_layer=self.where[1] if self.where else None,
+                          clearance=self.clearance)
 
     def surfaces(self) -> dict:
         """Per object, the surface checked (`ScanReport.surface`), when some object is on

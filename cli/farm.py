@@ -48,7 +48,11 @@ def _plan_from_args(args) -> dict:
         raise UsageError(f"--chunk must be at least 1, got {args.chunk}")
     flags = farm.scan_flags(args.object, args.self_collision == "yes", scan_method(args),
                             args.first_hit == "yes", args.ignore_rest_contacts == "yes",
-                            args.allow or None, scene=args.scene or None)
+                            args.allow or None, scene=args.scene or None,
+                            clearance=args.clearance or None,
+                            near_pairs=args.near_pairs == "yes")
+    if args.clearance:
+        scan_flags.parse_clearance(args.clearance)         # a bad one: one line, exit 2
     return farm.plan(args.file, start, end, args.chunk, args.out, flags)
 
 

@@ -10,7 +10,7 @@ import time
 
 from .errors import EXIT_CLEAN, EXIT_COLLISIONS, EXIT_INTERRUPTED, EXIT_USAGE, UsageError
 from .interrupt import interrupt_on_signals
-from .outputs import print_contact_episodes, write_junit, write_output
+from .outputs import print_contact_episodes, print_near_episodes, write_junit, write_output
 from .scan_flags import worker_flags
 
 
@@ -311,7 +311,8 @@ def _gather(args, frames: tuple[int, int], workers: list[_Worker], interrupted: 
           f"{time.perf_counter() - t0:.1f} s wall" + (f"; wrote {wrote}" if wrote else ""))
     eps = report.episodes()
     print_contact_episodes(report)
+    near = print_near_episodes(report)
     print(contacts.summary(eps))
-    if args.fail_on_collision and eps:
+    if args.fail_on_collision and (eps or near):
         return EXIT_COLLISIONS
     return EXIT_CLEAN

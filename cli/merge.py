@@ -7,7 +7,7 @@ import os
 import sys
 
 from .errors import EXIT_CLEAN, UsageError
-from .outputs import print_contact_episodes, write_output
+from .outputs import print_contact_episodes, print_near_episodes, write_output
 
 
 def add_parser(sub) -> None:
@@ -47,10 +47,13 @@ def run(args) -> int:
     if args.junit:
         xml = core_report.junit_xml(f"skin_collide scan {doc['source'].get('file')}",
                                     doc["objects"], bool(doc["source"].get("self")), eps,
-                                    len(doc["frames"]))
+                                    len(doc["frames"]),
+                                    near_eps=report.near_episodes()
+                                    if report.clearance is not None else ())
         write_output(args.junit, xml, "the JUnit XML")
     print(f"merged {len(docs)} reports: {len(doc['frames'])} frames, "
           f"{sum(1 for f in doc['frames'] if f['pairs'])} colliding; wrote {args.json}")
     print_contact_episodes(report)
+    print_near_episodes(report)
     print(contacts.summary(eps))
     return EXIT_CLEAN

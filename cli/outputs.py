@@ -51,11 +51,29 @@ def print_contact_episodes(report) -> None:
         print(contact_groups.summary(ce))
 
 
+def print_near_episodes(report) -> list:
+    """The near episodes by bone pair (bounded) of a clearance scan, printed with the
+    clearance; returns them (empty without a clearance)."""
+    from ..core.contacts import groups as contact_groups
+    from ..core.contacts import near as near_contacts
+
+    if report.clearance is None:
+        return []
+    eps = report.near_episodes()
+    print(f"clearance {contact_groups.length_text(report.clearance)} "
+          f"({report.clearance!r} scene units): {near_contacts.summary(eps)}")
+    return eps
+
+
 def write_junit(args, report) -> None:
     from ..core.report import writing as core_report
 
     xml = core_report.junit_xml(f"skin_collide scan {os.path.basename(args.file)}",
                                 report.objects, args.self_collision, report.episodes(),
                                 len(report.frames),
-                                contact_eps=report.contact_episodes() or ())
+                                contact_eps=report.contact_episodes() or (),
+                                near_eps=report.near_episodes() if report.clearance is not None
+                                else (),
+                                clearance_gate=bool(args.fail_on_collision
+                                                    and report.clearance is not None))
     write_output(args.junit, xml, "the JUnit XML")

@@ -17,13 +17,20 @@ from .frames import parse_frames
 from .interrupt import interrupt_on_signals, raise_if_interrupted
 from .jobs import cap_jobs, scan_jobs, usable_cores
 from .load import load, print_notes, scene_line
-from .outputs import check_outputs, print_contact_episodes, write_junit, write_output
+from .outputs import (
+    check_outputs,
+    print_contact_episodes,
+    print_near_episodes,
+    write_junit,
+    write_output,
+)
 from .scan_flags import contact_filter, report_source, scan_method
 from .snapshot import scan_snapshots
 
 EPILOG = ("exit codes:\n"
           "  0    clean (or collisions found without --fail-on-collision)\n"
-          "  1    --fail-on-collision and a frame has pairs beyond those allowed\n"
+          "  1    --fail-on-collision and a frame has pairs beyond those allowed (or, with\n"
+          "       --clearance, near contacts)\n"
           "  2    bad input (file, object, frame range, output path, allow-list)\n"
           "  130  interrupted (Ctrl-C or SIGTERM): the frames done are in the report, marked\n"
           "       \"interrupted\": true\n"
@@ -54,7 +61,7 @@ def add_parser(sub) -> None:
                     help="exit 1 when any frame has colliding pairs (after --allow and "
                          "--ignore-rest-contacts)")
     for flag in ("--ignore-rest-contacts", "--allow", "--crossing-only", "--min-length",
-                 "--ignore-bones", "--ignore-group"):
+                 "--ignore-bones", "--ignore-group", "--clearance", "--near-pairs"):
         scan_flags.add(sc, flag)
     sc.add_argument("--snapshots", metavar="DIR",
                     help="also write a viewport picture of each collision episode's worst frame")
@@ -97,6 +104,9 @@ def _check_flags(args) -> tuple[set, int]:
 
     check_outputs(args)
     contact_filter(args)       # a bad --min-length: one line before the file is loaded
+    scan_flags.parse_clearance(getattr(args, "clearance", None))       # a bad --clearance too
+    if getattr(args, "near_pairs", False) and getattr(args, "clearance", None) is None:
+        raise UsageError("--near-pairs lists the near pairs of --clearance: give --clearance D")
     allow = set()
     if args.allow:
         try:
@@ -131,7 +141,9 @@ def _scanner(args, scene, meshes, allow: set):
         built = _built_objects(meshes, scan_method(args), args.selection)
         sc = scanner.Scanner(meshes, self_collision=args.self_collision,
                              first_hit=args.first_hit, method=scan_method(args),
-                             objects=built, selection=args.selection)
+                             objects=built, selection=args.selection,
+                             clearance=scan_flags.clearance(args, scene),
+                             near_pairs=bool(getattr(args, "near_pairs", False)))
         sc.allow_polygons = allow
         sc.contact_filter = contact_filter(args)
         sc.zones = _zones(meshes, sc)
@@ -236,8 +248,9 @@ def _finish(args, sc, scene, report, n_frames: int) -> int:
     scan_snapshots(args, sc, scene, report)
     eps = report.episodes()
     print_contact_episodes(report)
+    near = print_near_episodes(report)
     print(contacts.summary(eps))          # the verdict stays the last line
-    if args.fail_on_collision and eps:
+    if args.fail_on_collision and (eps or near):
         return EXIT_COLLISIONS
     return EXIT_CLEAN
 

@@ -97,6 +97,20 @@ SCAN_FLAGS = (
              dict(nargs=2, action="append", metavar=("OBJECT", "GROUP"),
                   help="never report pairs with a polygon of OBJECT inside its vertex "
                        "group GROUP (a vertex of it in the group; repeatable)")),
+    ScanFlag("--clearance", "clearance", "value",
+             dict(metavar="D",
+                  help="also report near contacts: polygons of two different objects closer "
+                       "than D that do not intersect (scene units, or with a unit: 2mm, "
+                       "1cm, 0.1in, converted with the scene's unit scale); "
+                       "--fail-on-collision fails on them too"),
+             dict(metavar="D", default="",
+                  help="also near contacts within D (2mm, 1cm, or scene units; an empty "
+                       "value: none)")),
+    ScanFlag("--near-pairs", "near_pairs", "switch",
+             dict(action="store_true",
+                  help="with --clearance, list every near polygon pair of each frame with "
+                       "its distance (\"near\" beside \"pairs\"; large reports)"),
+             dict(help="list the near polygon pairs (with --clearance)")),
 )
 BY_FLAG = {f.flag: f for f in SCAN_FLAGS}
 
@@ -154,6 +168,42 @@ def worker_flags(args) -> list[str]:
     return forward(values)
 
 
+#: metres per unit of the units `--clearance` accepts.
+UNITS = {"um": 1e-6, "mm": 1e-3, "cm": 1e-2, "dm": 0.1, "m": 1.0, "km": 1e3,
+         "in": 0.0254, "ft": 0.3048}
+
+
+def parse_clearance(text: str | None) -> tuple[float, float | None] | None:
+    """`--clearance` as (number, metres per its unit or None for scene units); None when
+    not given. One line, exit 2, when it is not a finite number >= 0 with a known unit."""
+    if text is None:
+        return None
+    t = str(text).strip().lower().replace(" ", "")
+    unit = next((u for u in sorted(UNITS, key=len, reverse=True) if t.endswith(u)), None)
+    number = t[:-len(unit)] if unit else t
+    try:
+        value = float(number)
+    except ValueError:
+        raise UsageError(f"--clearance {text!r}: not a distance (a number >= 0, in scene "
+                         f"units or with a unit: {', '.join(UNITS)})") from None
+    if not (value >= 0.0 and value < float("inf")):
+        raise UsageError(f"--clearance {text!r}: must be a finite distance >= 0")
+    return value, (UNITS[unit] if unit else None)
+
+
+def clearance(args, scene) -> float | None:
+    """`--clearance` in scene units (None: not given): a number with a unit is converted
+    with the scene's unit scale (one scene unit is `unit_settings.scale_length` metres)."""
+    parsed = parse_clearance(getattr(args, "clearance", None))
+    if parsed is None:
+        return None
+    value, metres = parsed
+    if metres is None:
+        return value
+    scale = float(scene.unit_settings.scale_length) if scene is not None else 1.0
+    return value * metres / (scale if scale > 0 else 1.0)
+
+
 def scan_method(args) -> str:
     """The method id of `--method`, or of the older `--mode`; both must agree."""
     by_mode = registry.MODES[args.mode] if getattr(args, "mode", None) else None
@@ -181,6 +231,10 @@ def report_source(args) -> dict:
                                 args.first_hit, args.ignore_rest_contacts, allow,
                                 sha256=core_merge.file_digest(args.file))
     src["filters"].update(contact_filter(args).describe())
+    if getattr(args, "clearance", None) is not None:
+        # The flag as given (a unit follows each file's own scale), and the pair list.
+        src["filters"]["clearance"] = str(args.clearance)
+        src["filters"]["near_pairs"] = bool(getattr(args, "near_pairs", False))
     return src
 
 

@@ -320,6 +320,9 @@ class FrameResult:
         modes: the method actually used per object this frame (registry ids, e.g.
             "sphere-tree", "sphere-tree-pv", "bottom-up").
         triangles: per object, the (T, 3) int32 triangles of the frame the pairs index.
+        near: with a clearance, per object pair (i, j, `core.scan.near.NearResult`: (K, 2)
+            int64 triangle pairs, (K,) float64 distances, (K, 3) closest points of each
+            side) the non-intersecting pairs of two different objects within it.
     """
 
     pairs: list[tuple[int, int, np.ndarray]]
@@ -327,6 +330,7 @@ class FrameResult:
     stats: list[QueryStats] = field(default_factory=list)
     modes: list[str] = field(default_factory=list)
     triangles: list[np.ndarray] = field(default_factory=list)
+    near: list = field(default_factory=list)
 
     @property
     def n_pairs(self) -> int:

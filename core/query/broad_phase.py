@@ -406,3 +406,23 @@ def object_pairs(positions: list[np.ndarray]) -> ObjectPairs:
         return ObjectPairs(np.zeros((0, 2), np.int64))
     lo, hi = position_boxes(positions)
     return ObjectPairs(sweep_pairs(lo, hi), lo, hi)
+
+
+def object_pairs_within(positions: list[np.ndarray], d: float) -> ObjectPairs:
+    """The broad phase of the clearance stage (`core.scan.near`): the object pairs whose
+    position boxes, each inflated by ``d`` on every side, meet. `positions`: per object,
+    (V_k, 3) float64; d: float >= 0. The answer's boxes are the inflated ones.
+
+    Sound with no margin (docs/clearance.md, "The clearance stage"): two objects within
+    ``d`` have, on each axis, ``lo_B <= hi_A + d`` in real numbers, so
+    ``lo_B <= fl(hi_A + d)`` (rounding to nearest is monotone and ``lo_B`` is a float64)
+    and ``fl(lo_B - d) <= lo_B``, whence ``fl(lo_B - d) <= fl(hi_A + d)``: the inflated
+    boxes meet. Inflating both sides by ``d`` is looser than needed (2d), never unsound."""
+    d = float(d)
+    if not (d >= 0.0 and np.isfinite(d)):
+        raise ValueError(f"the clearance must be finite and >= 0, got {d}")
+    if len(positions) < 2:
+        return ObjectPairs(np.zeros((0, 2), np.int64))
+    lo, hi = position_boxes(positions)
+    lo, hi = lo - d, hi + d          # an empty box (inf, -inf) stays empty
+    return ObjectPairs(sweep_pairs(lo, hi), lo, hi)

@@ -21,6 +21,7 @@ import urllib.parse
 from typing import Sequence
 
 from ..contacts import groups as contact_groups
+from ..contacts import near as near_contacts
 from ..contacts import pairs as contacts
 
 
@@ -162,6 +163,9 @@ def merge_reports(docs: Sequence[dict], names: Sequence[str] | None = None) -> d
                           if a.get(k) != b.get(k))
             raise MergeError(f"{name} differs from {names[0]} in {', '.join(diff)}: "
                              "reports of different settings")
+        if d.get("clearance") != first.get("clearance"):
+            raise MergeError(f"{name} has clearance {d.get('clearance')} but {names[0]} "
+                             f"{first.get('clearance')}: reports of different settings")
         if "limit" in d:
             raise MergeError(f"{name} lists pairs up to a limit: merge needs whole reports")
         if ("contact_episodes" in d) != ("contact_episodes" in first):
@@ -188,6 +192,7 @@ def merge_reports(docs: Sequence[dict], names: Sequence[str] | None = None) -> d
     interrupted = any(d.get("interrupted") for d in docs)
     # The key order of `ScanReport.to_json`.
     return {
+        **({"clearance": first["clearance"]} if "clearance" in first else {}),
         **({"scene": first["scene"], "view_layer": first.get("view_layer")}
            if "scene" in first else {}),
         "objects": list(first["objects"]),
@@ -204,6 +209,8 @@ def merge_reports(docs: Sequence[dict], names: Sequence[str] | None = None) -> d
             "segments_limit": first.get("segments_limit",
                                         contact_groups.SEGMENTS_LIMIT_TEXT)}
            if "contact_episodes" in first else {}),
+        **({"near_episodes": [e.to_json() for e in near_contacts.episodes_of_report(merged)]}
+           if "clearance" in first else {}),
         # The first source with a digest: the merged report names its file by content.
         "source": next((d["source"] for d in docs if d["source"].get("sha256")),
                        first["source"]),

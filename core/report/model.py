@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..contacts import groups as contact_groups
+from ..contacts import near as near_contacts
 from ..contacts import pairs as contacts
 from . import writing as core_report
 
@@ -32,6 +33,11 @@ class FrameRecord:
     pairs_total: int = -1
     #: the frame's contacts (`core.contacts.groups.Contact`), partitioning `pairs`
     contacts: list = field(default_factory=list)
+    #: with a clearance, the frame's near contacts (`core.contacts.near.NearContact`)
+    near_contacts: list = field(default_factory=list)
+    #: with `--near-pairs`, its near polygon pairs [obj A, poly A, obj B, poly B,
+    #: distance] (`core.contacts.near.near_pair_rows`); None: not listed
+    near_pairs: list | None = None
 
     @property
     def n_pairs(self) -> int:
@@ -69,6 +75,15 @@ class ScanReport:
     #: (`addon.scenes`); `core.report.merge` refuses reports of different ones. None: not written.
     scene: str | None = None
     view_layer: str | None = None
+    #: the clearance D of `scan --clearance` (scene units), or None: no clearance stage,
+    #: and the report has no near fields.
+    clearance: float | None = None
+
+    def near_episodes(self) -> list:
+        """Near episodes by bone pair (`core.contacts.near.NearEpisode`)."""
+        return near_contacts.near_episodes(
+            [(f.frame, [c.summary_json() for c in f.near_contacts])
+             for f in self.frames if not f.not_checked])
 
     def episodes(self) -> list[contacts.Episode]:
         return contacts.episodes([(f.frame, f.pairs) for f in self.frames if not f.not_checked])
@@ -93,6 +108,11 @@ class ScanReport:
                 entry["not_checked"] = f.not_checked
             else:
                 entry["contacts"] = contact_groups.to_json(f.contacts)
+                if self.clearance is not None:
+                    entry["near_contacts"] = [c.to_json(pairs=f.near_pairs is not None)
+                                              for c in f.near_contacts]
+                if f.near_pairs is not None:
+                    entry["near"] = f.near_pairs
                 if len(pairs) < f.n_pairs:
                     entry["pairs_total"] = f.n_pairs
                     entry["truncated"] = True
@@ -100,6 +120,7 @@ class ScanReport:
                         c["n_pairs"] = len(c.pop("pairs"))
             frames.append(entry)
         doc = {
+            **({"clearance": self.clearance} if self.clearance is not None else {}),
             **({"scene": self.scene, "view_layer": self.view_layer}
                if self.scene is not None else {}),
             "objects": self.objects,
@@ -116,6 +137,8 @@ class ScanReport:
                                  contact_groups.episodes_of_report(frames)],
             "segments_limit": contact_groups.SEGMENTS_LIMIT_TEXT,
         }
+        if self.clearance is not None:
+            doc["near_episodes"] = [e.to_json() for e in near_contacts.episodes_of_report(frames)]
         if any(f.get("truncated") for f in frames):
             doc["limit"] = ("pairs are listed up to a limit (per frame, and "
                             f"{max_total} in all); pairs_total gives the exact counts")
@@ -153,6 +176,14 @@ def _contact_from_json(c: dict) -> contact_groups.Contact:
         np.asarray(c.get("segments", ()), dtype=np.float64).reshape(-1, 6))
 
 
+def _near_from_json(c: dict) -> near_contacts.NearContact:
+    """A report's near contact (`NearContact.to_json`) as a `NearContact`."""
+    return near_contacts.NearContact(
+        c["objects"][0], c["objects"][1],
+        np.asarray(c.get("pairs", ()), dtype=np.int64).reshape(-1, 2), float(c["min_distance"]),
+        np.asarray(c["points"], np.float64).reshape(2, 3), tuple(c["bones"]))
+
+
 def from_json(doc: dict) -> ScanReport:
     """The `ScanReport` of a report document (`ScanReport.to_json`, or `core.report.merge`'s merged
     report), for what reads a report back: its episodes, contact episodes, JUnit XML. What
@@ -161,7 +192,9 @@ def from_json(doc: dict) -> ScanReport:
     frames = [FrameRecord(f["frame"], [tuple(p) for p in f["pairs"]], float(f.get("ms", 0.0)),
                           0.0, not_checked=f.get("not_checked", ""),
                           pairs_total=int(f.get("pairs_total", -1)),
-                          contacts=[_contact_from_json(c) for c in f.get("contacts", ())])
+                          contacts=[_contact_from_json(c) for c in f.get("contacts", ())],
+                          near_contacts=[_near_from_json(c) for c in f.get("near_contacts", ())],
+                          near_pairs=[list(p) for p in f["near"]] if "near" in f else None)
               for f in doc["frames"]]
     return ScanReport(list(doc["objects"]), frames, dict(doc.get("refit", {})), {},
                       complete=bool(doc.get("complete", True)),
@@ -170,4 +203,5 @@ def from_json(doc: dict) -> ScanReport:
                       source=doc.get("source"), uncovered=dict(doc.get("uncovered", {})),
                       fallback=dict(doc.get("fallback", {})),
                       surface=dict(doc.get("surface", {})),
-                      scene=doc.get("scene"), view_layer=doc.get("view_layer"))
+                      scene=doc.get("scene"), view_layer=doc.get("view_layer"),
+                      clearance=doc.get("clearance"))

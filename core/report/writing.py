@@ -199,13 +199,18 @@ _PAIRS_MARK = "\u0000pairs\u0000"
 
 
 def _frame_json(frame: dict) -> str:
-    pairs = frame.get("pairs")
-    if not isinstance(pairs, list) or len(pairs) <= PAIRS_PER_LINE:
+    """One frame on one line, its long pair lists ("pairs", and the "near" pairs of
+    `--near-pairs`) on several."""
+    long = {k: v for k in ("pairs", "near") if isinstance(v := frame.get(k), list)
+            and len(v) > PAIRS_PER_LINE}
+    if not long:
         return json.dumps(frame)
-    rows = ",\n ".join(json.dumps(pairs[k:k + PAIRS_PER_LINE])[1:-1]
-                        for k in range(0, len(pairs), PAIRS_PER_LINE))
-    text = json.dumps({**frame, "pairs": _PAIRS_MARK})
-    return text.replace(json.dumps(_PAIRS_MARK), f"[\n {rows}]", 1)
+    text = json.dumps({**frame, **{k: _PAIRS_MARK + k for k in long}})
+    for k, pairs in long.items():
+        rows = ",\n ".join(json.dumps(pairs[i:i + PAIRS_PER_LINE])[1:-1]
+                            for i in range(0, len(pairs), PAIRS_PER_LINE))
+        text = text.replace(json.dumps(_PAIRS_MARK + k), f"[\n {rows}]", 1)
+    return text
 
 
 def dumps(report: dict) -> str:
@@ -243,11 +248,16 @@ class ProgressiveJSON:
 
 def junit_xml(suite: str, objects: Sequence[str], self_collision: bool,
               eps: Sequence[Episode], frames: int, seconds: float = 0.0,
-              contact_eps: Sequence = (), contacts_per_case: int = 5) -> str:
+              contact_eps: Sequence = (), contacts_per_case: int = 5,
+              near_eps: Sequence = (), clearance_gate: bool = False) -> str:
     """JUnit XML: one test case per object pair (and per object, for self-collision),
     failing with its collision episodes in the message, and the contact episodes of that
     object pair by bone pair (`core.contacts.groups.ContactEpisode`, the longest crossings
-    first, at most `contacts_per_case` in the message, all in the text)."""
+    first, at most `contacts_per_case` in the message, all in the text). `near_eps`: the
+    near episodes of a clearance scan (`core.contacts.near.NearEpisode`); with
+    `clearance_gate` (`--fail-on-collision` with `--clearance`) they fail their object
+    pair's case too (type "clearance" when it has no collision), else they are listed in
+    the system-out only."""
     cases: list[tuple[str, list[Episode]]] = []
     for i, a in enumerate(objects):
         if self_collision:
@@ -255,7 +265,15 @@ def junit_xml(suite: str, objects: Sequence[str], self_collision: bool,
         for b in objects[i + 1:]:
             key = tuple(sorted((a, b)))
             cases.append((f"{a} x {b}", [e for e in eps if (e.a, e.b) == key]))
-    failures = sum(1 for _, es in cases if es)
+
+    def near_of(name: str) -> list:
+        if not clearance_gate or name.endswith(" self"):
+            return []
+        a, b = name.split(" x ", 1)
+        return sorted((e for e in near_eps if {e.a, e.b} == {a, b}),
+                      key=lambda e: (e.closest, e.start))
+
+    failures = sum(1 for name, es in cases if es or near_of(name))
     root = ET.Element("testsuites")
     ts = ET.SubElement(root, "testsuite", name=suite, tests=str(len(cases)),
                        failures=str(failures), errors="0", time=f"{seconds:.3f}")
@@ -273,6 +291,16 @@ def junit_xml(suite: str, objects: Sequence[str], self_collision: bool,
             fl.text = "\n".join(
                 [f"frames {e.start}-{e.end} ({e.frames} frames, {e.pairs} pair-frames), "
                  f"worst frame {e.worst_frame}: {e.worst_pairs} pairs" for e in es]
-                + [c.describe() for c in ce])
-    ET.SubElement(ts, "system-out").text = f"{frames} frames scanned"
+                + [c.describe() for c in ce] + [n.describe() for n in near_of(name)])
+        elif near_of(name):
+            ne = near_of(name)
+            fl = ET.SubElement(tc, "failure", type="clearance",
+                               message="; ".join(n.describe() for n in ne[:contacts_per_case])
+                               + (f"; and {len(ne) - contacts_per_case} more near episodes"
+                                  if len(ne) > contacts_per_case else ""))
+            fl.text = "\n".join(n.describe() for n in ne)
+    out = f"{frames} frames scanned"
+    if near_eps and not clearance_gate:
+        out += "\n" + "\n".join(n.describe() for n in near_eps)
+    ET.SubElement(ts, "system-out").text = out
     return ET.tostring(root, encoding="unicode", xml_declaration=True)

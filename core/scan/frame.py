@@ -7,6 +7,9 @@
     between = between.pairs_between(..., near, seams, exact)    candidate pairs of the two
                                                                 objects' volumes, tested
     within  = within.pairs_within(...)                          self pairs, when asked
+    clear   = near.near_between(objects, inputs, inflated, ...) pairs of two objects
+                                                                within the clearance d,
+                                                                when asked
 
 Each stage reads what the ones above it made (the types in `core.types`) and never calls
 back up. Contacts are made from the result by the report (`core.contacts.pairs`,
@@ -24,6 +27,7 @@ from ..types import FrameInputs, FrameResult
 from .between import pairs_between
 from .dispatch import OWN, check_mode, frame_method, frame_triangles
 from .exact import ExactTest
+from .near import near_between
 from .objects import CollisionObject
 from .seams import frame_seams
 from .within import pairs_within
@@ -33,7 +37,8 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
                 poses: list[Pose | None], mode: str = OWN,
                 self_collision: bool = False, first_hit: bool = False,
                 triangles: list[np.ndarray | None] | None = None,
-                enough_self=None, enough_between=None) -> FrameResult:
+                enough_self=None, enough_between=None,
+                clearance: float | None = None) -> FrameResult:
     """Collide every pair of objects (and each with itself if `self_collision`).
 
     Adjacent triangles are never reported: within an object those sharing a weld id (a
@@ -58,6 +63,9 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
             self pairs are then a subset; the stats' ``extra["stopped"]`` says so).
         enough_between: the same for the pairs between objects that go through the
             stacked traversal: f(list of (i, j, (K, 2) triangle pairs)) -> bool.
+        clearance: a distance d >= 0 (scene units): also every non-intersecting triangle
+            pair of two different objects within d (`FrameResult.near`, `near.near_between`;
+            pairs sharing a seam vertex left out). None: no clearance stage.
     """
     check_mode(mode)
     t0 = time.perf_counter()
@@ -84,8 +92,29 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
         pairs, stats = pairs_within(objects, inputs, mode, first_hit, enough_self, kept)
         result.pairs += pairs
         result.stats += stats
+    if clearance is not None:
+        result.near = _clearance(objects, inputs, clearance)
     result.ms = (time.perf_counter() - t0) * 1000.0
     return result
+
+
+def clearance_frame(objects: list[CollisionObject], positions: list[np.ndarray],
+                    poses: list[Pose | None], clearance: float,
+                    triangles: list[np.ndarray | None] | None = None) -> list:
+    """The clearance stage alone (`query_frame`'s arguments): per object pair (i, j,
+    `near.NearResult`), for a scan whose intersections another method answers (Blender's
+    BVHTree)."""
+    return _clearance(objects, _inputs(objects, positions, poses, triangles), clearance)
+
+
+def _clearance(objects: list[CollisionObject], inputs: FrameInputs, d: float) -> list:
+    """The clearance stage: the broad phase inflated by d, the seams of its object pairs
+    (computed apart from the intersection stages', whose pairs they must not change), the
+    near pairs."""
+    inflated = broad_phase.object_pairs_within(inputs.positions, d)
+    if inputs.n < 2:
+        return []
+    return near_between(objects, inputs, inflated, frame_seams(objects, inputs, inflated.pairs), d)
 
 
 def _inputs(objects: list[CollisionObject], positions: list[np.ndarray],
