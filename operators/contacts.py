@@ -39,14 +39,17 @@ class SKINCOLLIDE_OT_frame_contact(bpy.types.Operator):
     def execute(self, context):
         from . import live
 
+        # The mode first: entering Edit Mode may already have dropped the live result
+        # (the overlay does not query meshes being edited), and the mode is what the user
+        # has to change before any contact can be framed.
+        if context.mode != "OBJECT":
+            self.report({"ERROR"}, "Frame Contact selects faces in Object Mode")
+            return {"CANCELLED"}
         scene = context.scene
         res = session.live_result(scene)
         found = getattr(res, "contacts", None) or [] if res is not None else []
         if not 0 <= self.index < len(found):
             self.report({"ERROR"}, "no such contact at this frame: refresh the overlay")
-            return {"CANCELLED"}
-        if context.mode != "OBJECT":
-            self.report({"ERROR"}, "Frame Contact selects faces in Object Mode")
             return {"CANCELLED"}
         c = found[self.index]
         by_name = {identity.name(ob): ob for ob in scene.objects if ob.type == "MESH"}
