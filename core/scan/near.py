@@ -24,6 +24,7 @@ from ..geometry.distance import pair_distances
 from ..query.near import near_pairs
 from ..types import FrameInputs, FrameSeams, ObjectPairs
 from .carry import for_object
+from .exact import share_seam_vertex
 from .objects import CollisionObject
 
 
@@ -64,10 +65,8 @@ def near_between(objects: list[CollisionObject], inputs: FrameInputs, near: Obje
         trees = (for_object(objects[i]), for_object(objects[j]))
         pairs, dist = near_pairs(pa, ta, pb, tb, d, trees)
         if pairs.size and seams.G is not None and seams.hold[i, j]:
-            G = seams.G
-            ka = G[inputs.v_off[i] + ta[pairs[:, 0]]]
-            kb = G[inputs.v_off[j] + tb[pairs[:, 1]]]
-            apart = ~np.any(ka[:, :, None] == kb[:, None, :], axis=(1, 2))
+            apart = ~share_seam_vertex(seams.G, inputs.v_off[i] + ta[pairs[:, 0]],
+                                       inputs.v_off[j] + tb[pairs[:, 1]])
             pairs, dist = pairs[apart], dist[apart]
         if not pairs.size:
             continue
