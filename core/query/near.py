@@ -76,6 +76,15 @@ class NearPairs(NamedTuple):
     intersecting: np.ndarray
 
 
+class _Found(NamedTuple):
+    """`_query`'s answer: `NearPairs` and, per pair, a closest pair of points (K, 3)
+    float64 each (meaningless for intersecting pairs)."""
+
+    near: NearPairs
+    point_a: np.ndarray
+    point_b: np.ndarray
+
+
 def cross_tree(positions: np.ndarray, tris: np.ndarray) -> SelfTree:
     """A box tree of a mesh for `candidate_pairs` (topology only: a balanced median split
     of the triangles' centroids, no self-collision seeds). Build it once per object (0.07
@@ -189,12 +198,12 @@ def near_or_intersecting_pairs(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.n
     pos_b = np.asarray(pos_b, np.float64)
     tri_a = np.asarray(tri_a, np.intp)
     tri_b = np.asarray(tri_b, np.intp)
-    return _query(pos_a, tri_a, pos_b, tri_b, d, trees, with_hits=True)
+    return _query(pos_a, tri_a, pos_b, tri_b, d, trees, with_hits=True).near
 
 
 def near_pairs(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray, tri_b: np.ndarray,
-               d: float, trees: tuple[SelfTree, SelfTree] | None = None
-               ) -> tuple[np.ndarray, np.ndarray]:
+               d: float, trees: tuple[SelfTree, SelfTree] | None = None,
+               points: bool = False) -> tuple[np.ndarray, ...]:
     """The triangle pairs of A and B that do NOT intersect and lie within distance d.
 
     Intersecting pairs are excluded (the frame's intersection query reports them; use
@@ -205,6 +214,7 @@ def near_pairs(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray, tri_b: n
         pos_b, tri_b: the same for mesh B.
         d: float >= 0, the clearance.
         trees: per mesh its box tree (`cross_tree`), built here when None.
+        points: also return the closest points the distance step found.
 
     Returns:
         pairs: (K, 2) int64 (triangle of A, triangle of B), sorted: every pair whose
@@ -214,23 +224,33 @@ def near_pairs(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray, tri_b: n
             (docs/clearance.md).
         dist: (K,) float64 their distances, each within ``DIST_REL_TOL * L`` of the exact
             one (so possibly above d by that much).
+        point_a, point_b: with `points`, (K, 3) float64 each, a closest pair of points
+            (world space; `core.geometry.distance.pair_distances`' for the pair).
     """
     d = _check_d(d)
     r = _query(np.asarray(pos_a, np.float64), np.asarray(tri_a, np.intp),
                np.asarray(pos_b, np.float64), np.asarray(tri_b, np.intp), d, trees,
                with_hits=False)
-    return r.pairs, r.dist
+    if points:
+        return r.near.pairs, r.near.dist, r.point_a, r.point_b
+    return r.near.pairs, r.near.dist
 
 
-def _query(pos_a, tri_a, pos_b, tri_b, d: float, trees, with_hits: bool) -> NearPairs:
+def _none() -> _Found:
+    return _Found(NearPairs(np.zeros((0, 2), np.int64), np.zeros(0), np.zeros(0, dtype=bool)),
+                  np.zeros((0, 3)), np.zeros((0, 3)))
+
+
+def _query(pos_a, tri_a, pos_b, tri_b, d: float, trees, with_hits: bool) -> _Found:
     """The pairs of `near_or_intersecting_pairs` (with_hits) or `near_pairs` (without:
-    the intersection test then runs only where a near pair could be an intersecting one)."""
+    the intersection test then runs only where a near pair could be an intersecting one),
+    with their closest points."""
     if not tri_a.shape[0] or not tri_b.shape[0]:
-        return NearPairs(np.zeros((0, 2), np.int64), np.zeros(0), np.zeros(0, dtype=bool))
+        return _none()
     box_a, box_b = triangle_boxes(pos_a, tri_a), triangle_boxes(pos_b, tri_b)
     (lo_a, hi_a), (lo_b, hi_b) = box_a, box_b
     ia, ib = _candidates(pos_a, tri_a, pos_b, tri_b, box_a, box_b, d, trees)
-    out_a, out_b, out_d, out_h = [], [], [], []
+    out_a, out_b, out_d, out_h, out_p = [], [], [], [], []
     for s in range(0, ia.size, _CHUNK):
         ca, cb = ia[s:s + _CHUNK], ib[s:s + _CHUNK]
         keep, meet = _box_gaps(lo_a, hi_a, lo_b, hi_b, ca, cb, d)
@@ -257,9 +277,26 @@ def _query(pos_a, tri_a, pos_b, tri_b, d: float, trees, with_hits: bool) -> Near
         out_b.append(cb[sel])
         out_d.append(np.where(hit[sel], 0.0, r.dist[sel]))
         out_h.append(hit[sel])
+        out_p.append(_points(pos_a, tri_a, ca, pos_b, tri_b, cb, r, np.flatnonzero(sel), d))
     if not out_a:
-        return NearPairs(np.zeros((0, 2), np.int64), np.zeros(0), np.zeros(0, dtype=bool))
+        return _none()
     pa, pb = np.concatenate(out_a), np.concatenate(out_b)
     order = np.lexsort((pb, pa))
     pairs = np.stack([pa[order], pb[order]], axis=1).astype(np.int64)
-    return NearPairs(pairs, np.concatenate(out_d)[order], np.concatenate(out_h)[order])
+    pts = np.concatenate(out_p, axis=1)[:, order]
+    return _Found(NearPairs(pairs, np.concatenate(out_d)[order], np.concatenate(out_h)[order]),
+                  pts[0], pts[1])
+
+
+def _points(pos_a, tri_a, ca, pos_b, tri_b, cb, r, rows: np.ndarray, d: float) -> np.ndarray:
+    """(2, K, 3) float64 the closest points of the kept pairs ``rows`` of a chunk, as
+    `pair_distances` without ``upto`` gives them: its points for every pair it refined
+    or proved; a pair ``upto`` stopped early (its gap above d, so kept only within the
+    distance tolerance: rare) gets its points from a full call."""
+    pts = np.stack([r.point_a[rows], r.point_b[rows]])
+    late = np.flatnonzero(r.dist[rows] > d)
+    if late.size:
+        k = rows[late]
+        full = pair_distances(pos_a, tri_a, ca[k], pos_b, tri_b, cb[k])
+        pts[0, late], pts[1, late] = full.point_a, full.point_b
+    return pts

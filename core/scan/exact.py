@@ -11,6 +11,17 @@ from .. import triangles as tri_test
 from ..types import FrameInputs, FrameSeams
 
 
+def share_seam_vertex(G: np.ndarray, va: np.ndarray, vb: np.ndarray) -> np.ndarray:
+    """The seam rule on K triangle pairs: (K,) bool, the triangles share a vertex key.
+
+    G: (sum V_k,) int64 the frame's global vertex keys (`FrameSeams.G`); va, vb: (K, 3)
+    int the two triangles' corners as indices into the frame's stacked vertices (`G`'s
+    rows). Shared by the intersection stages' exact test and the clearance stage, so that
+    both skip the same adjacent pairs."""
+    ka, kb = G[va], G[vb]
+    return np.any(ka[:, :, None] == kb[:, None, :], axis=(1, 2))
+
+
 class ExactTest:
     """f(ga, gb) -> (K,) bool on stacked triangle indices (`FrameInputs.T` rows) of
     candidate pairs of different objects: True where they intersect and are not adjacent
@@ -30,8 +41,7 @@ class ExactTest:
             ob = np.searchsorted(inp.tri_off, gb, side="right") - 1
             s = np.nonzero(self.seams.hold[oa, ob])[0]
             if s.size:
-                ka, kb = G[T[ga[s]]], G[T[gb[s]]]
-                apart[s] = ~np.any(ka[:, :, None] == kb[:, None, :], axis=(1, 2))
+                apart[s] = ~share_seam_vertex(G, T[ga[s]], T[gb[s]])
         hit = np.zeros(ga.size, dtype=bool)
         idx = np.nonzero(apart)[0]
         hit[idx] = tri_test.triangle_pairs_intersect(P, T, ga[idx], P, T, gb[idx])

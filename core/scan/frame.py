@@ -2,7 +2,10 @@
 
     inputs  = FrameInputs(positions, poses, triangles)        the frame's surfaces
     near    = broad_phase.object_pairs(positions)              object pairs whose boxes meet
-    seams   = seams.frame_seams(objects, inputs, near.pairs)    which vertices are one
+    inflated = broad_phase.object_pairs_within(positions, d)   the same inflated by the
+                                                                clearance d, when asked
+    seams   = seams.frame_seams(objects, inputs, near.pairs     which vertices are one
+                                (+ inflated.pairs))             (once, for both stages)
     exact   = exact.ExactTest(inputs, seams)                    the narrow phase's exact test
     between = between.pairs_between(..., near, seams, exact)    candidate pairs of the two
                                                                 objects' volumes, tested
@@ -23,7 +26,7 @@ import numpy as np
 
 from ..query import broad_phase
 from ..rig import Pose
-from ..types import FrameInputs, FrameResult
+from ..types import FrameInputs, FrameResult, FrameSeams, ObjectPairs
 from .between import pairs_between
 from .dispatch import OWN, check_mode, frame_method, frame_triangles
 from .exact import ExactTest
@@ -79,9 +82,16 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
     # The kept frames of carrying objects, brought up to this frame once and shared by the
     # pairs between objects and the self pairs (`self_collision.frame_state`).
     kept: dict = {}
+    inflated = seams = None
+    if clearance is not None:
+        inflated = broad_phase.object_pairs_within(inputs.positions, clearance)
     if inputs.n > 1:
         near = broad_phase.object_pairs(inputs.positions)
-        seams = frame_seams(objects, inputs, near.pairs)
+        # One seam stage for both stages: whether seams hold is decided per object pair
+        # and the frame's keys do not depend on which pairs asked, so the union's answer
+        # is the intersection stages' own on their pairs.
+        seams = frame_seams(objects, inputs, near.pairs if inflated is None else
+                            np.concatenate([near.pairs, inflated.pairs]))
         exact = ExactTest(inputs, seams)
         result.pairs, st, methods = pairs_between(objects, inputs, near, seams, exact, mode,
                                                   first_hit, enough_between, kept)
@@ -93,7 +103,7 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
         result.pairs += pairs
         result.stats += stats
     if clearance is not None:
-        result.near = _clearance(objects, inputs, clearance)
+        result.near = _clearance(objects, inputs, clearance, inflated, seams)
     result.ms = (time.perf_counter() - t0) * 1000.0
     return result
 
@@ -107,14 +117,18 @@ def clearance_frame(objects: list[CollisionObject], positions: list[np.ndarray],
     return _clearance(objects, _inputs(objects, positions, poses, triangles), clearance)
 
 
-def _clearance(objects: list[CollisionObject], inputs: FrameInputs, d: float) -> list:
-    """The clearance stage: the broad phase inflated by d, the seams of its object pairs
-    (computed apart from the intersection stages', whose pairs they must not change), the
-    near pairs."""
-    inflated = broad_phase.object_pairs_within(inputs.positions, d)
+def _clearance(objects: list[CollisionObject], inputs: FrameInputs, d: float,
+               inflated: ObjectPairs | None = None, seams: FrameSeams | None = None) -> list:
+    """The clearance stage: the broad phase inflated by d, the seams of its object pairs,
+    the near pairs. `inflated` and `seams`: the frame's, when `query_frame` computed them
+    already (its seam stage ran on the inflated pairs too)."""
+    if inflated is None:
+        inflated = broad_phase.object_pairs_within(inputs.positions, d)
     if inputs.n < 2:
         return []
-    return near_between(objects, inputs, inflated, frame_seams(objects, inputs, inflated.pairs), d)
+    if seams is None:
+        seams = frame_seams(objects, inputs, inflated.pairs)
+    return near_between(objects, inputs, inflated, seams, d)
 
 
 def _inputs(objects: list[CollisionObject], positions: list[np.ndarray],

@@ -20,10 +20,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..geometry.distance import pair_distances
 from ..query.near import near_pairs
 from ..types import FrameInputs, FrameSeams, ObjectPairs
 from .carry import for_object
+from .exact import share_seam_vertex
 from .objects import CollisionObject
 
 
@@ -62,15 +62,11 @@ def near_between(objects: list[CollisionObject], inputs: FrameInputs, near: Obje
         pa, pb = inputs.positions[i], inputs.positions[j]
         ta, tb = inputs.triangles[i], inputs.triangles[j]
         trees = (for_object(objects[i]), for_object(objects[j]))
-        pairs, dist = near_pairs(pa, ta, pb, tb, d, trees)
-        if pairs.size and seams.G is not None and seams.hold[i, j]:
-            G = seams.G
-            ka = G[inputs.v_off[i] + ta[pairs[:, 0]]]
-            kb = G[inputs.v_off[j] + tb[pairs[:, 1]]]
-            apart = ~np.any(ka[:, :, None] == kb[:, None, :], axis=(1, 2))
-            pairs, dist = pairs[apart], dist[apart]
-        if not pairs.size:
-            continue
-        r = pair_distances(pa, ta, pairs[:, 0], pb, tb, pairs[:, 1])
-        out.append((i, j, NearResult(pairs, dist, r.point_a, r.point_b)))
+        r = NearResult(*near_pairs(pa, ta, pb, tb, d, trees, points=True))
+        if r.pairs.size and seams.G is not None and seams.hold[i, j]:
+            apart = ~share_seam_vertex(seams.G, inputs.v_off[i] + ta[r.pairs[:, 0]],
+                                       inputs.v_off[j] + tb[r.pairs[:, 1]])
+            r = NearResult(*(x[apart] for x in r))
+        if r.pairs.size:
+            out.append((i, j, r))
     return out
