@@ -67,10 +67,10 @@ def _redraw(self, context):
 
 def _clearance_changed(self, context):
     # Off drops the near results at once; on, or a new distance, queries the frame again
-    # (`addon.clearance`, which never raises into Blender's property update).
-    from . import clearance
+    # (`addon.clearance_settings`, which never raises into Blender's property update).
+    from . import clearance_settings
 
-    clearance.settings_changed(context, self.id_data)
+    clearance_settings.settings_changed(context, self.id_data)
 
 
 class SKINCOLLIDE_PG_settings(bpy.types.PropertyGroup):
