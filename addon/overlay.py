@@ -11,6 +11,9 @@ import numpy as np
 
 from .state import STATE
 
+#: The default near colour (`SKINCOLLIDE_PG_settings.near_color`): amber.
+NEAR_COLOUR = (1.0, 0.65, 0.0, 0.6)
+
 # The highlight floats this fraction of the triangle's size off the surface, so it does
 # not z-fight with the mesh.
 OFFSET = 0.02
@@ -52,30 +55,46 @@ def sphere_wires(centers: np.ndarray, radii: np.ndarray, segments: int = 24) -> 
 
 
 def timeline_strip(frames: np.ndarray, counts: np.ndarray, frame_to_x, height: float,
-                   bottom: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+                   bottom: float = 0.0, near: np.ndarray | None = None,
+                   near_colour=NEAR_COLOUR) -> tuple[np.ndarray, np.ndarray]:
     """Rectangles of the collision strip in the timeline.
 
     Args:
         frames: (F,) int frames; counts: (F,) int colliding pairs per frame.
         frame_to_x: maps an array of frame numbers to region x pixels.
         height: strip height in pixels; bottom: its lower edge.
+        near: optional (F,) int near contacts per frame, counted only where the frame has
+            no intersection (`strip_near`); those frames are drawn in `near_colour`
+            (RGBA, its alpha as given), the colliding ones as without it.
     Returns:
-        vertices (6K, 2) float32 (two triangles per colliding frame) and colours (6K, 4)
-        float32, red growing more opaque with the count.
+        vertices (6K, 2) float32 (two triangles per marked frame) and colours (6K, 4)
+        float32: red growing more opaque with the count, then the near frames.
     """
     keep = counts > 0
     f, n = frames[keep].astype(np.float64), counts[keep].astype(np.float64)
-    if f.size == 0:
+    near_f = np.zeros(0)
+    if near is not None:
+        near_f = frames[(np.asarray(near) > 0) & ~keep].astype(np.float64)
+    if f.size == 0 and near_f.size == 0:
         return np.zeros((0, 2), np.float32), np.zeros((0, 4), np.float32)
+    quads = _frame_quads(np.r_[f, near_f], frame_to_x, height, bottom)
+    colours = np.zeros((f.size + near_f.size, 4))
+    if f.size:
+        alpha = 0.35 + 0.65 * np.log1p(n) / np.log1p(n.max())
+        colours[:f.size] = np.stack([np.ones_like(alpha), 0.15 + 0 * alpha,
+                                     0.1 + 0 * alpha, alpha], 1)
+    colours[f.size:] = np.asarray(tuple(near_colour), dtype=np.float64)[:4]
+    colours = np.repeat(colours[:, None], 6, axis=1)
+    return quads.reshape(-1, 2).astype(np.float32), colours.reshape(-1, 4).astype(np.float32)
+
+
+def _frame_quads(f: np.ndarray, frame_to_x, height: float, bottom: float) -> np.ndarray:
+    """(K, 6, 2) float64: two triangles covering each frame of `f` ((K,) float64)."""
     x0 = np.asarray(frame_to_x(f - 0.5), dtype=np.float64)
     x1 = np.asarray(frame_to_x(f + 0.5), dtype=np.float64)
     y0, y1 = np.full_like(x0, bottom), np.full_like(x0, bottom + height)
-    quads = np.stack([np.stack([x0, y0], 1), np.stack([x1, y0], 1), np.stack([x1, y1], 1),
-                      np.stack([x0, y0], 1), np.stack([x1, y1], 1), np.stack([x0, y1], 1)], 1)
-    alpha = 0.35 + 0.65 * np.log1p(n) / np.log1p(n.max())
-    colours = np.repeat(np.stack([np.ones_like(alpha), 0.15 + 0 * alpha, 0.1 + 0 * alpha,
-                                  alpha], 1)[:, None], 6, axis=1)
-    return quads.reshape(-1, 2).astype(np.float32), colours.reshape(-1, 4).astype(np.float32)
+    return np.stack([np.stack([x0, y0], 1), np.stack([x1, y0], 1), np.stack([x1, y1], 1),
+                     np.stack([x0, y0], 1), np.stack([x1, y1], 1), np.stack([x0, y1], 1)], 1)
 
 
 # The 12 edges of a box, as pairs of corner indices (corner k: bits x, y, z of k).
@@ -166,8 +185,36 @@ def contact_lines(res) -> np.ndarray:
     return np.concatenate(segs).reshape(-1, 3).astype(np.float32)
 
 
+def near_arrays(res, objects: dict) -> tuple[np.ndarray, np.ndarray]:
+    """What the overlay draws in the near colour for a result with Clearance on: the TRIS
+    vertices of its near triangles (`LiveResult.near_triangles`, intersecting ones left
+    out) and the closest segment of each near contact (`addon.clearance.near_segments`).
+
+    Args:
+        res: a `session.LiveResult`; objects: object name -> its `CollisionObject`.
+    Returns:
+        (3N, 3) float32 and (2S, 3) float32.
+    """
+    from .clearance import near_segments
+
+    empty = np.zeros((0, 3), np.float32)
+    found = getattr(res, "near_contacts", None) or [] if res is not None else []
+    if not found or res.error:
+        return empty, empty
+    tris = []
+    near = getattr(res, "near_triangles", None) or []
+    for k, (name, pos) in enumerate(zip(res.names, res.positions)):
+        obj = objects.get(name)
+        if obj is None or k >= len(near) or not near[k].size:
+            continue
+        tris.append(triangle_overlay(pos, object_triangles(res, k, obj), near[k]))
+    return (np.concatenate(tris) if tris else empty), near_segments(found)
+
+
 #: Width of the intersection curves, in pixels.
 CURVE_WIDTH = 3.0
+#: Width of the near contacts' closest segments, in pixels.
+NEAR_WIDTH = 2.0
 
 
 class _Drawn:
@@ -175,10 +222,15 @@ class _Drawn:
     the result or the sphere settings change (a redraw then costs only the draw calls)."""
 
     __slots__ = ("res", "key", "tris", "lines", "batches", "curves", "curve_batch",
-                 "line_batches")
+                 "line_batches", "near_tris", "near_lines", "near_batches", "near_line_batch")
 
-    def __init__(self, res, key, tris, lines):
+    def __init__(self, res, key, tris, lines, near_tris=None, near_lines=None):
         self.res, self.key, self.tris, self.lines = res, key, tris, lines
+        empty = np.zeros((0, 3), np.float32)
+        self.near_tris = empty if near_tris is None else near_tris     # near colour
+        self.near_lines = empty if near_lines is None else near_lines  # closest segments
+        self.near_batches = None
+        self.near_line_batch = None
         self.batches = None          # (tris batch | None, lines batch | None, shader)
         self.curves = None           # the contacts' curves, made on first draw
         self.curve_batch = None      # (batch, shader)
@@ -205,7 +257,7 @@ def _drawn_for(scene) -> _Drawn:
                 objects[name] = storage.load(ob)
     tris, lines = result_arrays(res, objects, *key)
     STATE.build_count += 1
-    d = STATE.drawn[scene.name_full] = _Drawn(res, key, tris, lines)
+    d = STATE.drawn[scene.name_full] = _Drawn(res, key, tris, lines, *near_arrays(res, objects))
     return d
 
 
@@ -214,6 +266,13 @@ def live_batches(scene):
     result, built once per result."""
     d = _drawn_for(scene)
     return d.tris, d.lines
+
+
+def live_near_batches(scene):
+    """The viewport's near-colour TRIS vertices and closest-segment LINES vertices for the
+    scene's last result (Clearance on), built once per result."""
+    d = _drawn_for(scene)
+    return d.near_tris, d.near_lines
 
 
 def forget_drawn() -> None:
@@ -289,6 +348,12 @@ def _draw_view3d():
     elif not s.show_triangles and d.lines.size:
         d.line_batches = draw_arrays(np.zeros((0, 3), np.float32), d.lines, s.overlay_color,
                                      d.line_batches)
+    if s.show_triangles and d.near_tris.size:
+        d.near_batches = draw_arrays(d.near_tris, np.zeros((0, 3), np.float32), s.near_color,
+                                     d.near_batches)
+    if d.near_lines.size:
+        d.near_line_batch = draw_curves(d.near_lines, s.near_color, d.near_line_batch,
+                                        width=NEAR_WIDTH)
     if d.curves is None:
         d.curves = contact_lines(d.res) if d.res is not None and not d.res.error else \
             np.zeros((0, 3), np.float32)
@@ -333,6 +398,20 @@ def strip_arrays(scene) -> tuple[np.ndarray, np.ndarray]:
     return frames, counts
 
 
+def strip_near(scene) -> np.ndarray:
+    """(F,) int32, per frame of the last scan (`strip_arrays`' order): its near contacts
+    (scanned with Clearance on) where the frame has no intersection, else 0 (a colliding
+    or unchecked frame is marked as such, not as near)."""
+    fc = scene.skin_collide.frame_counts
+    near = np.zeros(len(fc), np.int32)
+    pairs = np.zeros(len(fc), np.int32)
+    if len(fc):
+        fc.foreach_get("near", near)
+        fc.foreach_get("pairs", pairs)
+    near[pairs != 0] = 0
+    return near
+
+
 @_guarded("timeline")
 def _draw_timeline():
     import bpy
@@ -350,7 +429,8 @@ def _draw_timeline():
     x1 = v2d.view_to_region(1000.0, 0.0, clip=False)[0]
     scale = (x1 - x0) / 1000.0
     verts, colours = timeline_strip(frames, counts, lambda f: x0 + scale * f,
-                                    height=6.0, bottom=2.0)
+                                    height=6.0, bottom=2.0, near=strip_near(scene),
+                                    near_colour=scene.skin_collide.near_color)
     if not verts.size:
         return
     shader = gpu.shader.from_builtin("SMOOTH_COLOR")

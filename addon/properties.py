@@ -42,6 +42,8 @@ class SKINCOLLIDE_PG_frame_count(bpy.types.PropertyGroup):
     pairs: bpy.props.IntProperty(name="Pairs")
     crossing: bpy.props.FloatProperty(name="Crossing Length", description="Total length "
                                       "of the frame's crossing contacts", default=0.0)
+    near: bpy.props.IntProperty(name="Near Contacts", description="Near contacts of the "
+                                "frame (scanned with Clearance on; 0 otherwise)", default=0)
 
 
 class SKINCOLLIDE_PG_object(bpy.types.PropertyGroup):
@@ -61,6 +63,14 @@ def _redraw(self, context):
     for window in getattr(context.window_manager, "windows", []):
         for area in window.screen.areas:
             area.tag_redraw()
+
+
+def _clearance_changed(self, context):
+    # Off drops the near results at once; on, or a new distance, queries the frame again
+    # (`addon.clearance_settings`, which never raises into Blender's property update).
+    from . import clearance_settings
+
+    clearance_settings.settings_changed(context, self.id_data)
 
 
 class SKINCOLLIDE_PG_settings(bpy.types.PropertyGroup):
@@ -105,6 +115,20 @@ class SKINCOLLIDE_PG_settings(bpy.types.PropertyGroup):
     overlay_color: bpy.props.FloatVectorProperty(
         name="Overlay Color", subtype="COLOR", size=4, min=0.0, max=1.0,
         default=(1.0, 0.1, 0.05, 0.7), update=_redraw)
+    clearance: bpy.props.BoolProperty(
+        name="Clearance", description="Also find where two different characters come "
+        "within the distance without touching (near contacts, drawn in the near colour). "
+        "Self-clearance is not computed: only pairs of two different objects",
+        default=False, update=_clearance_changed)
+    clearance_distance: bpy.props.FloatProperty(
+        name="Clearance Distance", description="Faces of two different characters closer "
+        "than this (and not intersecting) are near contacts. Self-clearance is not "
+        "computed", default=0.01, min=0.0, soft_max=0.5, subtype="DISTANCE", unit="LENGTH",
+        precision=4, update=_clearance_changed)
+    near_color: bpy.props.FloatVectorProperty(
+        name="Near Color", description="Colour of the near faces and closest segments",
+        subtype="COLOR", size=4, min=0.0, max=1.0, default=(1.0, 0.65, 0.0, 0.6),
+        update=_redraw)
     sphere_count: bpy.props.IntProperty(
         name="Spheres", description="Spheres per character for Build Sphere Set (a "
         "variational sphere set, Wang et al. 2006)", min=1, soft_max=512, default=64)

@@ -10,7 +10,7 @@ import numpy as np
 from ..core import scan as core_scan
 from ..core.aabb_tree import query as _query
 from ..core.query import multi
-from . import drawn, extract, motion, scanner, storage
+from . import clearance, drawn, extract, motion, scanner, storage
 from . import rest_contacts as rest_contacts_store
 from .state import STATE
 
@@ -56,6 +56,14 @@ class LiveResult:
     dense: bool = False
     #: the frame's contacts (`core.contacts.groups.Contact`), partitioning its pairs
     contacts: list = field(default_factory=list)
+    #: with the panel's Clearance on: the clearance D (scene units; None: off), the
+    #: frame's near contacts (`core.contacts.near.NearContact`, after the filters), per
+    #: object the (N,) int64 triangles drawn in the near colour (`addon.clearance`), and
+    #: the panel's hint when the clearance cannot apply (fewer than two characters)
+    clearance: float | None = None
+    near_contacts: list = field(default_factory=list)
+    near_triangles: list = field(default_factory=list)
+    clearance_note: str = ""
 
     @property
     def n_pairs(self) -> int:
@@ -298,11 +306,13 @@ def forget_contacts(uids: set[str]) -> None:
 def pipeline(scene, meshes: list, objects: list, first_hit: bool = False) -> scanner.Scanner:
     """The scene's pipeline (`addon.scanner.Scanner`, the one the headless scan uses) over
     built `meshes`, with the panel's settings: method, self-collision and the stored rest
-    contacts (by stable ids). Cheap to make: the objects come built."""
+    contacts (by stable ids); with Clearance on, its distance (`addon.clearance.distance`).
+    Cheap to make: the objects come built."""
     s = scene.skin_collide
     sc = scanner.Scanner(meshes, method=s.method, self_collision=s.self_collision,
                          first_hit=first_hit, objects=objects,
-                         ids=[participant_id(ob) for ob in meshes])
+                         ids=[participant_id(ob) for ob in meshes],
+                         clearance=clearance.distance(scene))
     sc.where = scanner.where(scene)
     if s.ignore_rest_contacts:
         sc.ignore = rest_contacts_store.index(
@@ -379,6 +389,9 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
     the contacts of an object pair whose pairs and their triangles did not change are
     those of the last update (`core.contacts.groups.frame_contacts`' memo). A query
     without it (Refresh, Scan Frame Range) starts afresh and drops what was kept.
+
+    With the panel's Clearance on, the result also carries the frame's near contacts and
+    the triangles the overlay draws in the near colour (`addon.clearance`).
     """
     objects = objects or load_objects(meshes)
     for o in objects:
@@ -419,12 +432,18 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
                    "them all; a pose this broken is best fixed before checking further")
     elif n_polys > MAX_PAIRS:
         warning = f"{n_polys} colliding pairs: only the first {MAX_PAIRS} are kept"
+    hit_tris = [t.astype(np.int64) for t in hit_tris]
+    near_found = list(rec.near_contacts) if sc.clearance is not None else []
+    near_tris = clearance.near_triangles(sc.objects, out.near, near_found, hit_tris) \
+        if near_found else []
     result = LiveResult(scene.frame_current, rec.ms, names, out.positions,
-                        [t.astype(np.int64) for t in hit_tris], rec.pairs[:MAX_PAIRS],
+                        hit_tris, rec.pairs[:MAX_PAIRS],
                         total_pairs=n_polys, warning=warning, triangles=out.triangles,
                         modes=rec.modes, poses=out.poses, more_than=sc.stopped,
                         contacts=rec.contacts,
-                        dense=sc.dense)
+                        dense=sc.dense, clearance=sc.clearance, near_contacts=near_found,
+                        near_triangles=near_tris,
+                        clearance_note=clearance.note(scene, len(meshes)))
     STATE.live[scene.name_full] = result
     return result
 

@@ -29,6 +29,8 @@ def _query_now(op, context):
         return None
     if res.warning:
         op.report({"WARNING"}, res.warning)
+    if res.clearance_note:          # Clearance on with one character: say why nothing near
+        op.report({"WARNING"}, res.clearance_note)
     return res
 
 
@@ -65,7 +67,9 @@ class SKINCOLLIDE_OT_refresh(bpy.types.Operator):
         if res is None:
             return {"CANCELLED"}
         count = res.count_text
-        self.report({"INFO"}, f"Frame {res.frame}: {count} colliding pair(s), {res.ms:.1f} ms")
+        near = f", {len(res.near_contacts)} near contact(s)" if res.clearance is not None else ""
+        self.report({"INFO"}, f"Frame {res.frame}: {count} colliding pair(s){near}, "
+                              f"{res.ms:.1f} ms")
         return {"FINISHED"}
 
 

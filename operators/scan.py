@@ -30,7 +30,8 @@ def report_document(scene, meshes, objects, records, n_requested: int,
     frame_records = [
         scanner.FrameRecord(f, r.polygon_pairs, r.ms, 0.0, list(r.modes),
                             not_checked=r.error if r.not_checked else "",
-                            pairs_total=r.n_pairs, contacts=list(r.contacts))
+                            pairs_total=r.n_pairs, contacts=list(r.contacts),
+                            near_contacts=list(getattr(r, "near_contacts", None) or []))
         for f, r in records]
     return sc.report(frame_records, n_requested).to_json(max_total=REPORT_MAX_PAIRS)
 
@@ -45,6 +46,7 @@ def _record(scene, meshes, objects, records, n_requested: int, first_hit: bool =
         item.frame, item.pairs = frame, (-1 if res.not_checked else res.n_pairs)
         item.crossing = sum(c.length for c in getattr(res, "contacts", None) or []
                             if c.kind == "crossing")
+        item.near = len(getattr(res, "near_contacts", None) or [])
     report = report_document(scene, meshes, objects, records, n_requested, first_hit)
     if s.report is None:
         s.report = bpy.data.texts.new(storage.TEXT_PREFIX + "report.json")
@@ -126,8 +128,12 @@ class SKINCOLLIDE_OT_scan(TimerSteps, bpy.types.Operator):
         n = sum(1 for _, r in self._records if r.n_pairs > 0)
         skipped = [r for _, r in self._records if r.not_checked]
         hidden = ", ".join(f"'{name}'" for name in self._hidden)
-        self.report({"WARNING" if skipped or hidden else "INFO"},
+        near = sum(1 for _, r in self._records if r.near_contacts and r.n_pairs == 0)
+        note = next((r.clearance_note for _, r in self._records if r.clearance_note), "")
+        self.report({"WARNING" if skipped or hidden or note else "INFO"},
                     f"{n} of {len(self._records)} frames collide"
+                    + (f", {near} more under the clearance" if near else "")
+                    + (f"; {note}" if note else "")
                     + (f"; {episodes} marker(s) placed" if episodes else "")
                     + (f"; {len(skipped)} frame(s) not checked: {skipped[0].error}"
                        if skipped else "")

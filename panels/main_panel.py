@@ -65,6 +65,12 @@ class SKINCOLLIDE_PT_main(bpy.types.Panel):
         row.prop(s, "overlay_color", text="")
         row.prop(s, "show_triangles", toggle=True)
         row = layout.row(align=True)
+        row.prop(s, "clearance")
+        sub = row.row(align=True)
+        sub.active = s.clearance
+        sub.prop(s, "clearance_distance", text="")
+        sub.prop(s, "near_color", text="")
+        row = layout.row(align=True)
         row.prop(s, "show_spheres")
         sub = row.row()
         sub.active = s.show_spheres
@@ -82,7 +88,8 @@ class SKINCOLLIDE_PT_main(bpy.types.Panel):
                                  icon="INFO")
                 if res.warning:
                     layout.label(text=res.warning, icon="ERROR")
-                _draw_contacts(layout, res)
+                _draw_clearance(layout, res, scene)
+                _draw_contacts(layout, res, scene)
         row = layout.row(align=True)
         row.operator("skin_collide.select_colliding", icon="RESTRICT_SELECT_OFF")
         row.operator("skin_collide.bake_highlight", text="", icon="BRUSH_DATA")
@@ -95,7 +102,9 @@ class SKINCOLLIDE_PT_main(bpy.types.Panel):
         if len(s.frame_counts):
             hits = sum(1 for item in s.frame_counts if item.pairs > 0)
             skipped = sum(1 for item in s.frame_counts if item.pairs < 0)
-            layout.label(text=f"Last scan: {hits} of {len(s.frame_counts)} frames collide")
+            near = sum(1 for item in s.frame_counts if item.pairs == 0 and item.near > 0)
+            layout.label(text=f"Last scan: {hits} of {len(s.frame_counts)} frames collide"
+                         + (f", {near} under the clearance" if near else ""))
             if skipped:
                 layout.label(text=f"{skipped} frame(s) not checked (bones scaled to zero)",
                              icon="ERROR")
@@ -111,13 +120,29 @@ class SKINCOLLIDE_PT_main(bpy.types.Panel):
 CONTACTS_LISTED = 8
 
 
-def _draw_contacts(layout, res) -> None:
-    """The frame's contacts, the longest first: bones, length, kind; a click frames the
-    view on one and selects its faces (`skin_collide.frame_contact`)."""
+def _draw_clearance(layout, res, scene) -> None:
+    """With Clearance on: how many near contacts the frame has, within which distance,
+    or why there can be none (`LiveResult.clearance_note`)."""
+    from ..addon.clearance import distance_text
+
+    if res.clearance_note:
+        layout.label(text=res.clearance_note, icon="INFO")
+    elif res.clearance is not None:
+        n = len(res.near_contacts)
+        layout.label(text=f"{n} near contact(s) within {distance_text(scene, res.clearance)}",
+                     icon="DRIVER_DISTANCE" if n else "CHECKMARK")
+
+
+def _draw_contacts(layout, res, scene=None) -> None:
+    """The frame's contacts, the longest first: bones, length, kind; then its near
+    contacts (Clearance on), the closest first, with their distance in scene units. A
+    click frames the view on one and selects its faces (`skin_collide.frame_contact`,
+    whose index counts the near contacts after the intersections)."""
     from ..core.contacts.episodes import length_text
 
     found = getattr(res, "contacts", None) or []
-    if not found:
+    near = getattr(res, "near_contacts", None) or []
+    if not found and not near:
         return
     col = layout.column(align=True)
     order = sorted(range(len(found)), key=lambda k: -found[k].length)
@@ -130,6 +155,24 @@ def _draw_contacts(layout, res) -> None:
         op.index = k
     if len(found) > CONTACTS_LISTED:
         col.label(text=f"and {len(found) - CONTACTS_LISTED} more contacts")
+    if near:
+        _draw_near(col, near, len(found), scene if scene is not None else bpy.context.scene)
+
+
+def _draw_near(col, near: list, first_index: int, scene) -> None:
+    """The near contacts, the closest first: bones and distance (scene units)."""
+    from ..addon.clearance import distance_text
+
+    order = sorted(range(len(near)), key=lambda k: near[k].min_distance)
+    for k in order[:CONTACTS_LISTED]:
+        c = near[k]
+        op = col.operator("skin_collide.frame_contact",
+                          text=f"{c.bones[0] or c.a} × {c.bones[1] or c.b}: "
+                               f"{distance_text(scene, c.min_distance)} apart",
+                          icon="DRIVER_DISTANCE")
+        op.index = first_index + k
+    if len(near) > CONTACTS_LISTED:
+        col.label(text=f"and {len(near) - CONTACTS_LISTED} more near contacts")
 
 
 CLASSES = (SKINCOLLIDE_PT_main,)
