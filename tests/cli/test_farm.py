@@ -27,6 +27,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from cli_helpers import run
 
 from skin_collide import farm_commands
 from skin_collide.core.report import chunks
@@ -36,11 +37,6 @@ TEMPLATE = REPO / "farm" / "openjd" / "skin_collide_scan.yaml"
 JOB_TYPE = REPO / "farm" / "flamenco" / "skin_collide_scan.js"
 STUB = Path(__file__).resolve().parent / "flamenco_author_stub.js"
 OPENJD_CLI = "openjd-cli==0.8.0"
-
-
-def run(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "skin_collide", *map(str, args)],
-                          capture_output=True, text=True, timeout=600, **kw)
 
 
 def one_error_line(res) -> str:
