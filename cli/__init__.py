@@ -8,7 +8,8 @@ stdout carries only the command's own lines; Blender's log lines go to stderr.
 
 One module per command (`doctor`, `demo`, `scan`, `merge`, `sphere_set`, `snapshot`,
 `farm`), each with its `add_parser` and `run`; the scan flags are defined once in
-`scan_flags`, `scan --jobs` runs in `jobs`, the error convention is `errors`.
+`scan_flags`, `scan --jobs` runs in `jobs`, the error convention is `errors`, the words
+fixed before argparse reads them (a negative value) `argv`.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import os
 import sys
 
 from . import demo, doctor, farm, merge, scan, snapshot, sphere_set
+from .argv import prepare as prepare_argv
 from .errors import (
     EXIT_CLEAN,
     EXIT_COLLISIONS,
@@ -53,7 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     import contextlib
 
-    argv = join_negative_frames(list(sys.argv[1:] if argv is None else argv))
+    try:
+        argv = prepare_argv(list(sys.argv[1:] if argv is None else argv))
+    except UsageError as exc:
+        print(f"skin_collide: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     args = build_parser().parse_args(argv)
     with contextlib.ExitStack() as scene_context:
         SCENE_CONTEXTS.append(scene_context)

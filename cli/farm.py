@@ -53,6 +53,8 @@ def _plan_from_args(args) -> dict:
                             near_pairs=args.near_pairs == "yes")
     if args.clearance:
         scan_flags.parse_clearance(args.clearance)         # a bad one: one line, exit 2
+    elif args.near_pairs == "yes":                         # scan would refuse every chunk
+        raise UsageError("--near-pairs lists the near pairs of --clearance: give --clearance D")
     return farm.plan(args.file, start, end, args.chunk, args.out, flags)
 
 

@@ -170,13 +170,17 @@ def lbs_bounds(tree: SphereTree, rig: Rig, corner_entry_limit: int = CORNER_ENTR
 
 def _corner_rows(tree: SphereTree, joints: np.ndarray, weights: np.ndarray,
                  joint_ptr: np.ndarray, pair_key: np.ndarray, nj: int, corner_entry_limit: int,
-                 chunk_memberships: int = BUILD_CHUNK_MEMBERSHIPS):
+                 chunk_memberships: int | None = None):
     """The corner rows of the nodes whose corners are affordable: corner_ptr (N + 1,),
     entry_ptr (R + 1,), entry_slot (E,) and entry_weight (E,) (see `LbsBounds`).
 
     Built over chunks of nodes (`_node_chunks`), each chunk's corners compacted to entries
     before the next; `node_corners` skips the nodes it proves over the limit (most of the
-    corners near the root), the exact count below decides the rest."""
+    corners near the root), the exact count below decides the rest. `chunk_memberships`
+    None: `BUILD_CHUNK_MEMBERSHIPS` as it is at the call."""
+    if chunk_memberships is None:
+        # Read here, not as the default argument: a default is bound once, at import.
+        chunk_memberships = BUILD_CHUNK_MEMBERSHIPS
     N = tree.n_nodes
     ptr = tree.node_vert_ptr
     corner_count = np.zeros(N, dtype=np.int64)

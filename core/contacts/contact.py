@@ -61,13 +61,28 @@ SEGMENTS_LIMIT_TEXT = (f"segments are listed up to {SEGMENTS_PER_FRAME} per fram
 
 
 CSV_COLUMNS = ("frame", "object_a", "object_b", "bone_a", "bone_b", "kind", "length",
-               "pairs", "center_x", "center_y", "center_z")
+               "pairs", "center_x", "center_y", "center_z", "min_distance")
+
+
+def _csv_row(frame: int, c: dict) -> list:
+    """One contact's CSV row (`CSV_COLUMNS`). An intersection contact (crossing,
+    touching) has a length and a blank min_distance; a near contact (`scan --clearance`,
+    `core.contacts.near`) a blank length, its min_distance, and as centre the midpoint of
+    its two closest points."""
+    n = len(c["pairs"]) if "pairs" in c else c.get("n_pairs", 0)
+    head = [frame, *c["objects"], *("" if b is None else b for b in c["bones"]), c["kind"]]
+    if c["kind"] == "near":
+        pa, pb = c["points"]
+        center = [(float(x) + float(y)) / 2.0 for x, y in zip(pa, pb)]
+        return [*head, "", n, *map(repr, center), repr(float(c["min_distance"]))]
+    return [*head, repr(float(c["length"])), n, *map(repr, c["center"]), ""]
 
 
 def contacts_csv(report: dict) -> str:
     """A report's contacts as CSV text, one row per contact of every frame (`CSV_COLUMNS`;
-    `pairs` is the contact's pair count). Frames without contacts (older reports, frames
-    not checked) give no rows."""
+    `pairs` is the contact's pair count): a frame's intersection contacts, then its near
+    contacts (kind "near", in a clearance scan's report). Frames without contacts (older
+    reports, frames not checked) give no rows."""
     import csv
     import io
 
@@ -75,8 +90,6 @@ def contacts_csv(report: dict) -> str:
     w = csv.writer(out, lineterminator="\n")
     w.writerow(CSV_COLUMNS)
     for fr in report.get("frames", []):
-        for c in fr.get("contacts", []):
-            n = len(c["pairs"]) if "pairs" in c else c.get("n_pairs", 0)
-            w.writerow([fr["frame"], *c["objects"], *("" if b is None else b for b in c["bones"]),
-                        c["kind"], repr(float(c["length"])), n, *map(repr, c["center"])])
+        for c in [*fr.get("contacts", []), *fr.get("near_contacts", [])]:
+            w.writerow(_csv_row(fr["frame"], c))
     return out.getvalue()

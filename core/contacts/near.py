@@ -16,7 +16,8 @@ helpers (`_components_of`, `_bones`), not a copy. Each **near contact** carries:
 * ``bones``: per side, the deform bone with the largest summed weight over the side's
   polygons (as for intersection contacts).
 
-Episodes by bone pair: runs of consecutive scanned frames with a near contact of the same
+Episodes by bone pair (built as contact episodes are, `core.contacts.episodes.keyed_runs`):
+runs of consecutive scanned frames with a near contact of the same
 objects and bones, with the closest distance and its frame.
 """
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Sequence
 
 import numpy as np
 
+from . import episodes
 from .bones import _bones
 from .episodes import length_text
 from .groups import _components_of
@@ -159,16 +161,10 @@ def reported(objects: Sequence, near: Sequence, zones: dict, allow: set, ignore_
 # --- Episodes by bone pair --------------------------------------------------------------
 
 @dataclass
-class NearEpisode:
+class NearEpisode(episodes.Episode):
     """A run of consecutive scanned frames in which objects `a`, `b` have a near contact
     between bones `bone_a`, `bone_b`; the closest distance `closest` at `closest_frame`."""
 
-    a: str
-    b: str
-    bone_a: str | None
-    bone_b: str | None
-    start: int
-    end: int
     closest_frame: int
     closest: float
     frames: int
@@ -180,59 +176,33 @@ class NearEpisode:
                 "closest": self.closest, "frames": self.frames, "kind": self.kind}
 
     def describe(self) -> str:
-        span = f"frame {self.start}" if self.start == self.end else \
-            f"frames {self.start}–{self.end}"
-        return (f"{self.a} × {self.b}, {self.bone_a or '-'} × {self.bone_b or '-'}: {span}, "
+        return (f"{self.a} × {self.b}, {self.bone_a or '-'} × {self.bone_b or '-'}: "
+                f"{self.span()}, "
                 f"closest {length_text(self.closest)} at frame {self.closest_frame}")
 
 
-def _key(c: dict) -> tuple:
-    a, b = c["objects"]
-    ba, bb = c["bones"]
-    if (a, b) != tuple(sorted((a, b))):
-        a, b, ba, bb = b, a, bb, ba
-    return a, b, ba, bb
+def _fold_near(value: float, c: dict) -> float:
+    """A frame's closest distance of a bone pair."""
+    return min(value, float(c["min_distance"]))
 
 
 def near_episodes(frames: Sequence[tuple[int, Sequence[dict]]]) -> list[NearEpisode]:
     """Episodes by bone pair from ``[(frame, near contacts as in the report), ...]`` in
     scan order."""
-    open_: dict[tuple, NearEpisode] = {}
-    done: list[NearEpisode] = []
-    for frame, found in frames:
-        closest: dict[tuple, float] = {}
-        for c in found:
-            k = _key(c)
-            closest[k] = min(closest.get(k, np.inf), float(c["min_distance"]))
-        for key in [k for k in open_ if k not in closest]:
-            done.append(open_.pop(key))
-        for key, d in closest.items():
-            ep = open_.get(key)
-            if ep is None:
-                open_[key] = NearEpisode(*key, frame, frame, frame, d, 1)
-            else:
-                ep.end, ep.frames = frame, ep.frames + 1
-                if d < ep.closest:
-                    ep.closest_frame, ep.closest = frame, d
-    done.extend(open_.values())
-    done.sort(key=lambda e: (e.start, e.a, e.b, str(e.bone_a), str(e.bone_b)))
-    return done
+    out = []
+    for key, run in episodes.keyed_runs(frames, _fold_near, np.inf):
+        frame, closest = episodes.best_frame(run, lambda x, y: x < y)
+        out.append(NearEpisode(*key, run[0][0], run[-1][0], frame, closest, len(run)))
+    return out
 
 
 def episodes_of_report(frames: Sequence[dict]) -> list[NearEpisode]:
     """`near_episodes` of a report's frames (those that carry near contacts)."""
-    return near_episodes([(f["frame"], f["near_contacts"]) for f in frames
-                          if "not_checked" not in f and "near_contacts" in f])
+    return near_episodes(episodes.report_frames(frames, "near_contacts"))
 
 
 def summary(eps: Sequence[NearEpisode], limit: int = 10) -> str:
     """Lines naming the near episodes (the closest first, `limit` of them, then how many
     more), for the console and JUnit."""
-    if not eps:
-        return "no near contacts"
-    top = sorted(eps, key=lambda e: (e.closest, e.start))
-    lines = [f"{len(eps)} near episode(s) by bone pair:"]
-    lines += ["  " + e.describe() for e in top[:limit]]
-    if len(eps) > limit:
-        lines.append(f"  and {len(eps) - limit} more")
-    return "\n".join(lines)
+    return episodes.summary_lines(eps, lambda e: (e.closest, e.start), "near",
+                                  "no near contacts", limit)

@@ -45,6 +45,10 @@ const JOB_TYPE = {
           description: "Drop the pairs that collide in the rest pose (scan --ignore-rest-contacts)" },
         { key: "allow", type: "string", subtype: "file_path", default: "", visible: "submission",
           description: "Reviewed pairs to drop (scan --allow FILE); empty for none" },
+        { key: "clearance", type: "string", default: "", visible: "submission",
+          description: "Also near contacts within D (scan --clearance D: 2mm, 1cm or scene units); empty for none" },
+        { key: "near_pairs", type: "bool", default: false, visible: "submission",
+          description: "List the near polygon pairs (scan --near-pairs; needs a clearance)" },
         { key: "python", type: "string", default: "python3", visible: "submission",
           description: "The workers' Python with bpy and skin_collide" },
         { key: "blendfile", type: "string", required: true, visible: "web",
@@ -110,6 +114,8 @@ function scanFlags(settings) {
     if (settings.first_hit) flags.push("--first-hit");
     if (settings.ignore_rest_contacts) flags.push("--ignore-rest-contacts");
     if (settings.allow) flags.push("--allow", settings.allow);
+    if (settings.clearance) flags.push("--clearance", String(settings.clearance));
+    if (settings.near_pairs) flags.push("--near-pairs");
     return flags;
 }
 

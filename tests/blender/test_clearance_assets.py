@@ -32,11 +32,39 @@ def _brute_near(pa, ta, pb, tb, d):
     return out
 
 
+def _check_state(sc, positions, poses, d: float, size: float) -> int:
+    """Scanner `sc` (two objects) queried at clearance `d` against the brute force: every
+    non-intersecting triangle pair within d - 1e-9*size reported, none beyond d (up to
+    the brute force's hair) or intersecting, distances within 1e-9*size. The number of
+    pairs checked."""
+    from skin_collide.core.triangles import triangle_pairs_intersect
+
+    sc.clearance = d
+    sc.query(positions, poses)
+    got = {(i, j): r for i, j, r in sc.near}
+    pa, pb = positions
+    ta, tb = (t.astype(np.int64) for t in sc.triangles)
+    brute = _brute_near(pa, ta, pb, tb, d)
+    keys = np.array(sorted(brute), dtype=np.int64).reshape(-1, 2)
+    hit = triangle_pairs_intersect(pa, ta, keys[:, 0], pb, tb, keys[:, 1]) \
+        if keys.size else np.zeros(0, bool)
+    tol = 1e-9 * size
+    maybe = {tuple(k) for k, h in zip(keys.tolist(), hit) if not h}
+    must = {k for k in maybe if brute[k] <= d - tol}
+    r = got.get((0, 1))
+    pairs = set() if r is None else {tuple(p) for p in r.pairs.tolist()}
+    assert must <= pairs and pairs <= maybe
+    if r is None:
+        return 0
+    want = np.array([brute[tuple(p)] for p in r.pairs.tolist()])
+    assert np.abs(r.dist - want).max() <= tol
+    return len(pairs)
+
+
 def test_clearance_on_crossing_cesium_men_equals_brute_force(bpy_module, assets_dir):
     from test_obb_assets import _crossing, _states
 
     from skin_collide.addon import scanner
-    from skin_collide.core.triangles import triangle_pairs_intersect
 
     if "cesium_man.glb" not in ASSET_FILES:
         pytest.skip("cesium_man.glb missing")
@@ -47,24 +75,86 @@ def test_clearance_on_crossing_cesium_men_equals_brute_force(bpy_module, assets_
     for _ in _states(bpy, arm, arm2, np.random.default_rng(42)):
         positions, poses = sc.evaluate(bpy.context.evaluated_depsgraph_get())
         size = max(float(np.ptp(p, axis=0).max()) for p in positions)
-        d = 0.01 * size
-        sc.clearance = d
-        sc.query(positions, poses)
-        got = {(i, j): r for i, j, r in sc.near}
-        pa, pb = positions
-        ta, tb = (t.astype(np.int64) for t in sc.triangles)
-        brute = _brute_near(pa, ta, pb, tb, d)
-        keys = np.array(sorted(brute), dtype=np.int64).reshape(-1, 2)
-        hit = triangle_pairs_intersect(pa, ta, keys[:, 0], pb, tb, keys[:, 1]) \
-            if keys.size else np.zeros(0, bool)
-        tol = 1e-9 * size
-        maybe = {tuple(k) for k, h in zip(keys.tolist(), hit) if not h}
-        must = {k for k in maybe if brute[k] <= d - tol}
-        r = got.get((0, 1))
-        pairs = set() if r is None else {tuple(p) for p in r.pairs.tolist()}
-        assert must <= pairs and pairs <= maybe
-        if r is not None:
-            want = np.array([brute[tuple(p)] for p in r.pairs.tolist()])
-            assert np.abs(r.dist - want).max() <= tol
-            checked += len(pairs)
+        checked += _check_state(sc, positions, poses, 0.01 * size, size)
     assert checked > 0
+
+
+GARMENT_ASSET = "makehuman_default.blend"
+
+
+def _garment(bpy, body, height: float, offset: float):
+    """A skinned garment on `body`: a copy of its torso's faces (centres between 55% and
+    75% of the height, within 12% of it of the body's middle sideways), each vertex pushed
+    out along its rest normal by `offset`; the copy keeps the body's vertex groups and
+    armature modifier, so it follows the same armature."""
+    import bmesh
+
+    garment = body.copy()
+    garment.data = body.data.copy()
+    garment.name = garment.data.name = "Garment"
+    for coll in body.users_collection:
+        coll.objects.link(garment)
+    bm = bmesh.new()
+    bm.from_mesh(garment.data)
+    zs = np.array([v.co.z for v in bm.verts])
+    xs = np.array([v.co.x for v in bm.verts])
+    z0, x_mid = zs.min(), 0.5 * (xs.min() + xs.max())
+    drop = [f for f in bm.faces
+            if not (0.55 * height <= f.calc_center_median().z - z0 <= 0.75 * height
+                    and abs(f.calc_center_median().x - x_mid) <= 0.12 * height)]
+    bmesh.ops.delete(bm, geom=drop, context="FACES")
+    bm.normal_update()
+    for v in bm.verts:
+        v.co += v.normal * offset
+    bm.to_mesh(garment.data)
+    bm.free()
+    garment.data.update()
+    return garment
+
+
+def test_clearance_of_a_garment_on_makehuman_equals_brute_force(bpy_module, assets_dir):
+    """A held-out character (not the Cesium Man above): a torso garment 0.5% of the height
+    off the body, D = 1% of the height, two animation frames and one strong random pose
+    (170° twists, scaled bones) 1 km from the origin."""
+    from blender_helpers import random_blender_pose
+
+    from skin_collide.addon import animation, extract, files, scanner
+
+    if GARMENT_ASSET not in ASSET_FILES:
+        pytest.skip(f"{GARMENT_ASSET} missing")
+    bpy = bpy_module
+    files.load_file(str(assets_dir / GARMENT_ASSET))
+    body = max(extract.skinned_meshes(bpy.context.scene), key=lambda o: len(o.data.polygons))
+    arm = extract.modifier_report(body).armature
+    rest = np.array([v.co[:] for v in body.data.vertices])
+    height = float(np.ptp(rest[:, 2]))
+    garment = _garment(bpy, body, height, 0.005 * height)
+    assert 0 < len(garment.data.polygons) < len(body.data.polygons) // 2
+    sc = scanner.Scanner([body, garment], clearance=0.0)
+    rng = np.random.default_rng(7)
+
+    def states():
+        acts = animation.actions_for(arm)
+        assert acts, f"{GARMENT_ASSET} has no action"
+        animation.use_action(arm, acts[0])
+        frames = animation.action_frames(acts[0])
+        for f in (frames[len(frames) // 3], frames[2 * len(frames) // 3]):
+            bpy.context.scene.frame_set(f)
+            yield f"frame {f}", False
+        arm.animation_data_clear()
+        arm.location = (arm.location.x + 1000.0, arm.location.y, arm.location.z)
+        random_blender_pose(arm, rng, max_angle=np.radians(170), scale=(0.5, 2.0))
+        bpy.context.view_layer.update()
+        yield "random pose 1 km away", True
+
+    checked, seen = {}, []
+    for state, far in states():
+        positions, poses = sc.evaluate(bpy.context.evaluated_depsgraph_get())
+        assert not any(np.array_equal(positions[0], p) for p in seen), state   # it moved
+        seen.append(positions[0])
+        if far:
+            assert np.linalg.norm(positions[0].mean(axis=0)) > 900.0
+        size = max(float(np.ptp(p, axis=0).max()) for p in positions)
+        checked[state] = _check_state(sc, positions, poses, 0.01 * height, size)
+    print(f"garment: {len(garment.data.polygons)} polygons; near pairs checked: {checked}")
+    assert len(checked) == 3 and all(n > 0 for n in checked.values()), checked

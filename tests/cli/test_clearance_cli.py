@@ -11,6 +11,7 @@ import pytest
 pytestmark = pytest.mark.blender
 pytest.importorskip("bpy")
 
+from cli_helpers import make_demo, run  # noqa: E402
 from conftest import inside_blender_binary  # noqa: E402
 
 if inside_blender_binary():
@@ -18,17 +19,11 @@ if inside_blender_binary():
                 allow_module_level=True)
 
 
-def run(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "skin_collide", *map(str, args)],
-                          capture_output=True, text=True, cwd=cwd, timeout=600)
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    out = tmp_path_factory.mktemp("clearance") / "demo.blend"
-    res = run("demo", "--out", out, "--rings", "12", "--segments", "8", "--frame-count", "12")
-    assert res.returncode == 0, res.stderr
-    return out
+    return make_demo(tmp_path_factory.mktemp("clearance"))[0]
 
 
 def test_clearance_report_fields_and_near_pairs(demo, tmp_path):
@@ -157,3 +152,53 @@ def test_farm_commands_forward_the_clearance(demo):
     res = run("farm-commands", demo, "--frames", "1:12", "--chunk", "6", "--out", "o",
               "--clearance", "2xx")
     assert res.returncode == 2 and "not a distance" in res.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--clearance", "-1mm"), "--clearance '-1mm': must be a finite distance >= 0"),
+    (("--clearance",), "--clearance needs a value: a distance D"),
+    (("--clearance", "--near-pairs"), "--clearance needs a value: a distance D"),
+])
+def test_negative_or_missing_clearance_is_exactly_one_line(demo, args, message):
+    # argparse would take "-1mm" for an option and print its usage over several lines.
+    res = run("scan", demo, "--frames", "1:2", *args)
+    assert res.returncode == 2, res.stdout + res.stderr
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"skin_collide: error: {message}"), res.stderr
+    assert res.stdout == ""
+
+
+def without_ms(doc: dict) -> dict:
+    return {**doc, "frames": [{k: v for k, v in f.items() if k != "ms"} for f in doc["frames"]]}
+
+
+def test_merged_clearance_chunks_equal_the_whole_scan(demo, tmp_path):
+    flags = ("--clearance", "0.3", "--near-pairs")
+    whole, c1, c2, merged = (tmp_path / n for n in ("whole.json", "c1.json", "c2.json", "m.json"))
+    assert run("scan", demo, "--frames", "1:12", "--jobs", "1", "--json", whole,
+               *flags).returncode == 0
+    assert run("scan", demo, "--frames", "1:6", "--jobs", "1", "--json", c1, *flags).returncode == 0
+    assert run("scan", demo, "--frames", "7:12", "--jobs", "1", "--json", c2,
+               *flags).returncode == 0
+    res = run("merge", c2, c1, "--json", merged)
+    assert res.returncode == 0, res.stderr
+    w, m = json.loads(whole.read_text()), json.loads(merged.read_text())
+    # A near episode runs across the chunks' edge (frames 6 | 7): merge joined it.
+    assert any(e["start"] <= 6 < e["end"] for e in w["near_episodes"])
+    assert m["clearance"] == w["clearance"] == 0.3
+    assert [f["near_contacts"] for f in m["frames"]] == [f["near_contacts"] for f in w["frames"]]
+    assert [f["near"] for f in m["frames"]] == [f["near"] for f in w["frames"]]
+    assert m["near_episodes"] == w["near_episodes"]
+    assert without_ms(m) == without_ms(w)
+    assert "near episode(s) by bone pair" in res.stdout
+
+
+def test_jobs_2_equals_jobs_1_with_a_clearance(demo, tmp_path):
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    for jobs, out in (("1", one), ("2", two)):
+        res = run("scan", demo, "--frames", "1:12", "--jobs", jobs, "--json", out,
+                  "--clearance", "0.3")
+        assert res.returncode == 0, res.stderr
+    a, b = json.loads(one.read_text()), json.loads(two.read_text())
+    assert a["near_episodes"] and any(f["near_contacts"] for f in a["frames"])
+    assert without_ms(a) == without_ms(b)

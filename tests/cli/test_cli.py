@@ -1,23 +1,17 @@
 """`python -m skin_collide ...` as a pipeline script calls it."""
 import re
-import subprocess
-import sys
 
 import pytest
 
 pytestmark = pytest.mark.blender
 pytest.importorskip("bpy")
 
+from cli_helpers import make_demo, run  # noqa: E402
 from conftest import inside_blender_binary  # noqa: E402
 
 if inside_blender_binary():
     pytest.skip("subprocess CLI tests need the pip bpy module (plain pytest run)",
                 allow_module_level=True)
-
-
-def run(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "skin_collide", *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=600)
 
 
 def deviations(stdout: str) -> list[float]:
@@ -26,11 +20,7 @@ def deviations(stdout: str) -> list[float]:
 
 @pytest.fixture(scope="module")
 def demo_blend(tmp_path_factory):
-    out = tmp_path_factory.mktemp("demo") / "demo.blend"
-    res = run("demo", "--out", str(out), "--rings", "12", "--segments", "8", "--frame-count", "12")
-    assert res.returncode == 0, res.stderr
-    assert out.is_file()
-    return out, res
+    return make_demo(tmp_path_factory.mktemp("demo"))
 
 
 def test_demo_writes_a_blend_and_doctors_both_characters(demo_blend):

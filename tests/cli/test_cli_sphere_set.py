@@ -2,8 +2,6 @@
 bad input is one line on stderr and exit 2 (checked before any work), the JSON holds the
 set in the mesh's rest-pose data coordinates, and `scan --method sphere-set` runs."""
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -11,6 +9,7 @@ import pytest
 pytestmark = pytest.mark.blender
 pytest.importorskip("bpy")
 
+import cli_helpers  # noqa: E402
 from conftest import inside_blender_binary  # noqa: E402
 
 if inside_blender_binary():
@@ -19,16 +18,12 @@ if inside_blender_binary():
 
 
 def run(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "skin_collide", *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=900)
+    return cli_helpers.run(*args, cwd=cwd, timeout=900)
 
 
 @pytest.fixture(scope="module")
 def demo_blend(tmp_path_factory):
-    out = tmp_path_factory.mktemp("demo") / "demo.blend"
-    res = run("demo", "--out", str(out), "--rings", "12", "--segments", "8", "--frame-count", "12")
-    assert res.returncode == 0, res.stderr
-    return out
+    return cli_helpers.make_demo(tmp_path_factory.mktemp("demo"))[0]
 
 
 def mesh_data(path, name):

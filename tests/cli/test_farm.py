@@ -27,6 +27,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from cli_helpers import run
 
 from skin_collide import farm_commands
 from skin_collide.core.report import chunks
@@ -36,11 +37,6 @@ TEMPLATE = REPO / "farm" / "openjd" / "skin_collide_scan.yaml"
 JOB_TYPE = REPO / "farm" / "flamenco" / "skin_collide_scan.js"
 STUB = Path(__file__).resolve().parent / "flamenco_author_stub.js"
 OPENJD_CLI = "openjd-cli==0.8.0"
-
-
-def run(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "skin_collide", *map(str, args)],
-                          capture_output=True, text=True, timeout=600, **kw)
 
 
 def one_error_line(res) -> str:
@@ -486,3 +482,48 @@ def test_a_disk_cache_shot_travels_with_its_cache_folder(shot, tmp_path):
             assert after == stamps                      # read, not rebuilt
         else:
             assert sorted(after) == cache               # rebuilt, and written beside the file
+
+
+# -- the clearance flags (issue 42) in both job templates -----------------------------------
+
+def test_openjd_template_forwards_the_clearance_in_both_steps():
+    text = TEMPLATE.read_text()
+    for flag, param in (("--clearance", "Clearance"), ("--near-pairs", "NearPairs")):
+        assert text.count(f'- "{flag}={{{{Param.{param}}}}}"') == 2, flag   # Scan and Merge
+        assert re.search(rf"- name: {param}\n\s+type: STRING\n", text), param
+    m = re.search(r"name: NearPairs\n\s+type: STRING\n\s+allowedValues: (\[.*\])\n\s+default: (.*)",
+                  text)
+    assert m and json.loads(m.group(1)) == ["yes", "no"] and m.group(2) == '"no"'
+    assert re.search(r'name: Clearance\n\s+type: STRING\n\s+default: ""', text)
+    # The template's spelling reaches the scans: an empty Clearance is none.
+    res = run("farm-commands", "a.blend", "--frames=1:4", "--chunk=2", "--out=o",
+              "--clearance=2mm", "--near-pairs=yes", "--allow=", "--self=no")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines()[0] == ("python3 -m skin_collide scan a.blend --frames=1:2 "
+                                          "--method sphere-tree --clearance 2mm --near-pairs "
+                                          "--json o/scan_1_2.json")
+    res = run("farm-commands", "a.blend", "--frames=1:4", "--chunk=2", "--out=o",
+              "--clearance=", "--near-pairs=no")
+    assert res.returncode == 0 and "--clearance" not in res.stdout and "--near" not in res.stdout
+    res = run("farm-commands", "a.blend", "--frames=1:4", "--chunk=2", "--out=o",
+              "--clearance=", "--near-pairs=yes")
+    assert "give --clearance D" in one_error_line(res)
+    res = run("farm-commands", "a.blend", "--frames=1:4", "--chunk=2", "--out=o",
+              "--clearance=-1mm")
+    assert "must be a finite distance >= 0" in one_error_line(res)
+
+
+@pytest.mark.parametrize("clearance, near_pairs", [("2mm", True), ("0.05", False), ("", False)])
+def test_flamenco_job_type_forwards_the_clearance(clearance, near_pairs):
+    settings = dict(FLAMENCO_SETTINGS, clearance=clearance, near_pairs=near_pairs)
+    job = compile_flamenco_job(settings)
+    want = farm_commands.plan("/shots/sh010.blend", 1, 48, 10, "/farm/out",
+                              farm_commands.scan_flags(
+                                  (), True, "sphere-tree", False, True, None,
+                                  clearance=clearance or None, near_pairs=near_pairs))
+    assert flamenco_lines(job) == [farm_commands.command_line("/opt/py/bin/python", a)
+                                   for a in want.values()]
+    assert all(("--clearance" in line) == bool(clearance) and
+               ("--near-pairs" in line) == near_pairs for line in flamenco_lines(job)[:-1])
+    keys = {s["key"]: s for s in job["jobType"]["settings"]}
+    assert keys["clearance"]["default"] == "" and keys["near_pairs"]["default"] is False

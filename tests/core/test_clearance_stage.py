@@ -318,3 +318,39 @@ def test_near_contacts_partition_the_polygon_pairs_at_their_minimum():
     eps = near_contacts.near_episodes([(7, [c.summary_json() for c in found])])
     assert eps and all(e.closest_frame == 7 for e in eps)
     assert "closest" in eps[0].describe() and "frame 7" in eps[0].describe()
+
+
+def test_contacts_csv_has_near_rows_with_min_distance():
+    """The contacts' CSV (`core.contacts.contact.contacts_csv`): a clearance report's near
+    contacts are rows of kind "near" with their bones, pair count and min_distance (blank
+    length), after the frame's intersection contacts, whose min_distance is blank."""
+    import csv
+    import io
+
+    from skin_collide.core.contacts import contact
+    from skin_collide.core.contacts import near as near_contacts
+
+    rigs, positions, _ = passing(1)
+    objects = [scan.prepare(r) for r in rigs]
+    res = scan.query_frame(objects, positions, [None, None], clearance=0.1)
+    found = near_contacts.near_contacts(objects, res.near)
+    assert found
+    crossing = {"objects": ["A", "B"], "pairs": [[0, 1], [2, 3]], "length": 0.25,
+                "kind": "crossing", "bones": ["hip", None], "center": [1.0, 2.0, 3.0]}
+    report = {"frames": [{"frame": 3, "contacts": [crossing],
+                          "near_contacts": [c.to_json(pairs=False) for c in found]},
+                         {"frame": 4, "not_checked": "interrupted"}]}
+    rows = list(csv.DictReader(io.StringIO(contact.contacts_csv(report))))
+    assert list(rows[0]) == list(contact.CSV_COLUMNS) and contact.CSV_COLUMNS[-1] == "min_distance"
+    assert len(rows) == 1 + len(found)
+    assert rows[0] == {"frame": "3", "object_a": "A", "object_b": "B", "bone_a": "hip",
+                       "bone_b": "", "kind": "crossing", "length": "0.25", "pairs": "2",
+                       "center_x": "1.0", "center_y": "2.0", "center_z": "3.0",
+                       "min_distance": ""}
+    for row, c in zip(rows[1:], found):
+        assert row["kind"] == "near" and row["frame"] == "3" and row["length"] == ""
+        assert (row["object_a"], row["object_b"]) == (c.a, c.b)
+        assert (row["bone_a"], row["bone_b"]) == tuple("" if b is None else b for b in c.bones)
+        assert float(row["min_distance"]) == c.min_distance and int(row["pairs"]) == len(c.pairs)
+        mid = [float(row[k]) for k in ("center_x", "center_y", "center_z")]
+        assert np.allclose(mid, c.points.mean(axis=0), rtol=0, atol=1e-12)
