@@ -223,6 +223,32 @@ def test_fallbacks_and_builders(monkeypatch):
         ss.build(rig, count=0)
 
 
+def test_a_crowd_of_one_character_fits_one_sphere_set(monkeypatch):
+    """Five copies of one character (own names and armatures, the same rest mesh, weights
+    and bones) scanned with `sphere-set` fit one set, which every copy uses; a rig that
+    differs fits its own (issue 43)."""
+    import dataclasses
+
+    fits = []
+
+    def counted(vertices, triangles, count, seed=0, progress=None, should_stop=None, builder=None):
+        fits.append(count)
+        return ss.baselines.top_down(vertices, triangles, count, seed=seed)
+
+    monkeypatch.setattr(ss, "fit_set", counted)
+    base = procedural.tube_rig(rings=8, segments=6, n_bones=3)
+    copies = [dataclasses.replace(base, name=f"Fox.{k:03d}", armature=f"Fox_Arm.{k:03d}")
+              for k in range(5)]
+    objs = scan.prepare_shared(copies, "sphere-set", count=6)
+    assert fits == [6]
+    assert [o.name for o in objs] == [f"Fox.{k:03d}" for k in range(5)]
+    assert all(o.method == "sphere-set" and o.data is objs[0].data for o in objs)
+    assert [o.rig.armature for o in objs] == [f"Fox_Arm.{k:03d}" for k in range(5)]
+    other = dataclasses.replace(base, name="Other", rest_positions=base.rest_positions * 1.01)
+    scan.prepare_shared(copies + [other], "sphere-set", count=6)
+    assert fits == [6, 6, 6]
+
+
 ASSET = "cesium_man.glb"
 
 

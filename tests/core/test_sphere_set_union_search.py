@@ -228,3 +228,27 @@ def test_best_ball_probe_bounds_change_no_result(tube, monkeypatch):
     for (i, req, x), (c, r) in zip(starts, got):
         c0, r0 = st.best_ball(i, req, x)
         assert np.array_equal(c, c0) and r == r0
+
+
+def test_later_pair_sweeps_try_only_pairs_near_a_moved_ball(tube, monkeypatch):
+    """A sweep given the balls the previous one moved tries only the pairs with a ball near
+    one of them (issue 43): none when nothing moved, every pair when every ball moved."""
+    v, t = tube
+    _, st = state(v, t, 6, 5, 10_000)
+    st.sweep()
+    tried = []
+    monkeypatch.setattr(st, "pair", lambda i, j, splits=9: tried.append((i, j)) or False)
+    N = len(st.r)
+    st.pair_sweep()
+    every = list(tried)
+    assert every
+    tried.clear()
+    assert st.pair_sweep(changed=np.zeros(N, dtype=bool)) == 0 and tried == []
+    st.pair_sweep(changed=np.ones(N, dtype=bool))
+    assert tried == every
+    tried.clear()
+    one = np.zeros(N, dtype=bool)
+    one[0] = True
+    st.pair_sweep(changed=one)
+    near = st.near_changed(one)
+    assert tried == [(i, j) for i, j in every if near[i] or near[j]] and near[0]

@@ -354,10 +354,13 @@ class UnionState:
         return moved
 
     def pair_sweep(self, check: Callable[[], None] | None = None,
-                   progress: Callable[[float], None] | None = None) -> int:
+                   progress: Callable[[float], None] | None = None,
+                   changed: np.ndarray | None = None) -> int:
         """One `pair` move for every two balls holding a common S point; `check` is called
-        before each move and `progress` with the fraction done. Returns the number of moves
-        kept."""
+        before each move and `progress` with the fraction done. With `changed` (N,) bool
+        (the balls a previous sweep moved), only the pairs with a ball near a changed one
+        (`near_changed`) are tried: the others were tried on the same neighbourhood and
+        rejected. Returns the number of moves kept."""
         M = self.inS[self.covS >= 2]  # only points two balls hold tell which balls meet
         N = len(self.r)
         share = np.zeros((N, N), dtype=np.float32)
@@ -366,6 +369,10 @@ class UnionState:
             m = M[s:s + step].astype(np.float32)
             share += m.T @ m
         I, J = np.nonzero(np.triu(share > 0, 1))
+        if changed is not None:
+            look = self.near_changed(changed)
+            keep = look[I] | look[J]
+            I, J = I[keep], J[keep]
         kept = 0
         for k, (i, j) in enumerate(zip(I, J)):  # loop over ball pairs
             if check is not None:
@@ -374,6 +381,16 @@ class UnionState:
                 progress(k / len(I))
             kept += self.pair(int(i), int(j))
         return kept
+
+    def near_changed(self, changed: np.ndarray, factor: float = 2.0) -> np.ndarray:
+        """(N,) bool: the balls `changed` (N,) bool and those reaching one of them grown
+        `factor` times (a pair move reads the points and outside counts around its two
+        balls, which only the balls reaching there change)."""
+        c = np.nonzero(changed)[0]
+        if len(c) == 0:
+            return np.zeros(len(self.r), dtype=bool)
+        d = np.sqrt(_d2(self.c[c], self.c))
+        return changed | (d <= factor * self.r[c][:, None] + self.r[None]).any(0)
 
 def search(centres: np.ndarray, radii: np.ndarray, S: np.ndarray, O: np.ndarray, *,
            attempts: int = 40, max_failed: int = 12,
@@ -441,11 +458,15 @@ def search(centres: np.ndarray, radii: np.ndarray, S: np.ndarray, O: np.ndarray,
         else:
             st.restore(snap)
             failed += 1
+    changed = None  # the first sweep tries every pair; later ones, those near a moved ball
     for k in range(pair_sweeps if N > 1 else 0):  # loop over sweeps
-        kept = st.pair_sweep(check=tick, progress=lambda f, k=k: report(0.5 + 0.4 * (k + f) / pair_sweeps))
+        before = (st.c.copy(), st.r.copy())
+        kept = st.pair_sweep(check=tick, progress=lambda f, k=k: report(0.5 + 0.4 * (k + f) / pair_sweeps),
+                             changed=changed)
         info["pairs"] += kept
         if kept == 0:
             break
+        changed = (st.c != before[0]).any(1) | (st.r != before[1])
     report(0.9)
     _densify(st, densify, densify_rounds, info, tick)
     info["end"] = st.cost()
