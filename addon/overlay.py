@@ -385,29 +385,26 @@ def strip_arrays(scene) -> tuple[np.ndarray, np.ndarray]:
     """Frames and pair counts of the last scan, (F,) int each; with *Strip by Length*,
     the frames' total crossing lengths instead ((F,) float32)."""
     fc = scene.skin_collide.frame_counts
-    frames = np.zeros(len(fc), np.int32)
-    counts = np.zeros(len(fc), np.int32)
-    if len(fc):
-        fc.foreach_get("frame", frames)
-        fc.foreach_get("pairs", counts)
+    frames, counts = _per_frame(fc, "frame", "pairs")
     if getattr(scene.skin_collide, "strip_length", False):
-        lengths = np.zeros(len(fc), np.float32)
-        if len(fc):
-            fc.foreach_get("crossing", lengths)
-        return frames, lengths
+        return frames, _per_frame(fc, "crossing", dtype=np.float32)[0]
     return frames, counts
+
+
+def _per_frame(fc, *fields: str, dtype=np.int32) -> list[np.ndarray]:
+    """The scan's per-frame values `fields` of the collection `fc`, (F,) `dtype` each."""
+    out = [np.zeros(len(fc), dtype) for _ in fields]
+    if len(fc):
+        for name, arr in zip(fields, out):
+            fc.foreach_get(name, arr)
+    return out
 
 
 def strip_near(scene) -> np.ndarray:
     """(F,) int32, per frame of the last scan (`strip_arrays`' order): its near contacts
     (scanned with Clearance on) where the frame has no intersection, else 0 (a colliding
     or unchecked frame is marked as such, not as near)."""
-    fc = scene.skin_collide.frame_counts
-    near = np.zeros(len(fc), np.int32)
-    pairs = np.zeros(len(fc), np.int32)
-    if len(fc):
-        fc.foreach_get("near", near)
-        fc.foreach_get("pairs", pairs)
+    near, pairs = _per_frame(scene.skin_collide.frame_counts, "near", "pairs")
     near[pairs != 0] = 0
     return near
 

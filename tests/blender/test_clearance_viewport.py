@@ -17,6 +17,7 @@ import pytest
 pytestmark = pytest.mark.blender
 bpy = pytest.importorskip("bpy")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
+from panel_recorder import Recorder  # noqa: E402
 
 GAP = 0.05          # between the boxes at frame 1
 D = 0.1             # the clearance
@@ -86,25 +87,6 @@ def brute_min_distance(meshes) -> float:
     (pa, ta), (pb, tb) = out
     ia, ib = np.meshgrid(np.arange(len(ta)), np.arange(len(tb)), indexing="ij")
     return float(brute_pair_distances(pa, ta, ia.ravel(), pb, tb, ib.ravel()).min())
-
-
-class Recorder:
-    """Stands in for a panel layout: what it was asked to draw."""
-
-    def __init__(self):
-        self.ops, self.labels = [], []
-
-    def column(self, align=False):
-        return self
-
-    def operator(self, idname, text="", icon=""):
-        from types import SimpleNamespace
-        op = SimpleNamespace(idname=idname, text=text, index=None)
-        self.ops.append(op)
-        return op
-
-    def label(self, text="", icon=""):
-        self.labels.append(text)
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ import pytest
 bpy = pytest.importorskip("bpy")
 
 from contacts_judge import check_frame, mesh_data_from_blender  # noqa: E402
+from panel_recorder import Recorder  # noqa: E402
 
 
 def run(*args):
@@ -349,22 +350,6 @@ def test_panel_lists_contacts_and_clicking_one_frames_and_selects(tmp_path, regi
         bpy.ops.object.mode_set(mode="OBJECT")
     # The panel lists them, the longest first, each a Frame Contact button.
     from skin_collide.panels import main_panel
-
-    class Recorder:
-        def __init__(self):
-            self.ops, self.labels = [], []
-
-        def column(self, align=False):
-            return self
-
-        def operator(self, idname, text="", icon=""):
-            from types import SimpleNamespace
-            op = SimpleNamespace(idname=idname, text=text, index=None)
-            self.ops.append(op)
-            return op
-
-        def label(self, text="", icon=""):
-            self.labels.append(text)
 
     rec = Recorder()
     main_panel._draw_contacts(rec, res)
