@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 import pytest
+from rig_parts import split_rig, vertex_normals
 
 from skin_collide.core import procedural, scan, skinning
 from skin_collide.core.rig import Pose, Rig
@@ -117,15 +118,6 @@ def on_triangle(p, a, b, c):
 
 # -- the scenes ---------------------------------------------------------------------------
 
-def normals(pos, tri):
-    c = pos[tri]
-    fn = np.cross(c[:, 1] - c[:, 0], c[:, 2] - c[:, 0])
-    vn = np.zeros_like(pos)
-    for k in range(3):
-        np.add.at(vn, tri[:, k], fn)
-    return vn / np.linalg.norm(vn, axis=1, keepdims=True)
-
-
 def with_positions(rig: Rig, pos, name: str, armature: str) -> Rig:
     return Rig(name, pos, rig.triangles, rig.tri_polygon, rig.weight_ptr, rig.weight_bone,
                rig.weight_value, rig.bone_names, rig.bone_parents, rig.bone_rest,
@@ -136,7 +128,7 @@ def layered(seed: int):
     """A body and a garment: the body pushed out along its rest normals by 0.5% of its
     height (2), skinned to the same armature, in one strong random pose."""
     body = procedural.tube_rig(rings=14, segments=12, n_bones=5, name="body")
-    shirt = with_positions(body, body.rest_positions + 0.01 * normals(body.rest_positions,
+    shirt = with_positions(body, body.rest_positions + 0.01 * vertex_normals(body.rest_positions,
                                                                        body.triangles),
                            "shirt", "rig")
     body = with_positions(body, body.rest_positions, "body", "rig")
@@ -237,34 +229,12 @@ def test_far_apart_objects_have_no_near_pairs():
     assert scan.query_frame(objects, positions, [None, None], clearance=0.02).near == []
 
 
-def split(rig: Rig, armature: str) -> list[Rig]:
-    """The rig cut into a lower and an upper part by triangle centroid height, each with
-    its own vertex numbering: the parts meet along a seam ring (same rest position and
-    weights, same armature)."""
-    z = rig.rest_positions[rig.triangles].mean(axis=1)[:, 2]
-    cut = 0.5 * (z.min() + z.max())
-    parts = []
-    for k, mask in enumerate((z < cut, z >= cut)):
-        tris = rig.triangles[mask]
-        used = np.unique(tris)
-        remap = np.full(rig.n_vertices, -1)
-        remap[used] = np.arange(used.size)
-        counts = np.diff(rig.weight_ptr)[used]
-        take = np.concatenate([np.arange(rig.weight_ptr[v], rig.weight_ptr[v + 1]) for v in used])
-        ptr = np.concatenate([[0], np.cumsum(counts)])
-        parts.append(Rig(f"part{k}", rig.rest_positions[used], remap[tris],
-                         np.unique(rig.tri_polygon[mask], return_inverse=True)[1], ptr,
-                         rig.weight_bone[take], rig.weight_value[take], rig.bone_names,
-                         rig.bone_parents, rig.bone_rest, rig.bone_deform, armature=armature))
-    return parts
-
-
 @pytest.mark.parametrize("seed", range(3))
 def test_parts_along_a_seam_skip_pairs_sharing_a_seam_vertex(seed):
     """A character in two parts: pairs sharing a seam vertex touch by construction and are
     not reported; every other pair within d is (the seam rule of docs/clearance.md)."""
     rig = procedural.tube_rig(rings=14, segments=12, n_bones=5)
-    parts = split(rig, "rig")
+    parts = split_rig(rig, "part", "rig")
     pose = procedural.random_pose(parts[0], np.random.default_rng(seed),
                                   max_angle=math.radians(120), scale_range=(0.8, 1.25))
     objects = [scan.prepare(r) for r in parts]

@@ -9,6 +9,7 @@ from fractions import Fraction as F
 
 import numpy as np
 import pytest
+from rig_parts import vertex_normals
 from test_distance import exact_sq, exact_sqrt
 
 from skin_collide.core import procedural, skinning
@@ -17,16 +18,6 @@ from skin_collide.core.geometry.distance import DIST_REL_TOL, pair_distances
 from skin_collide.core.query import near
 from skin_collide.core.query.near import candidate_pairs, cross_tree, near_or_intersecting_pairs, near_pairs
 from skin_collide.core.triangles import triangle_pairs_intersect
-
-
-def normals(pos: np.ndarray, tri: np.ndarray) -> np.ndarray:
-    """(V, 3) unit area-weighted vertex normals."""
-    c = pos[tri]
-    fn = np.cross(c[:, 1] - c[:, 0], c[:, 2] - c[:, 0])
-    vn = np.zeros_like(pos)
-    for k in range(3):
-        np.add.at(vn, tri[:, k], fn)
-    return vn / np.linalg.norm(vn, axis=1, keepdims=True)
 
 
 def posed_tube(rng, rings=7, segments=9):
@@ -52,7 +43,7 @@ def garment(seed, offset=0.012):
     pa, ta = posed_tube(rng, rings=8, segments=10)
     push = np.full(pa.shape[0], offset)
     push[: pa.shape[0] // 6] = -offset
-    return pa, ta, pa + normals(pa, ta) * push[:, None], ta.copy()
+    return pa, ta, pa + vertex_normals(pa, ta) * push[:, None], ta.copy()
 
 
 def brute(pa, ta, pb, tb):

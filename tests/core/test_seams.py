@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 import pytest
+from rig_parts import split_rig
 
 from skin_collide.core import procedural, scan, skinning, triangles, welds
 from skin_collide.core.rig import Pose, Rig
@@ -57,27 +58,6 @@ def test_same_position_and_weights_weld_across_meshes_by_bone_name():
     assert not set(a.tolist()) & set(c.tolist())
 
 
-def split(rig: Rig, name: str, armature: str) -> list[Rig]:
-    """The rig cut into a lower and an upper mesh part (triangles by centroid height),
-    each with its own vertex numbering: the parts meet along a seam ring."""
-    z = rig.rest_positions[rig.triangles].mean(axis=1)[:, 2]
-    cut = 0.5 * (z.min() + z.max())
-    parts = []
-    for k, mask in enumerate((z < cut, z >= cut)):
-        tris = rig.triangles[mask]
-        used = np.unique(tris)
-        remap = np.full(rig.n_vertices, -1)
-        remap[used] = np.arange(used.size)
-        counts = np.diff(rig.weight_ptr)[used]
-        take = np.concatenate([np.arange(rig.weight_ptr[v], rig.weight_ptr[v + 1]) for v in used])
-        ptr = np.concatenate([[0], np.cumsum(counts)])
-        parts.append(Rig(f"{name}{k}", rig.rest_positions[used], remap[tris],
-                         np.unique(rig.tri_polygon[mask], return_inverse=True)[1], ptr, rig.weight_bone[take],
-                         rig.weight_value[take], rig.bone_names, rig.bone_parents,
-                         rig.bone_rest, rig.bone_deform, armature=armature))
-    return parts
-
-
 def scaled(rig: Rig, s: float, radius_scale: float = 1.0) -> Rig:
     pos = rig.rest_positions * s
     pos[:, :2] *= radius_scale
@@ -98,7 +78,7 @@ def test_split_characters_keep_seams_and_real_pairs(scale, offset):
     rings, segs = 12, 16
     a_rig = scaled(procedural.tube_rig(rings=rings, segments=segs, n_bones=3), scale)
     b_rig = scaled(procedural.tube_rig(rings=rings, segments=segs, n_bones=3), scale, 0.5)
-    a_parts, b_parts = split(a_rig, "A", "armA"), split(b_rig, "B", "armB")
+    a_parts, b_parts = split_rig(a_rig, "A", "armA"), split_rig(b_rig, "B", "armB")
     # B lies across A (along x), a vertex of B a hair away from a vertex of A where the two
     # surfaces cross: less than the old per-frame tolerance 4e-7·max(|coordinate|, 1).
     ring = rings // 2
@@ -159,7 +139,7 @@ def test_a_seam_pulled_apart_between_parts_reports_the_crossings_there():
 
     rig = procedural.tube_rig(rings=10, segments=12, n_bones=3)
     parts = [dataclasses.replace(r, unsupported=["a Corrective Smooth after the Armature"])
-             for r in split(rig, "P", "arm")]
+             for r in split_rig(rig, "P", "arm")]
     objects = [scan.prepare(r) for r in parts]
     pose = Pose(np.repeat(np.eye(4)[None], 3, 0), np.eye(4), np.eye(4))
     pos = [skinning.lbs_rig(o.rig, pose) for o in objects]
