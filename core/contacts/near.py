@@ -62,48 +62,111 @@ class NearContact:
         return out
 
 
-def polygon_near_pairs(obj_a, obj_b, tri_pairs: np.ndarray, dist: np.ndarray
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The polygon pairs of near triangle pairs ((K, 2) int64, distances (K,) float64)
-    between `obj_a` and `obj_b`: (N, 2) int64 polygon pairs sorted, (N,) float64 each
-    one's minimum distance over its triangle pairs, and (N,) int64 the row of `tri_pairs`
-    attaining it."""
+def polygon_pairs_of(obj_a, obj_b, tri_pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The polygon pairs of triangle pairs (K, 2) int64 between `obj_a` and `obj_b`:
+    (N, 2) int64 the distinct polygon pairs, sorted, and (K,) intp each triangle pair's
+    row among them."""
     pa = obj_a.rig.tri_polygon[tri_pairs[:, 0]].astype(np.int64)
     pb = obj_b.rig.tri_polygon[tri_pairs[:, 1]].astype(np.int64)
-    order = np.lexsort((dist, pb, pa))                # per polygon pair, closest first
-    pa, pb = pa[order], pb[order]
-    first = np.r_[True, (pa[1:] != pa[:-1]) | (pb[1:] != pb[:-1])] if pa.size else \
-        np.zeros(0, bool)
-    rows = order[first]
-    return np.stack([pa[first], pb[first]], 1), dist[rows], rows
+    if not pa.size:
+        return np.zeros((0, 2), np.int64), np.zeros(0, np.intp)
+    m = int(pb.max()) + 1                       # a polygon pair as one integer
+    code, inv = np.unique(pa * m + pb, return_inverse=True)
+    return np.stack([code // m, code % m], 1), inv.ravel().astype(np.intp)
+
+
+def _group_min(values: np.ndarray, group: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per group 0..n-1 of the rows (`group` (K,) intp), the smallest of `values` (K,)
+    and the first row attaining it: (n,) float64, (n,) intp (-1 for empty groups)."""
+    best = np.full(n, np.inf)
+    np.minimum.at(best, group, values)
+    at = np.flatnonzero(values == best[group])
+    first = np.full(n, -1, np.intp)
+    g, i = np.unique(group[at], return_index=True)
+    first[g] = at[i]
+    return best, first
+
+
+def polygon_near_pairs(obj_a, obj_b, r) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The polygon pairs of an object pair's near result `r` (`core.scan.near.NearResult`,
+    every row settled here: this is the exact, per-pair answer): (N, 2) int64 polygon
+    pairs sorted, (N,) float64 each one's minimum distance over its triangle pairs, and
+    (N,) intp the row of `r` attaining it."""
+    r.settled()
+    polys, inv = polygon_pairs_of(obj_a, obj_b, r.pairs)
+    dist, rows = _group_min(r.dist, inv, polys.shape[0])
+    return polys, dist, rows
+
+
+#: Rows settled at a time by `_settle_closest`: the first batch small (it usually holds
+#: the minimum, which then stops the rest), later ones doubling up to the exact kernel's
+#: block.
+_SETTLE_FIRST: int = 256
+_SETTLE_BATCH: int = 2048
+
+
+def _settle_closest(r, rows: np.ndarray, comp: np.ndarray, C: int) -> None:
+    """Settle (`NearResult.settle`) the rows `rows` of `r` that may attain their group's
+    minimum distance (`comp` (K,) each row's group 0..C-1), no more than needed.
+
+    A group's minimum is at most ``U``, the smallest distance or upper bound of its rows,
+    and a row whose lower bound exceeds ``U`` cannot attain it. The rows still in doubt
+    get the tighter bound along their normals (`NearResult.tighten`), then are settled
+    in ascending order of their lower bounds, a batch at a time, each batch
+    lowering ``U`` to the exact distances it found, so that rows whose lower bound is
+    above the group's true minimum are mostly never computed (on a garment the corners
+    give ``U`` ten times the true minimum; docs/clearance.md, "Bounds before distances").
+    When no row in doubt is left, every row attaining a group's minimum is exact."""
+    upper, _ = _group_min(r.dist[rows], comp, C)
+    todo = np.flatnonzero(~r.known[rows])
+    todo = todo[r.lower[rows[todo]] <= upper[comp[todo]]]
+    r.tighten(rows[todo])                 # the normals' gaps: a fraction of a settle's cost
+    todo = todo[r.lower[rows[todo]] <= upper[comp[todo]]]
+    todo = todo[np.argsort(r.lower[rows[todo]], kind="stable")]
+    size = _SETTLE_FIRST
+    while todo.size:
+        batch, todo = todo[:size], todo[size:]
+        size = min(2 * size, _SETTLE_BATCH)
+        r.settle(rows[batch])
+        np.minimum.at(upper, comp[batch], r.dist[rows[batch]])
+        todo = todo[r.lower[rows[todo]] <= upper[comp[todo]]]
 
 
 def near_contacts(objects: Sequence, near: Sequence, drop=None) -> list[NearContact]:
     """A frame's near contacts from the clearance stage's answer (`FrameResult.near`:
     per object pair (i, j, `NearResult`)), in object-pair order, each pair's contacts by
     their first polygon pair. `drop`: optional f(i, j, (N, 2) polygon pairs) -> (N,) bool
-    of the polygon pairs not to report (the allow-list, ignore zones)."""
+    of the polygon pairs not to report (the allow-list, ignore zones).
+
+    Only the triangle pairs that may be a contact's closest get their exact distance
+    (`_settle_closest`)."""
     out: list[NearContact] = []
     for i, j, r in near:
         oa, ob = objects[i], objects[j]
-        polys, dist, rows = polygon_near_pairs(oa, ob, r.pairs, r.dist)
+        polys, inv = polygon_pairs_of(oa, ob, r.pairs)
+        rows = np.arange(inv.size)
         if drop is not None and polys.size:
             keep = ~drop(i, j, polys)
-            polys, dist, rows = polys[keep], dist[keep], rows[keep]
+            new = np.cumsum(keep) - 1
+            rows = np.flatnonzero(keep[inv])
+            polys, inv = polys[keep], new[inv[rows]]
         if not polys.size:
             continue
         cid, C, _ = _components_of(oa, ob, False, polys[:, 0], polys[:, 1])
         bones = _bones(oa, ob, False, polys[:, 0], polys[:, 1], cid, C)
+        comp = cid[inv]                                   # per kept triangle pair
+        _settle_closest(r, rows, comp, C)
+        best, first = _group_min(r.dist[rows], comp, C)
         order = np.lexsort((polys[:, 1], polys[:, 0], cid))
         cut = np.flatnonzero(np.r_[True, cid[order][1:] != cid[order][:-1], True])
         made = []
         for s, e in zip(cut[:-1].tolist(), cut[1:].tolist()):   # one object per contact
             members = order[s:e]
-            k = members[np.argmin(dist[members])]
-            row = rows[k]
-            made.append(NearContact(oa.name, ob.name, polys[members], float(dist[k]),
+            c = int(cid[members[0]])
+            row = rows[first[c]]
+            made.append(NearContact(oa.name, ob.name, polys[members], float(best[c]),
                                     np.stack([r.point_a[row], r.point_b[row]]),
-                                    tuple(bones[int(cid[members[0]])])))
+                                    tuple(bones[c])))
         made.sort(key=lambda c: tuple(c.pairs[0].tolist()))
         out += made
     return out
@@ -113,11 +176,11 @@ def near_pair_rows(objects: Sequence, contacts: Sequence[NearContact], near: Seq
                    ) -> list[list]:
     """The frame's ``"near"`` list (`scan --near-pairs`): [obj A, poly A, obj B, poly B,
     distance] for every polygon pair of `contacts` (the reported ones), its distance the
-    minimum over its triangle pairs, sorted."""
+    minimum over its triangle pairs (every row of `near` settled: exact), sorted."""
     names = [o.name for o in objects]
     dist_of: dict = {}
     for i, j, r in near:
-        polys, dist, _ = polygon_near_pairs(objects[i], objects[j], r.pairs, r.dist)
+        polys, dist, _ = polygon_near_pairs(objects[i], objects[j], r)
         dist_of[(names[i], names[j])] = (polys, dist)
     rows = []
     for c in contacts:

@@ -44,10 +44,11 @@ from ..aabb_tree.boxes import level_boxes, outward_f32
 from ..aabb_tree.cross import cross_candidates
 from ..aabb_tree.tree import SelfTree, median_split_slots
 from ..geometry.distance import DIST_REL_TOL, pair_distances
+from ..geometry.pair_bounds import pair_bounds
 from .broad_phase import triangle_boxes
 
 __all__ = ["NearPairs", "TOUCH_REL_TOL", "near_pairs", "near_or_intersecting_pairs",
-           "candidate_pairs", "cross_tree"]
+           "candidate_pairs", "cross_tree", "settle"]
 
 #: Pairs proved disjoint but closer than ``TOUCH_REL_TOL * L`` still go through the exact
 #: intersection test, so that a pair it calls intersecting (touching within its
@@ -78,11 +79,14 @@ class NearPairs(NamedTuple):
 
 class _Found(NamedTuple):
     """`_query`'s answer: `NearPairs` and, per pair, a closest pair of points (K, 3)
-    float64 each (meaningless for intersecting pairs)."""
+    float64 each (meaningless for intersecting pairs), a lower bound of the distance
+    (K,) and whether the distance is exact (K,) bool (always, unless bounds decided)."""
 
     near: NearPairs
     point_a: np.ndarray
     point_b: np.ndarray
+    lower: np.ndarray
+    known: np.ndarray
 
 
 def cross_tree(positions: np.ndarray, tris: np.ndarray) -> SelfTree:
@@ -203,7 +207,7 @@ def near_or_intersecting_pairs(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.n
 
 def near_pairs(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray, tri_b: np.ndarray,
                d: float, trees: tuple[SelfTree, SelfTree] | None = None,
-               points: bool = False) -> tuple[np.ndarray, ...]:
+               points: bool = False, exact: bool = True) -> tuple[np.ndarray, ...]:
     """The triangle pairs of A and B that do NOT intersect and lie within distance d.
 
     Intersecting pairs are excluded (the frame's intersection query reports them; use
@@ -215,6 +219,11 @@ def near_pairs(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray, tri_b: n
         d: float >= 0, the clearance.
         trees: per mesh its box tree (`cross_tree`), built here when None.
         points: also return the closest points the distance step found.
+        exact: every returned distance exact (as below). False: pairs whose corner bound
+            already proves them within d keep that bound (`core.geometry.pair_bounds`):
+            the same pairs, for a fraction of the cost; the answer then also carries,
+            per pair, a lower bound and whether its distance is exact (`settle` makes
+            chosen rows exact).
 
     Returns:
         pairs: (K, 2) int64 (triangle of A, triangle of B), sorted: every pair whose
@@ -223,69 +232,128 @@ def near_pairs(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray, tri_b: n
             intersecting); none farther than ``d + 2 DIST_REL_TOL * L``
             (docs/clearance.md).
         dist: (K,) float64 their distances, each within ``DIST_REL_TOL * L`` of the exact
-            one (so possibly above d by that much).
+            one (so possibly above d by that much); without `exact`, an upper bound of
+            it (at most d) on the rows not yet exact.
         point_a, point_b: with `points`, (K, 3) float64 each, a closest pair of points
-            (world space; `core.geometry.distance.pair_distances`' for the pair).
+            (world space; `core.geometry.distance.pair_distances`' for the pair), or,
+            on rows not exact, the two corners whose distance is the upper bound.
+        lower, known: without `exact`, (K,) float64 a lower bound of each distance (the
+            distance itself where known) and (K,) bool whether ``dist`` is exact.
     """
     d = _check_d(d)
     r = _query(np.asarray(pos_a, np.float64), np.asarray(tri_a, np.intp),
                np.asarray(pos_b, np.float64), np.asarray(tri_b, np.intp), d, trees,
-               with_hits=False)
+               with_hits=False, exact=exact)
+    out = (r.near.pairs, r.near.dist)
     if points:
-        return r.near.pairs, r.near.dist, r.point_a, r.point_b
-    return r.near.pairs, r.near.dist
+        out += (r.point_a, r.point_b)
+    if not exact:
+        out += (r.lower, r.known)
+    return out
+
+
+def settle(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray, tri_b: np.ndarray,
+           pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The exact distances of near pairs (`near_pairs(..., exact=False)` rows not yet
+    known): (K,) float64 distances and (K, 3) float64 closest points on A and on B. The
+    pairs must not intersect (near pairs never do), so every candidate minimum is valid.
+    pairs: (K, 2) int (triangle of A, triangle of B)."""
+    pairs = np.asarray(pairs, np.intp).reshape(-1, 2)
+    r = pair_distances(pos_a, tri_a, pairs[:, 0], pos_b, tri_b, pairs[:, 1])
+    return r.dist, r.point_a, r.point_b
 
 
 def _none() -> _Found:
-    return _Found(NearPairs(np.zeros((0, 2), np.int64), np.zeros(0), np.zeros(0, dtype=bool)),
-                  np.zeros((0, 3)), np.zeros((0, 3)))
+    z = np.zeros(0)
+    return _Found(NearPairs(np.zeros((0, 2), np.int64), z, np.zeros(0, dtype=bool)),
+                  np.zeros((0, 3)), np.zeros((0, 3)), z, np.zeros(0, dtype=bool))
 
 
-def _query(pos_a, tri_a, pos_b, tri_b, d: float, trees, with_hits: bool) -> _Found:
+class _Decided(NamedTuple):
+    """One chunk's candidates decided (n rows): near (within d, or within the distance
+    tolerance of it), the distance or its upper bound, a lower bound, whether the
+    distance is exact, whether the pair is proved disjoint and farther than the touching
+    tolerance (no intersection test needed), and the points (2, n, 3) of ``dist``."""
+
+    near: np.ndarray
+    dist: np.ndarray
+    lower: np.ndarray
+    known: np.ndarray
+    proved: np.ndarray
+    points: np.ndarray
+
+
+def _exact(pos_a, tri_a, ca, pos_b, tri_b, cb, d: float) -> _Decided:
+    """Candidates decided by their exact distances (`pair_distances` up to d)."""
+    r = pair_distances(pos_a, tri_a, ca, pos_b, tri_b, cb, upto=d)
+    near = r.dist <= d + DIST_REL_TOL * r.scale
+    proved = r.separated & (r.dist > TOUCH_REL_TOL * r.scale)
+    pts = np.zeros((2, ca.size, 3))
+    rows = np.flatnonzero(near)
+    pts[:, rows] = _points(pos_a, tri_a, ca, pos_b, tri_b, cb, r, rows, d)
+    return _Decided(near, r.dist, r.dist, np.ones(ca.size, dtype=bool), proved, pts)
+
+
+def _bounded(pos_a, tri_a, ca, pos_b, tri_b, cb, d: float) -> _Decided:
+    """Candidates decided by corner and gap bounds first (`core.geometry.pair_bounds`):
+    a pair whose lower bound exceeds d is dropped, one whose upper bound is at most d is
+    near with that bound as its distance (not exact), and only the others get their exact
+    distance (docs/clearance.md, "Bounds before distances")."""
+    b = pair_bounds(pos_a, tri_a, ca, pos_b, tri_b, cb)
+    near = b.upper <= d
+    open_ = np.flatnonzero(~near & (b.lower <= d))
+    out = _Decided(near, b.upper, b.lower, np.zeros(ca.size, dtype=bool),
+                   b.lower > TOUCH_REL_TOL * b.scale, np.stack([b.point_a, b.point_b]))
+    if open_.size:
+        x = _exact(pos_a, tri_a, ca[open_], pos_b, tri_b, cb[open_], d)
+        for mine, theirs in zip(out[:-1], x[:-1]):
+            mine[open_] = theirs
+        out.points[:, open_] = x.points
+    return out
+
+
+def _query(pos_a, tri_a, pos_b, tri_b, d: float, trees, with_hits: bool,
+           exact: bool = True) -> _Found:
     """The pairs of `near_or_intersecting_pairs` (with_hits) or `near_pairs` (without:
     the intersection test then runs only where a near pair could be an intersecting one),
-    with their closest points."""
+    with their closest points (or, `exact` False, their corner bounds where those decide)."""
     if not tri_a.shape[0] or not tri_b.shape[0]:
         return _none()
     box_a, box_b = triangle_boxes(pos_a, tri_a), triangle_boxes(pos_b, tri_b)
     (lo_a, hi_a), (lo_b, hi_b) = box_a, box_b
     ia, ib = _candidates(pos_a, tri_a, pos_b, tri_b, box_a, box_b, d, trees)
-    out_a, out_b, out_d, out_h, out_p = [], [], [], [], []
+    decide = _exact if exact else _bounded
+    parts = []
     for s in range(0, ia.size, _CHUNK):
         ca, cb = ia[s:s + _CHUNK], ib[s:s + _CHUNK]
         keep, meet = _box_gaps(lo_a, hi_a, lo_b, hi_b, ca, cb, d)
         ca, cb, meet = ca[keep], cb[keep], meet[keep]
-        r = pair_distances(pos_a, tri_a, ca, pos_b, tri_b, cb, upto=d)
-        near = r.dist <= d + DIST_REL_TOL * r.scale
+        r = decide(pos_a, tri_a, ca, pos_b, tri_b, cb, d)
         # The exact intersection test, on pairs whose boxes meet (the intersection
-        # query's; a pair with boxes apart is disjoint, its distance valid) that are not
-        # proved disjoint (their candidate minimum may be meaningless), or are closer
-        # than that test's touching tolerance can reach (for far pairs, dist is a lower
-        # bound); without hits, only where the pair would be a near one.
-        doubt = ~r.separated | (r.dist <= TOUCH_REL_TOL * r.scale)
-        doubt &= meet
+        # query's; a pair with boxes apart is disjoint) that are not proved disjoint and
+        # farther than that test's touching tolerance can reach; without hits, only
+        # where the pair would be a near one.
+        doubt = meet & ~r.proved
         if not with_hits:
-            doubt &= near
+            doubt &= r.near
         hit = np.zeros(ca.size, dtype=bool)
         t = np.flatnonzero(doubt)
         if t.size:
             hit[t] = tri_test.triangle_pairs_intersect(pos_a, tri_a, ca[t], pos_b, tri_b, cb[t])
-        sel = near & ~hit
+        sel = r.near & ~hit
         if with_hits:
             sel |= hit
-        out_a.append(ca[sel])
-        out_b.append(cb[sel])
-        out_d.append(np.where(hit[sel], 0.0, r.dist[sel]))
-        out_h.append(hit[sel])
-        out_p.append(_points(pos_a, tri_a, ca, pos_b, tri_b, cb, r, np.flatnonzero(sel), d))
-    if not out_a:
+        h = hit[sel]
+        parts.append((ca[sel], cb[sel], np.where(h, 0.0, r.dist[sel]), h,
+                      r.points[:, sel], np.where(h, 0.0, r.lower[sel]), r.known[sel] | h))
+    if not parts:
         return _none()
-    pa, pb = np.concatenate(out_a), np.concatenate(out_b)
-    order = np.lexsort((pb, pa))
+    pa, pb, dist, hits, pts, lower, known = (np.concatenate(x, axis=-2 if k == 4 else 0)
+                                             for k, x in enumerate(zip(*parts)))
+    order = np.argsort(pa * tri_b.shape[0] + pb, kind="stable")     # by (a, b): one key
     pairs = np.stack([pa[order], pb[order]], axis=1).astype(np.int64)
-    pts = np.concatenate(out_p, axis=1)[:, order]
-    return _Found(NearPairs(pairs, np.concatenate(out_d)[order], np.concatenate(out_h)[order]),
-                  pts[0], pts[1])
+    return _Found(NearPairs(pairs, dist[order], hits[order]), pts[0][order], pts[1][order],
+                  lower[order], known[order])
 
 
 def _points(pos_a, tri_a, ca, pos_b, tri_b, cb, r, rows: np.ndarray, d: float) -> np.ndarray:

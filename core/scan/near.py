@@ -16,29 +16,80 @@ or more from the seam are reported when within d, like any other pair.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import numpy as np
 
-from ..query.near import near_pairs
+from ..geometry.pair_bounds import plane_lower
+from ..query.near import near_pairs, settle
 from ..types import FrameInputs, FrameSeams, ObjectPairs
 from .carry import for_object
 from .exact import share_seam_vertex
 from .objects import CollisionObject
 
 
-class NearResult(NamedTuple):
+@dataclass
+class NearResult:
     """The near pairs of one object pair (K rows, sorted by (triangle of A, of B)).
 
+    Distances are settled lazily: the stage proves most pairs within d by two corners
+    (`core.geometry.pair_bounds`) and computes the exact distance only where the bounds
+    do not decide; what needs exact distances (a near contact's closest pair, the
+    ``--near-pairs`` rows) settles those rows (`settle`, `settled`).
+
     pairs: (K, 2) int64 (triangle of A, triangle of B), indices into the frame's triangles.
-    dist: (K,) float64 the distance, within ``DIST_REL_TOL * L`` of the exact one.
-    point_a, point_b: (K, 3) float64 a closest pair of points (world space).
+    dist: (K,) float64 the distance, within ``DIST_REL_TOL * L`` of the exact one where
+        `known`, else an upper bound of it (at most d).
+    point_a, point_b: (K, 3) float64 a closest pair of points (world space) where
+        `known`, else the two corners ``dist`` apart.
+    lower: (K,) float64 a lower bound of the distance (the distance where `known`).
+    known: (K,) bool whether ``dist`` is the distance.
+    geometry: (positions of A (V, 3), triangles of A (T, 3), the same for B): what
+        `settle` measures on.
     """
 
     pairs: np.ndarray
     dist: np.ndarray
     point_a: np.ndarray
     point_b: np.ndarray
+    lower: np.ndarray
+    known: np.ndarray
+    geometry: tuple
+
+    def take(self, rows: np.ndarray) -> "NearResult":
+        """The rows `rows` (an index or a mask) as a new result."""
+        return NearResult(self.pairs[rows], self.dist[rows], self.point_a[rows],
+                          self.point_b[rows], self.lower[rows], self.known[rows],
+                          self.geometry)
+
+    def settle(self, rows: np.ndarray) -> None:
+        """Make the distances and points of `rows` (K,) int exact, in place."""
+        rows = np.asarray(rows, np.intp)
+        rows = rows[~self.known[rows]]
+        if not rows.size:
+            return
+        pa, ta, pb, tb = self.geometry
+        d, qa, qb = settle(pa, ta, pb, tb, self.pairs[rows])
+        self.dist[rows], self.point_a[rows], self.point_b[rows] = d, qa, qb
+        self.lower[rows] = d
+        self.known[rows] = True
+
+    def tighten(self, rows: np.ndarray) -> None:
+        """Raise the lower bounds of `rows` (K,) int by the gaps along the triangles'
+        normals (`core.geometry.pair_bounds.plane_lower`), in place."""
+        rows = np.asarray(rows, np.intp)
+        rows = rows[~self.known[rows]]
+        if not rows.size:
+            return
+        pa, ta, pb, tb = self.geometry
+        low = plane_lower(pa, ta, self.pairs[rows, 0], pb, tb, self.pairs[rows, 1])
+        np.maximum(self.lower[rows], low, out=low)
+        self.lower[rows] = low
+
+    def settled(self) -> "NearResult":
+        """Every row exact (in place); returns self."""
+        self.settle(np.flatnonzero(~self.known))
+        return self
 
 
 def near_between(objects: list[CollisionObject], inputs: FrameInputs, near: ObjectPairs,
@@ -62,11 +113,26 @@ def near_between(objects: list[CollisionObject], inputs: FrameInputs, near: Obje
         pa, pb = inputs.positions[i], inputs.positions[j]
         ta, tb = inputs.triangles[i], inputs.triangles[j]
         trees = (for_object(objects[i]), for_object(objects[j]))
-        r = NearResult(*near_pairs(pa, ta, pb, tb, d, trees, points=True))
+        r = NearResult(*near_pairs(pa, ta, pb, tb, d, trees, points=True, exact=False),
+                       geometry=(pa, ta, pb, tb))
         if r.pairs.size and seams.G is not None and seams.hold[i, j]:
-            apart = ~share_seam_vertex(seams.G, inputs.v_off[i] + ta[r.pairs[:, 0]],
-                                       inputs.v_off[j] + tb[r.pairs[:, 1]])
-            r = NearResult(*(x[apart] for x in r))
+            r = _off_seams(r, seams.G, inputs.v_off[i] + ta, inputs.v_off[j] + tb)
         if r.pairs.size:
             out.append((i, j, r))
     return out
+
+
+def _off_seams(r: NearResult, G: np.ndarray, va: np.ndarray, vb: np.ndarray) -> NearResult:
+    """`r` without its pairs that share a seam vertex (`share_seam_vertex`). va, vb: (T, 3)
+    the two objects' triangles as rows of the frame's stacked vertices (`G`'s). Only pairs
+    whose two triangles both have a vertex key found on the other side are tested: a
+    garment made apart from the body (no shared vertex) costs two `isin` on its vertices."""
+    ka, kb = G[va], G[vb]                                     # (T, 3) keys per corner
+    on_a = np.isin(ka, kb).any(axis=1)
+    on_b = np.isin(kb, ka).any(axis=1)
+    test = np.flatnonzero(on_a[r.pairs[:, 0]] & on_b[r.pairs[:, 1]])
+    if not test.size:
+        return r
+    keep = np.ones(r.pairs.shape[0], dtype=bool)
+    keep[test] = ~share_seam_vertex(G, va[r.pairs[test, 0]], vb[r.pairs[test, 1]])
+    return r if keep.all() else r.take(keep)

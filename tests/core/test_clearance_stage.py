@@ -124,10 +124,10 @@ def with_positions(rig: Rig, pos, name: str, armature: str) -> Rig:
                rig.bone_deform, armature=armature)
 
 
-def layered(seed: int):
+def layered(seed: int, rings: int = 14, segments: int = 12):
     """A body and a garment: the body pushed out along its rest normals by 0.5% of its
     height (2), skinned to the same armature, in one strong random pose."""
-    body = procedural.tube_rig(rings=14, segments=12, n_bones=5, name="body")
+    body = procedural.tube_rig(rings=rings, segments=segments, n_bones=5, name="body")
     shirt = with_positions(body, body.rest_positions + 0.01 * vertex_normals(body.rest_positions,
                                                                        body.triangles),
                            "shirt", "rig")
@@ -187,6 +187,13 @@ def check(objects, positions, d, size, excluded=None):
             if r is None:
                 continue
             total += len(pairs)
+            # Rows the bounds decided carry an upper bound within d and a lower one.
+            want = D[r.pairs[:, 0], r.pairs[:, 1]]
+            assert (r.lower <= want + tol).all() and (want <= r.dist + tol).all()
+            assert (r.dist <= d + tol).all()
+            np.testing.assert_allclose(r.dist[r.known], want[r.known], rtol=0, atol=tol)
+            r = r.settled()
+            assert r.known.all()
             np.testing.assert_allclose(r.dist, D[r.pairs[:, 0], r.pairs[:, 1]], rtol=0, atol=tol)
             np.testing.assert_allclose(np.linalg.norm(r.point_a - r.point_b, axis=1), r.dist,
                                        rtol=0, atol=tol)
@@ -324,3 +331,29 @@ def test_contacts_csv_has_near_rows_with_min_distance():
         assert float(row["min_distance"]) == c.min_distance and int(row["pairs"]) == len(c.pairs)
         mid = [float(row[k]) for k in ("center_x", "center_y", "center_z")]
         assert np.allclose(mid, c.points.mean(axis=0), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_near_contacts_settle_only_what_can_be_closest(seed):
+    """A near contact's closest distance and points are the same whether every pair of
+    the frame was settled first or only those its bounds leave in doubt; on a layered
+    character whose triangles are about the clearance's size (as a garment's are), most
+    rows stay unsettled."""
+    from skin_collide.core.contacts import near as near_contacts
+
+    rigs, positions, _ = layered(seed, rings=48, segments=40)
+    objects = [scan.prepare(r) for r in rigs]
+    lazy = scan.query_frame(objects, positions, [None, None], clearance=0.05).near
+    full = scan.query_frame(objects, positions, [None, None], clearance=0.05).near
+    for _, _, r in full:
+        r.settled()
+    got = near_contacts.near_contacts(objects, lazy)
+    want = near_contacts.near_contacts(objects, full)
+    assert got and len(got) == len(want)
+    for g, w in zip(got, want):
+        assert (g.pairs == w.pairs).all() and g.bones == w.bones
+        assert g.min_distance == w.min_distance
+        assert abs(np.linalg.norm(g.points[0] - g.points[1]) - g.min_distance) <= 1e-12
+    settled = sum(int(r.known.sum()) for _, _, r in lazy)
+    total = sum(r.known.size for _, _, r in lazy)
+    assert settled < total / 2

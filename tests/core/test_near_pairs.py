@@ -80,6 +80,21 @@ def check(pa, ta, pb, tb, d):
     assert sure <= set(found.tolist()) <= allowed
     ref = dict(zip(key.tolist(), dist.tolist()))
     assert all(abs(g - ref[k]) <= eps for k, g in zip(found.tolist(), got.tolist()))
+    # Bounds first (exact=False): the same pairs; exact rows as above, the others carry
+    # an upper bound at most d (two corners that far apart), a lower bound below the
+    # distance, and `settle` makes them exact.
+    lazy, up, qa, qb, low, known = near_pairs(pa, ta, pb, tb, d, points=True, exact=False)
+    assert (lazy == pairs).all()
+    assert (up[known] == got[known]).all() and (low[known] == got[known]).all()
+    assert (up <= d + eps).all() and (low <= got + eps).all() and (got <= up + eps).all()
+    assert np.allclose(np.linalg.norm(qa - qb, axis=1), up, rtol=0, atol=eps)
+    todo = np.flatnonzero(~known)
+    corner_a = np.abs(pa[ta[lazy[todo, 0]]] - qa[todo, None]).max(axis=2).min(axis=1)
+    corner_b = np.abs(pb[tb[lazy[todo, 1]]] - qb[todo, None]).max(axis=2).min(axis=1)
+    ulps = 4e-16 * (1 + np.abs(pa).max() + np.abs(pb).max())
+    assert corner_a.max(initial=0) <= ulps and corner_b.max(initial=0) <= ulps
+    exact_d, _, _ = near.settle(pa, ta, pb, tb, lazy[todo])
+    assert (exact_d == got[todo]).all()
     # With the intersecting pairs: exactly brute force's hits, at distance 0.
     r = near_or_intersecting_pairs(pa, ta, pb, tb, d)
     found2 = r.pairs[:, 0] * tb.shape[0] + r.pairs[:, 1]
