@@ -350,35 +350,31 @@ def _gathered(pos_a: np.ndarray, tri_a: np.ndarray, ia: np.ndarray, pos_b: np.nd
     """Checked inputs: K, and a function giving the corners (3 xyz, 3 corners, n) of the
     pairs `sel` (a slice or an index array) of each side: gathered from coordinate rows,
     or, with many pairs per triangle, from per-triangle rows of nine coordinates."""
-    pa = np.ascontiguousarray(np.asarray(pos_a, dtype=np.float64).T)
-    pb = np.ascontiguousarray(np.asarray(pos_b, dtype=np.float64).T)
+    pa = np.asarray(pos_a, dtype=np.float64)
+    pb = np.asarray(pos_b, dtype=np.float64)
     ta = np.asarray(tri_a)
     tb = np.asarray(tri_b)
     ia = np.asarray(ia, dtype=np.intp).ravel()
     ib = np.asarray(ib, dtype=np.intp).ravel()
-    if (pa.shape[0] != 3 or pb.shape[0] != 3 or ta.ndim != 2 or ta.shape[1] != 3
-            or tb.ndim != 2 or tb.shape[1] != 3 or ia.shape != ib.shape):
+    if (pa.ndim != 2 or pa.shape[1] != 3 or pb.ndim != 2 or pb.shape[1] != 3 or ta.ndim != 2
+            or ta.shape[1] != 3 or tb.ndim != 2 or tb.shape[1] != 3 or ia.shape != ib.shape):
         raise ValueError("positions must be (V, 3), triangles (T, 3), ia and ib (K,) alike")
     if ia.size >= ta.shape[0] + tb.shape[0]:
         # Many pairs per triangle: each triangle's nine coordinates as one row, so that a
         # pair gathers two 72-byte rows instead of six scattered vertices (3x faster).
-        rows_a = np.take(np.ascontiguousarray(pa.T), ta.ravel().astype(np.intp),
-                         axis=0).reshape(-1, 9)
-        rows_b = np.take(np.ascontiguousarray(pb.T), tb.ravel().astype(np.intp),
-                         axis=0).reshape(-1, 9)
+        rows_a = np.take(pa, ta.ravel().astype(np.intp), axis=0).reshape(-1, 9)
+        rows_b = np.take(pb, tb.ravel().astype(np.intp), axis=0).reshape(-1, 9)
 
         def corners(sel) -> tuple[np.ndarray, np.ndarray]:
             ga = np.take(rows_a, ia[sel], axis=0).reshape(-1, 3, 3)   # (n, corner, xyz)
             gb = np.take(rows_b, ib[sel], axis=0).reshape(-1, 3, 3)
             return ga.transpose(2, 1, 0), gb.transpose(2, 1, 0)
     else:
-        ra = np.ascontiguousarray(ta.T, dtype=np.intp)
-        rb = np.ascontiguousarray(tb.T, dtype=np.intp)
-
+        # Few pairs: the pairs' own vertex rows, nothing of the whole mesh copied.
         def corners(sel) -> tuple[np.ndarray, np.ndarray]:
-            ca = np.take(ra, ia[sel], axis=1)                 # (3 corners, n)
-            cb = np.take(rb, ib[sel], axis=1)
-            return np.take(pa, ca, axis=1), np.take(pb, cb, axis=1)
+            ga = np.take(pa, np.take(ta, ia[sel], axis=0), axis=0)   # (n, corner, xyz)
+            gb = np.take(pb, np.take(tb, ib[sel], axis=0), axis=0)
+            return ga.transpose(2, 1, 0), gb.transpose(2, 1, 0)
 
     return ia.size, corners
 

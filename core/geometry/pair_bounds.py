@@ -70,18 +70,16 @@ def _rows(pos: np.ndarray, tri: np.ndarray, many: bool):
     """A function giving the corners of triangles `idx` (m,) as a contiguous (3 xyz,
     3 corners, m) float64 array: from per-triangle rows of nine coordinates when the
     pairs are many per triangle (two contiguous 72-byte gathers a pair), else from the
-    vertex rows."""
+    pairs' own vertex rows (nothing of the whole mesh copied)."""
     if many:
         rows = np.ascontiguousarray(pos[tri].transpose(2, 1, 0).reshape(9, -1))
 
         def get(idx: np.ndarray) -> np.ndarray:
             return np.take(rows, idx, axis=1).reshape(3, 3, -1)
     else:
-        coords = np.ascontiguousarray(pos.T)                   # (3, V)
-        cols = np.ascontiguousarray(tri.T)                     # (3 corners, T)
-
         def get(idx: np.ndarray) -> np.ndarray:
-            return np.take(coords, np.take(cols, idx, axis=1), axis=1)
+            g = np.take(pos, np.take(tri, idx, axis=0), axis=0)   # (m, corner, xyz)
+            return np.ascontiguousarray(g.transpose(2, 1, 0))
     return get
 
 
