@@ -29,6 +29,7 @@ between (a) and (c) on every frame (exits non-zero if not).
 Usage (from the repository root):
     bash dev python bench/bench_clearance.py
     bash dev python bench/bench_clearance.py --scenes shirt --max-frames 4 --profile
+    bash dev python bench/bench_clearance.py --near-pairs     # (a) listing every pair
 Not a test: nothing here asserts on time.
 """
 from __future__ import annotations
@@ -182,7 +183,7 @@ def run_scene(args, name: str) -> dict:
         other, _ = scenes.duplicate_character(body, arm, "body_copy",
                                               offset=(args.offset, 0.0, 0.0), turn=0.0)
     obs = [other, body] if name == "shirt" else [body, other]
-    sc_a = scanner.Scanner(obs, clearance=d)
+    sc_a = scanner.Scanner(obs, clearance=d, near_pairs=args.near_pairs)
     sc_b = scanner.Scanner(obs)
     scene = bpy.context.scene
     act = arm.animation_data.action if arm.animation_data else None
@@ -241,6 +242,8 @@ def main() -> int:
     ap.add_argument("--stride", type=int, default=6, help="every Nth frame of the action")
     ap.add_argument("--max-frames", type=int, default=8)
     ap.add_argument("--profile", action="store_true", help="cProfile of (a)")
+    ap.add_argument("--near-pairs", action="store_true",
+                    help="(a) as `scan --near-pairs`: every listed pair's distance exact")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
     if not os.path.isdir(SHARED):

@@ -57,7 +57,11 @@ def _check_state(sc, positions, poses, d: float, size: float) -> int:
     if r is None:
         return 0
     want = np.array([brute[tuple(p)] for p in r.pairs.tolist()])
-    assert np.abs(r.dist - want).max() <= tol
+    # Pairs the corner bound decided carry that bound (within d) and a lower bound;
+    # settled, every distance is the brute force's.
+    assert (r.lower <= want + tol).all() and (want <= r.dist + tol).all()
+    assert np.abs(r.dist - want)[r.known].max(initial=0) <= tol
+    assert np.abs(r.settled().dist - want).max() <= tol
     return len(pairs)
 
 
