@@ -53,6 +53,7 @@ def run(args) -> int:
     if status == 0 and args.json:
         args.mode, args.method, args.self_collision, args.first_hit = None, None, False, False
         args.junit, args.allow, args.ignore_rest_contacts = None, None, False
+        args.contacts_csv = None
         args.fail_on_collision, args.jobs = False, 1
         status = scan.run(args)
     return status

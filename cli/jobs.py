@@ -10,7 +10,13 @@ import time
 
 from .errors import EXIT_CLEAN, EXIT_COLLISIONS, EXIT_INTERRUPTED, EXIT_USAGE, UsageError
 from .interrupt import interrupt_on_signals
-from .outputs import print_contact_episodes, print_near_episodes, write_junit, write_output
+from .outputs import (
+    print_contact_episodes,
+    print_near_episodes,
+    write_contacts_csv,
+    write_junit,
+    write_output,
+)
 from .scan_flags import worker_flags
 
 
@@ -300,13 +306,15 @@ def _gather(args, frames: tuple[int, int], workers: list[_Worker], interrupted: 
     report = scan_report.from_json(doc)
     if args.junit:
         write_junit(args, report)
+    write_contacts_csv(args, doc)
     if interrupted:
         where = f"; the report in {args.json} is marked interrupted" if args.json else ""
         print(f"skin_collide: interrupted after {done} of {n_frames} frames{where}",
               file=sys.stderr, flush=True)
         return EXIT_INTERRUPTED
     colliding = sum(1 for f in doc["frames"] if f["pairs"])
-    wrote = ", ".join(p for p in (args.json, args.junit) if p)
+    wrote = ", ".join(p for p in (args.json, args.junit, getattr(args, "contacts_csv", None))
+                        if p)
     print(f"{colliding} of {n_frames} frames collide; {len(workers)} workers, "
           f"{time.perf_counter() - t0:.1f} s wall" + (f"; wrote {wrote}" if wrote else ""))
     eps = report.episodes()

@@ -3,11 +3,16 @@
 XML."""
 from __future__ import annotations
 
-import os
 import sys
 
 from .errors import EXIT_CLEAN, UsageError
-from .outputs import print_contact_episodes, print_near_episodes, write_output
+from .outputs import (
+    check_outputs,
+    print_contact_episodes,
+    print_near_episodes,
+    write_contacts_csv,
+    write_output,
+)
 
 
 def add_parser(sub) -> None:
@@ -16,6 +21,8 @@ def add_parser(sub) -> None:
     mg.add_argument("reports", nargs="+", metavar="REPORT", help="scan --json reports")
     mg.add_argument("--json", required=True, metavar="OUT", help="write the merged report here")
     mg.add_argument("--junit", metavar="OUT.xml", help="also write JUnit XML here, as scan --junit")
+    mg.add_argument("--contacts-csv", metavar="OUT.csv",
+                    help="also write the contacts as CSV here, as scan --contacts-csv")
     mg.set_defaults(func=run)
 
 
@@ -26,14 +33,7 @@ def run(args) -> int:
     from ..core.report import model as scan_report
     from ..core.report import writing as core_report
 
-    if args.junit and os.path.abspath(args.junit) == os.path.abspath(args.json):
-        raise UsageError("--json and --junit name the same file")
-    try:
-        core_report.check_output_path(args.json, "--json")
-        if args.junit:
-            core_report.check_output_path(args.junit, "--junit")
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    check_outputs(args)
     try:
         docs = [core_merge.load(p) for p in args.reports]
         doc = core_merge.merge_reports(docs, names=args.reports)
@@ -51,6 +51,7 @@ def run(args) -> int:
                                     near_eps=report.near_episodes()
                                     if report.clearance is not None else ())
         write_output(args.junit, xml, "the JUnit XML")
+    write_contacts_csv(args, doc)
     print(f"merged {len(docs)} reports: {len(doc['frames'])} frames, "
           f"{sum(1 for f in doc['frames'] if f['pairs'])} colliding; wrote {args.json}")
     print_contact_episodes(report)

@@ -1,6 +1,6 @@
 """What a scan or a merge writes: its outputs checked before the work starts, written
-atomically (kept elsewhere when they cannot be), the JUnit XML, and the contact episodes'
-console lines.
+atomically (kept elsewhere when they cannot be), the JUnit XML, the contacts' CSV, and the
+contact episodes' console lines.
 """
 from __future__ import annotations
 
@@ -9,23 +9,32 @@ import os
 from .errors import UsageError
 
 
+#: The files a scan or a merge writes: (flag, attribute of the parsed arguments).
+OUTPUT_FLAGS = (("--json", "json"), ("--junit", "junit"), ("--contacts-csv", "contacts_csv"))
+
+
 def check_outputs(args) -> None:
-    """Every output of a scan (JSON, JUnit, the snapshots folder), before the file is
-    loaded and the build starts: a scan must not fail at its end for want of a place to
-    write its work, nor replace a file its user could not write (`core.report.writing`)."""
+    """Every output of a scan or a merge (JSON, JUnit, the contacts' CSV, the snapshots
+    folder), before the file is loaded and the build starts: a scan must not fail at its
+    end for want of a place to write its work, nor replace a file its user could not
+    write (`core.report.writing`), and no two outputs may name one file."""
     from ..core.report import writing as core_report
 
+    given = [(flag, getattr(args, attr, None)) for flag, attr in OUTPUT_FLAGS]
+    given = [(flag, path) for flag, path in given if path is not None]
     try:
-        for flag, path in (("--json", args.json), ("--junit", getattr(args, "junit", None))):
-            if path is not None:
-                core_report.check_output_path(path, flag)
+        for flag, path in given:
+            core_report.check_output_path(path, flag)
         if getattr(args, "snapshots", None) is not None:
             core_report.check_output_folder(args.snapshots, "--snapshots", "frame_*.png")
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    if args.json is not None and getattr(args, "junit", None) is not None and \
-            os.path.abspath(args.json) == os.path.abspath(args.junit):
-        raise UsageError("--json and --junit name the same file")
+    seen: dict[str, str] = {}
+    for flag, path in given:
+        key = os.path.abspath(path)
+        if key in seen:
+            raise UsageError(f"{seen[key]} and {flag} name the same file")
+        seen[key] = flag
 
 
 def write_output(path: str, text: str, what: str) -> None:
@@ -63,6 +72,16 @@ def print_near_episodes(report) -> list:
     print(f"clearance {contact_groups.length_text(report.clearance)} "
           f"({report.clearance!r} scene units): {near_contacts.summary(eps)}")
     return eps
+
+
+def write_contacts_csv(args, doc: dict) -> None:
+    """With `--contacts-csv`, the report's contacts as CSV (`core.contacts.contact.
+    contacts_csv`: one row per contact and frame, near contacts as rows of kind "near");
+    `doc` is the report's JSON form."""
+    if getattr(args, "contacts_csv", None):
+        from ..core.contacts.contact import contacts_csv
+
+        write_output(args.contacts_csv, contacts_csv(doc), "the contacts' CSV")
 
 
 def write_junit(args, report) -> None:

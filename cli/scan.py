@@ -21,6 +21,7 @@ from .outputs import (
     check_outputs,
     print_contact_episodes,
     print_near_episodes,
+    write_contacts_csv,
     write_junit,
     write_output,
 )
@@ -57,6 +58,9 @@ def add_parser(sub) -> None:
     sc.add_argument("--json", metavar="OUT", help="write the report here (progressively, atomically)")
     sc.add_argument("--junit", metavar="OUT.xml", help="write JUnit XML here: one test case per object pair "
                                     "(and per object with --self), failing with its episodes")
+    sc.add_argument("--contacts-csv", metavar="OUT.csv",
+                    help="write the contacts here as CSV: one row per contact and frame "
+                         "(near contacts too, with --clearance)")
     sc.add_argument("--fail-on-collision", action="store_true",
                     help="exit 1 when any frame has colliding pairs (after --allow and "
                          "--ignore-rest-contacts)")
@@ -215,6 +219,8 @@ def _scan_frames(args, sc, scene, frame_list: list[int]) -> int:
             write_output(args.json, core_report.dumps(report.to_json()), "the report")
         if args.junit:
             write_junit(args, report)
+        if getattr(args, "contacts_csv", None):
+            write_contacts_csv(args, report.to_json())
         where = f"; the report in {args.json} is marked interrupted" if args.json else ""
         print(f"skin_collide: interrupted after {len(records)} of {len(frame_list)} frames{where}",
               file=sys.stderr, flush=True)
@@ -236,13 +242,16 @@ def _finish(args, sc, scene, report, n_frames: int) -> int:
     from ..core.contacts import pairs as contacts
     from ..core.report import writing as core_report
 
+    csv_out = getattr(args, "contacts_csv", None)
+    doc = report.to_json() if args.json or csv_out else None
     if args.json:
-        write_output(args.json, core_report.dumps(report.to_json()), "the report")
+        write_output(args.json, core_report.dumps(doc), "the report")
     if args.junit:
         write_junit(args, report)
+    write_contacts_csv(args, doc)
     colliding = [r.frame for r in report.frames if r.pairs]
     ms = np.array([r.ms for r in report.frames])
-    wrote = ", ".join(p for p in (args.json, args.junit) if p)
+    wrote = ", ".join(p for p in (args.json, args.junit, csv_out) if p)
     print(f"{len(colliding)} of {n_frames} frames collide; query ms mean {ms.mean():.2f} "
           f"max {ms.max():.2f}" + (f"; wrote {wrote}" if wrote else ""))
     scan_snapshots(args, sc, scene, report)

@@ -202,3 +202,53 @@ def test_jobs_2_equals_jobs_1_with_a_clearance(demo, tmp_path):
     a, b = json.loads(one.read_text()), json.loads(two.read_text())
     assert a["near_episodes"] and any(f["near_contacts"] for f in a["frames"])
     assert without_ms(a) == without_ms(b)
+
+
+def test_contacts_csv_from_scan_jobs_and_merge(demo, tmp_path):
+    """`--contacts-csv OUT.csv` (scan, scan --jobs, merge): the report's contacts as CSV,
+    the near contacts as rows of kind "near" with their min_distance; the same file from
+    every path; an output named twice is one line, exit 2, before anything runs."""
+    import csv
+
+    from skin_collide.core.contacts.contact import CSV_COLUMNS, contacts_csv
+
+    out, table = tmp_path / "whole.json", tmp_path / "whole.csv"
+    res = run("scan", demo, "--frames", "1:12", "--json", out, "--clearance", "0.3",
+              "--contacts-csv", table)
+    assert res.returncode == 0, res.stderr
+    assert str(table) in res.stdout                        # "wrote ..., whole.csv"
+    doc = json.loads(out.read_text())
+    text = table.read_text()
+    assert text == contacts_csv(doc)
+    rows = list(csv.DictReader(text.splitlines()))
+    assert list(rows[0]) == list(CSV_COLUMNS)
+    want = sum(len(f.get("contacts", [])) + len(f.get("near_contacts", []))
+               for f in doc["frames"])
+    assert len(rows) == want
+    near = [r for r in rows if r["kind"] == "near"]
+    assert near and all(0 <= float(r["min_distance"]) <= 0.3 * (1 + 1e-9) for r in near)
+    assert all(r["length"] == "" for r in near)
+    assert any(r["kind"] != "near" and r["min_distance"] == "" for r in rows)
+
+    jobs = tmp_path / "jobs.csv"
+    res = run("scan", demo, "--frames", "1:12", "--clearance", "0.3", "--jobs", "2",
+              "--contacts-csv", jobs)
+    assert res.returncode == 0, res.stderr
+    assert jobs.read_text() == text
+
+    c1, c2, merged = tmp_path / "c1.json", tmp_path / "c2.json", tmp_path / "merged.csv"
+    for part, frames in ((c1, "1:6"), (c2, "7:12")):
+        assert run("scan", demo, "--frames", frames, "--json", part, "--clearance",
+                   "0.3").returncode == 0
+    res = run("merge", c1, c2, "--json", tmp_path / "m.json", "--contacts-csv", merged)
+    assert res.returncode == 0, res.stderr
+    assert merged.read_text() == text
+
+    same = tmp_path / "same.json"
+    res = run("scan", demo, "--frames", "1:2", "--json", same, "--contacts-csv", same)
+    assert res.returncode == 2 and not same.exists()
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert lines == ["skin_collide: error: --json and --contacts-csv name the same file"], \
+        res.stderr
+    res = run("merge", c1, "--json", same, "--contacts-csv", same)
+    assert res.returncode == 2 and "--json and --contacts-csv name the same file" in res.stderr

@@ -1,5 +1,5 @@
 """Issue 26 §3 through the command line: `scan` checks every output (JSON, JUnit, the
-snapshots folder) before the build, refuses to replace a protected file with one line
+contacts' CSV, the snapshots folder) before the build, refuses to replace a protected file with one line
 naming it (exit 2), writes files with the mode a plain open() gives, and keeps the frames
 done when an output turns read-only while it runs (`--jobs` too)."""
 import json
@@ -44,6 +44,7 @@ def _one_error_line(res) -> str:
 @pytest.mark.parametrize("flag, name, jobs", [
     ("--json", "reviewed.json", 1),
     ("--junit", "reviewed.xml", 1),
+    ("--contacts-csv", "reviewed.csv", 1),
     ("--json", "reviewed.json", 2),
     ("--snapshots", "shots/frame_00005.png", 1),
 ])
