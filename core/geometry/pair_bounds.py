@@ -98,17 +98,11 @@ def _gap(v: np.ndarray, A: np.ndarray, B: np.ndarray) -> np.ndarray:
     return g
 
 
-def pair_bounds(pos_a: np.ndarray, tri_a: np.ndarray, ia: np.ndarray, pos_b: np.ndarray,
-                tri_b: np.ndarray, ib: np.ndarray) -> PairBounds:
-    """Lower and upper bounds of the distance of the triangle pairs (ia[k] of A, ib[k] of B).
-
-    Args:
-        pos_a: (Va, 3) float64 positions of A (finite); tri_a: (Ta, 3) int triangles of A.
-        pos_b, tri_b: the same for B. ia, ib: (K,) int the pairs.
-    Returns:
-        `PairBounds` (lower, upper, point_a, point_b, scale), K rows each, with
-        ``lower <= exact distance <= upper`` for every pair (module docstring).
-    """
+def _blocks(pos_a, tri_a, ia, pos_b, tri_b, ib):
+    """The pairs (ia[k] of A, ib[k] of B) a block at a time: K, and an iterator of
+    (start, stop, A, B, o, L) with A, B (3 xyz, 3 corners, n) float64 the block's corners
+    translated to each pair's first corner of A, o (3, n) that corner and L (n,) the
+    pair's scale (the largest absolute translated coordinate)."""
     pos_a = np.asarray(pos_a, np.float64)
     pos_b = np.asarray(pos_b, np.float64)
     tri_a = np.asarray(tri_a, np.intp)
@@ -120,10 +114,8 @@ def pair_bounds(pos_a: np.ndarray, tri_a: np.ndarray, ia: np.ndarray, pos_b: np.
     k = ia.size
     many = k >= tri_a.shape[0] + tri_b.shape[0]
     get_a, get_b = _rows(pos_a, tri_a, many), _rows(pos_b, tri_b, many)
-    lower, upper, scale = np.empty(k), np.empty(k), np.empty(k)
-    pts = np.empty((2, 3, k))
-    rows9 = np.arange(9, dtype=np.int64)[:, None]
-    with np.errstate(invalid="ignore", divide="ignore"):
+
+    def blocks():
         for s in range(0, k, _BLOCK):
             e = min(s + _BLOCK, k)
             n = e - s
@@ -133,6 +125,28 @@ def pair_bounds(pos_a: np.ndarray, tri_a: np.ndarray, ia: np.ndarray, pos_b: np.
             B -= o[:, None]
             L = np.maximum(np.abs(A).reshape(9, n).max(axis=0),
                            np.abs(B).reshape(9, n).max(axis=0))
+            yield s, e, A, B, o, L
+    return k, blocks()
+
+
+def pair_bounds(pos_a: np.ndarray, tri_a: np.ndarray, ia: np.ndarray, pos_b: np.ndarray,
+                tri_b: np.ndarray, ib: np.ndarray) -> PairBounds:
+    """Lower and upper bounds of the distance of the triangle pairs (ia[k] of A, ib[k] of B).
+
+    Args:
+        pos_a: (Va, 3) float64 positions of A (finite); tri_a: (Ta, 3) int triangles of A.
+        pos_b, tri_b: the same for B. ia, ib: (K,) int the pairs.
+    Returns:
+        `PairBounds` (lower, upper, point_a, point_b, scale), K rows each, with
+        ``lower <= exact distance <= upper`` for every pair (module docstring).
+    """
+    k, blocks = _blocks(pos_a, tri_a, ia, pos_b, tri_b, ib)
+    lower, upper, scale = np.empty(k), np.empty(k), np.empty(k)
+    pts = np.empty((2, 3, k))
+    rows9 = np.arange(9, dtype=np.int64)[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for s, e, A, B, o, L in blocks:
+            n = e - s
             # The nine squared corner distances, row 3 i + j (corner i of A, j of B),
             # row by row on contiguous arrays (broadcast (3, 3, 1, n) - (3, 1, 3, n)
             # measured three times slower).
@@ -181,26 +195,11 @@ def plane_lower(pos_a: np.ndarray, tri_a: np.ndarray, ia: np.ndarray, pos_b: np.
     """(K,) float64 a lower bound of the distance of the pairs (ia[k] of A, ib[k] of B):
     the larger separating gap along the two triangles' normals (module docstring), less
     its rounding allowance, clamped at 0. Arguments as `pair_bounds`."""
-    pos_a = np.asarray(pos_a, np.float64)
-    pos_b = np.asarray(pos_b, np.float64)
-    tri_a = np.asarray(tri_a, np.intp)
-    tri_b = np.asarray(tri_b, np.intp)
-    ia = np.asarray(ia, np.intp).ravel()
-    ib = np.asarray(ib, np.intp).ravel()
-    k = ia.size
-    many = k >= tri_a.shape[0] + tri_b.shape[0]
-    get_a, get_b = _rows(pos_a, tri_a, many), _rows(pos_b, tri_b, many)
+    k, blocks = _blocks(pos_a, tri_a, ia, pos_b, tri_b, ib)
     lower = np.empty(k)
     with np.errstate(invalid="ignore", divide="ignore"):
-        for s in range(0, k, _BLOCK):
-            e = min(s + _BLOCK, k)
+        for s, e, A, B, _, L in blocks:
             n = e - s
-            A, B = get_a(ia[s:e]), get_b(ib[s:e])
-            o = A[:, 0].copy()
-            A -= o[:, None]
-            B -= o[:, None]
-            L = np.maximum(np.abs(A).reshape(9, n).max(axis=0),
-                           np.abs(B).reshape(9, n).max(axis=0))
             g = np.zeros(n)
             for T in (A, B):
                 e1 = T[:, 1] - T[:, 0]
