@@ -19,6 +19,7 @@ from .core.report import chunks
 
 MERGED_JSON = "report.json"
 MERGED_JUNIT = "report.xml"
+MERGED_CSV = "report.contacts.csv"
 
 
 def chunk_report(out: str, start: int, end: int) -> str:
@@ -49,11 +50,12 @@ def scan_args(file: str, start: int, end: int, out: str, flags: list[str]) -> li
 
 
 def merge_args(out: str, parts: list[tuple[int, int]], junit: bool = True) -> list[str]:
-    """`python -m skin_collide` arguments of the merge of every chunk's report."""
+    """`python -m skin_collide` arguments of the merge of every chunk's report: the merged
+    report, and (`junit`) its JUnit XML and contacts' CSV."""
     base = out.rstrip("/")
     args = ["merge", *(chunk_report(out, a, b) for a, b in parts), "--json", f"{base}/{MERGED_JSON}"]
     if junit:
-        args += ["--junit", f"{base}/{MERGED_JUNIT}"]
+        args += ["--junit", f"{base}/{MERGED_JUNIT}", "--contacts-csv", f"{base}/{MERGED_CSV}"]
     return args
 
 

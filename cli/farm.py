@@ -26,8 +26,8 @@ def add_parser(sub) -> None:
                    help="the shot's frames, inclusive (negative frames allowed)")
     p.add_argument("--chunk", type=int, required=True, metavar="N", help="frames per scan task")
     p.add_argument("--out", required=True, metavar="DIR",
-                   help=f"output folder: scan_START_END.json per chunk, {farm.MERGED_JSON} and "
-                        f"{farm.MERGED_JUNIT} (JUnit) from the merge")
+                   help=f"output folder: scan_START_END.json per chunk, {farm.MERGED_JSON}, "
+                        f"{farm.MERGED_JUNIT} (JUnit) and {farm.MERGED_CSV} from the merge")
     scan_flags.add_farm_flags(p)
     p.add_argument("--python", default="python3", metavar="EXE",
                    help="the render nodes' interpreter with bpy and skin_collide "

@@ -8,6 +8,7 @@
 // on every one of them. Each task runs, with Flamenco's `exec` command,
 //   PYTHON -m skin_collide scan FILE --frames=A:B [flags] --json OUTPUT/scan_A_B.json
 //   PYTHON -m skin_collide merge OUTPUT/scan_*.json... --json OUTPUT/report.json --junit OUTPUT/report.xml
+//       --contacts-csv OUTPUT/report.contacts.csv
 // exactly the commands that `python -m skin_collide farm-commands` prints for OpenCue and
 // that the Open Job Description template (farm/openjd/skin_collide_scan.yaml) runs: the
 // chunks are cut as OpenJD's task chunking cuts a contiguous range (core/report/chunks.py), not
@@ -33,7 +34,7 @@ const JOB_TYPE = {
         { key: "chunk_size", type: "int32", default: 10, propargs: {min: 1}, visible: "submission",
           description: "Frames per scan task (each task loads the file once)" },
         { key: "output_dir", type: "string", subtype: "dir_path", required: true, visible: "submission",
-          description: "Folder for the chunk reports, report.json and report.xml (JUnit); it must exist" },
+          description: "Folder for the chunk reports, report.json, report.xml (JUnit) and report.contacts.csv; it must exist" },
         { key: "self", type: "bool", default: false, visible: "submission",
           description: "Also each object against itself (scan --self)" },
         { key: "method", type: "string", default: "sphere-tree", visible: "submission",
@@ -145,6 +146,7 @@ function compileJob(job) {
         reports.push(report);
     }
     mergeTask.addCommand(skinCollideCommand(settings,
-        ["merge"].concat(reports, ["--json", `${out}/report.json`, "--junit", `${out}/report.xml`])));
+        ["merge"].concat(reports, ["--json", `${out}/report.json`, "--junit", `${out}/report.xml`,
+            "--contacts-csv", `${out}/report.contacts.csv`])));
     job.addTask(mergeTask);
 }

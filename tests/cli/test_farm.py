@@ -30,6 +30,7 @@ import pytest
 from cli_helpers import run
 
 from skin_collide import farm_commands
+from skin_collide.core.contacts.contact import contacts_csv
 from skin_collide.core.report import chunks
 
 REPO = Path(__file__).resolve().parents[2]
@@ -116,7 +117,8 @@ def test_farm_commands_prints_a_scan_per_chunk_then_the_merge():
                                      "--json", reports[-1]]
     assert shlex.split(lines[-1]) == ["/opt/py/bin/python", "-m", "skin_collide", "merge",
                                       *reports, "--json", "/farm/out/report.json",
-                                      "--junit", "/farm/out/report.xml"]
+                                      "--junit", "/farm/out/report.xml",
+                                      "--contacts-csv", "/farm/out/report.contacts.csv"]
     scans = run("farm-commands", "shots/sh 010.blend", "--frames", "1:48", "--chunk", "10",
                 "--self", "--ignore-rest-contacts", "--allow", "ok.json", "--out", "/farm/out/",
                 "--python", "/opt/py/bin/python", "--part", "scans")
@@ -343,7 +345,9 @@ def test_openjd_job_merges_into_the_report_of_one_process(shot, openjd_job):
     assert any(e["start"] <= b < e["end"] for e in whole["episodes"] for b in edges)
     assert without_ms(merged) == without_ms(whole)
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        ["report.json", "report.xml"] + [f"scan_{a}_{b}.json" for a, b in parts])
+        ["report.contacts.csv", "report.json", "report.xml"]
+        + [f"scan_{a}_{b}.json" for a, b in parts])
+    assert (out / "report.contacts.csv").read_text() == contacts_csv(merged)
     suite = ET.parse(out / "report.xml").getroot()
     cases = {c.get("name"): c for c in suite.iter("testcase")}
     assert set(cases) == {"Left x Right", "Left self", "Right self"}
