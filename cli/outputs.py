@@ -8,7 +8,6 @@ import os
 
 from .errors import UsageError
 
-
 #: The files a scan or a merge writes: (flag, attribute of the parsed arguments).
 OUTPUT_FLAGS = (("--json", "json"), ("--junit", "junit"), ("--contacts-csv", "contacts_csv"))
 
