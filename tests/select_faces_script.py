@@ -16,6 +16,8 @@ import numpy as np
 _TESTS = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [_TESTS, os.path.join(_TESTS, "blender")]    # helpers, and test_scan_assets
 
+from bone_boxes import armature  # noqa: E402
+
 import skin_collide  # noqa: E402
 from skin_collide.addon import demo_rig, extract, files, session  # noqa: E402
 from skin_collide.cli import exit_process  # noqa: E402
@@ -25,14 +27,7 @@ def one_triangle():
     """A one-triangle mesh made by script (from_pydata), skinned to a one-bone armature,
     plus a second triangle object through it so that something collides."""
     bpy.ops.wm.read_homefile(use_empty=True)
-    arm_data = bpy.data.armatures.new("Rig")
-    arm = bpy.data.objects.new("Rig", arm_data)
-    bpy.context.scene.collection.objects.link(arm)
-    bpy.context.view_layer.objects.active = arm
-    bpy.ops.object.mode_set(mode="EDIT")
-    eb = arm_data.edit_bones.new("b")
-    eb.head, eb.tail = (0, 0, 0), (0, 0, 1)
-    bpy.ops.object.mode_set(mode="OBJECT")
+    arm = armature("Rig", (("b", (0, 0, 0), (0, 0, 1)),))
     out = []
     for name, verts in (("Tri", [(0, 0, 0), (1, 0, 0), (0, 1, 0)]),
                         ("Tri2", [(0.2, 0.2, -0.5), (0.3, 0.2, 0.5), (0.2, 0.3, 0.5)])):

@@ -17,6 +17,7 @@ import pytest
 pytestmark = pytest.mark.blender
 bpy = pytest.importorskip("bpy")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
+from bone_boxes import armature, box_on_bone  # noqa: E402
 from panel_recorder import Recorder  # noqa: E402
 
 GAP = 0.05          # between the boxes at frame 1
@@ -27,23 +28,9 @@ def build_boxes(path):
     """Boxes A and B (1 m cubes) of one armature, B's bone along +x: at frame 1
     B is GAP from A (near), at frame 2 pushed 0.3 into A (intersecting), at frame 3 far."""
     bpy.ops.wm.read_homefile(use_empty=True)
-    data = bpy.data.armatures.new("Rig")
-    arm = bpy.data.objects.new("Rig", data)
-    bpy.context.scene.collection.objects.link(arm)
-    bpy.context.view_layer.objects.active = arm
-    bpy.ops.object.mode_set(mode="EDIT")
-    for name, head, tail in (("a", (0, 0, 0), (0, 0, 1)), ("b", (1.5, 0, 0.5), (2.5, 0, 0.5))):
-        b = data.edit_bones.new(name)
-        b.head, b.tail = head, tail
-    bpy.ops.object.mode_set(mode="OBJECT")
+    arm = armature("Rig", (("a", (0, 0, 0), (0, 0, 1)), ("b", (1.5, 0, 0.5), (2.5, 0, 0.5))))
     for name, bone, loc in (("A", "a", (0, 0, 0.5)), ("B", "b", (1.0 + GAP, 0, 0.5))):
-        bpy.ops.mesh.primitive_cube_add(size=1, location=loc)
-        ob = bpy.context.active_object
-        ob.name = name
-        bpy.ops.object.transform_apply(location=True, rotation=True, scale=True)
-        vg = ob.vertex_groups.new(name=bone)
-        vg.add(list(range(len(ob.data.vertices))), 1.0, "REPLACE")
-        ob.modifiers.new("Armature", "ARMATURE").object = arm
+        box_on_bone(name, bone, arm, loc)
     pb = arm.pose.bones["b"]
     for frame, y in ((1, 0.0), (2, -0.3), (3, 0.5)):       # bone y is world +x
         pb.location = (0.0, y, 0.0)

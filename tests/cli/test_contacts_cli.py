@@ -21,6 +21,7 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
+from bone_boxes import armature, box_on_bone  # noqa: E402
 from contacts_judge import check_frame, mesh_data_from_blender  # noqa: E402
 from panel_recorder import Recorder  # noqa: E402
 
@@ -171,27 +172,12 @@ def build_mannequin(path):
     """A segmented mannequin: Hip and Torso boxes of one armature stacked face to face
     (touching), an Arm box pushed through the Torso's side (crossing)."""
     bpy.ops.wm.read_homefile(use_empty=True)
-    data = bpy.data.armatures.new("Rig")
-    arm = bpy.data.objects.new("Rig", data)
-    bpy.context.scene.collection.objects.link(arm)
-    bpy.context.view_layer.objects.active = arm
-    bpy.ops.object.mode_set(mode="EDIT")
-    for name, head, tail in (("hip", (0, 0, 0), (0, 0, 1)), ("torso", (0, 0, 1), (0, 0, 2)),
-                             ("arm", (0.5, 0, 1.5), (1.5, 0, 1.5))):
-        b = data.edit_bones.new(name)
-        b.head, b.tail = head, tail
-    bpy.ops.object.mode_set(mode="OBJECT")
+    arm = armature("Rig", (("hip", (0, 0, 0), (0, 0, 1)), ("torso", (0, 0, 1), (0, 0, 2)),
+                           ("arm", (0.5, 0, 1.5), (1.5, 0, 1.5))))
     for name, bone, loc, scale in (("Hip", "hip", (0, 0, 0.5), (1, 1, 1)),
                                    ("Torso", "torso", (0, 0, 1.5), (1, 1, 1)),
                                    ("Arm", "arm", (0.9, 0, 1.5), (1.2, 0.2, 0.2))):
-        bpy.ops.mesh.primitive_cube_add(size=1, location=loc, scale=scale)
-        ob = bpy.context.active_object
-        ob.name = name
-        bpy.ops.object.transform_apply(location=True, rotation=True, scale=True)
-        vg = ob.vertex_groups.new(name=bone)
-        vg.add(list(range(len(ob.data.vertices))), 1.0, "REPLACE")
-        mod = ob.modifiers.new("Armature", "ARMATURE")
-        mod.object = arm
+        box_on_bone(name, bone, arm, loc, scale)
     bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 2
     bpy.ops.wm.save_as_mainfile(filepath=str(path))
 
