@@ -13,6 +13,8 @@ from typing import Sequence
 
 import numpy as np
 
+from ..core.contacts.near import polygon_pairs_of
+
 #: The panel's hint when Clearance is on but fewer than two characters take part.
 NEEDS_TWO = ("Clearance needs two characters (self-clearance is not computed): "
              "select a second one")
@@ -55,10 +57,9 @@ def near_triangles(objects: Sequence, near: Sequence, found: Sequence,
         if not got or not r.pairs.size:
             continue
         want = np.concatenate(got)
-        pa = objects[i].rig.tri_polygon[r.pairs[:, 0]].astype(np.int64)
-        pb = objects[j].rig.tri_polygon[r.pairs[:, 1]].astype(np.int64)
-        m = int(max(pb.max(), want[:, 1].max())) + 1     # a polygon pair as one integer
-        sel = np.isin(pa * m + pb, want[:, 0] * m + want[:, 1])
+        polys, inv = polygon_pairs_of(objects[i], objects[j], r.pairs)
+        m = int(max(polys[:, 1].max(), want[:, 1].max())) + 1   # a polygon pair as one integer
+        sel = np.isin(polys[:, 0] * m + polys[:, 1], want[:, 0] * m + want[:, 1])[inv]
         parts[i].append(r.pairs[sel, 0])
         parts[j].append(r.pairs[sel, 1])
     out = []

@@ -215,12 +215,7 @@ def _scan_frames(args, sc, scene, frame_list: list[int]) -> int:
                          f"in {kept}") from None
     except KeyboardInterrupt:
         report = sc.report(records, len(frame_list), interrupted=True)
-        if args.json:
-            write_output(args.json, core_report.dumps(report.to_json()), "the report")
-        if args.junit:
-            write_junit(args, report)
-        if getattr(args, "contacts_csv", None):
-            write_contacts_csv(args, report.to_json())
+        _write_outputs(args, report)
         where = f"; the report in {args.json} is marked interrupted" if args.json else ""
         print(f"skin_collide: interrupted after {len(records)} of {len(frame_list)} frames{where}",
               file=sys.stderr, flush=True)
@@ -237,9 +232,9 @@ def _scan_frames(args, sc, scene, frame_list: list[int]) -> int:
     return _finish(args, sc, scene, report, len(frame_list))
 
 
-def _finish(args, sc, scene, report, n_frames: int) -> int:
-    """Write the outputs, print the summary (the verdict last): the exit status."""
-    from ..core.contacts import pairs as contacts
+def _write_outputs(args, report) -> str:
+    """The report's files (`--json`, `--junit`, `--contacts-csv`), its JSON form made
+    once; returns the paths written, for the summary line."""
     from ..core.report import writing as core_report
 
     csv_out = getattr(args, "contacts_csv", None)
@@ -249,9 +244,16 @@ def _finish(args, sc, scene, report, n_frames: int) -> int:
     if args.junit:
         write_junit(args, report)
     write_contacts_csv(args, doc)
+    return ", ".join(p for p in (args.json, args.junit, csv_out) if p)
+
+
+def _finish(args, sc, scene, report, n_frames: int) -> int:
+    """Write the outputs, print the summary (the verdict last): the exit status."""
+    from ..core.contacts import pairs as contacts
+
+    wrote = _write_outputs(args, report)
     colliding = [r.frame for r in report.frames if r.pairs]
     ms = np.array([r.ms for r in report.frames])
-    wrote = ", ".join(p for p in (args.json, args.junit, csv_out) if p)
     print(f"{len(colliding)} of {n_frames} frames collide; query ms mean {ms.mean():.2f} "
           f"max {ms.max():.2f}" + (f"; wrote {wrote}" if wrote else ""))
     scan_snapshots(args, sc, scene, report)
