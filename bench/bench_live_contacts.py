@@ -1,0 +1,148 @@
+"""What contacts cost in the live overlay's frame (issue 43: "contacts at most 25% of the
+live frame" with two MakeHumans standing in one another).
+
+Two MakeHuman copies (26,756 triangles each), the copy on the original's spot (every
+face touches its twin) or beside it (``--offset``), built with the panel's Build, the live
+overlay on, rest contacts counted (Ignore Rest Contacts off, unless ``--ignore-rest``),
+headless on Mesa's llvmpipe (addon/snapshot.py). Per frame of the action (every Nth),
+`scene.frame_set` runs Blender's evaluation and the live handler (the live query, capped
+as the panel caps it: docs/workflow.md, "Limits"), then the overlay's first
+draw after the change. Timed:
+
+* frame change: `scene.frame_set` (Blender's evaluation and the handler);
+* live update: the handler's own time (`addon.state.STATE.last_seconds`): the query,
+  polygon pairs, contacts, near contacts;
+* contacts: the time spent inside `core.contacts.groups.frame_contacts` during the
+  handler (segments, grouping, lengths, bones; wrapped, nothing else changed);
+* first draw: the overlay callback after the change (arrays, the contacts' curves,
+  GPU batches).
+
+Prints, per frame and as medians, contacts / live update and contacts / (live update +
+first draw). One process; not a test: nothing here asserts on time.
+
+Usage (from the repository root):
+    bash dev python bench/bench_live_contacts.py
+    bash dev python bench/bench_live_contacts.py --offset 0.55     # arms crossing
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--asset", default="makehuman_default.blend")
+    p.add_argument("--offset", type=float, default=0.0, help="the copy moved along X (m)")
+    p.add_argument("--stride", type=int, default=6)
+    p.add_argument("--self-collision", action="store_true")
+    p.add_argument("--ignore-rest", action="store_true",
+                   help="keep the panel's Ignore Rest Contacts on (with the copy on the "
+                        "same spot it hides nearly every pair)")
+    args = p.parse_args()
+
+    import bench_table3
+    import bpy
+    import gpu
+    from mathutils import Matrix
+
+    import skin_collide
+    from skin_collide.addon import overlay, session, snapshot
+    from skin_collide.addon.state import STATE
+    from skin_collide.core.contacts import groups
+
+    if not os.path.isdir(bench_table3.SHARED):
+        sys.exit(f"bench needs ../shared/assets next to the repository ({bench_table3.SHARED})")
+    skin_collide.register()
+    ob, ob2 = bench_table3.load_pair(args.asset, 0, (args.offset, 0.0, 0.0), 0.0)
+    scene = bpy.context.scene
+    for o in scene.objects:
+        o.select_set(o in (ob, ob2))
+    bpy.context.view_layer.objects.active = ob
+    bpy.ops.skin_collide.build()
+    arm = ob.find_armature() or ob.parent
+    first, last = (int(x) for x in arm.animation_data.action.frame_range)
+    frames = list(range(first, last + 1, args.stride))
+
+    spent = [0.0]
+    original = groups.frame_contacts
+
+    def timed_contacts(*a, **k):
+        t0 = time.perf_counter()
+        try:
+            return original(*a, **k)
+        finally:
+            spent[0] += time.perf_counter() - t0
+
+    # The scanner reaches it as `contact_groups.frame_contacts`: the module attribute.
+    groups.frame_contacts = timed_contacts
+
+    snapshot.ensure_gpu()
+    w, h = 640, 400
+    window, area, region, _ = snapshot.area_of_type("VIEW_3D")
+    every = np.concatenate([np.array([ob.matrix_world @ v.co for v in o.data.vertices])
+                            for o in (ob, ob2)])
+    view, proj = snapshot.look_at((every.min(0) + every.max(0)) / 2,
+                                  0.5 * np.linalg.norm(np.ptp(every, 0)),
+                                  np.array([0.3, -1.0, 0.35]), w / h)
+    vm, pm = Matrix(view.tolist()), Matrix(proj.tolist())
+    off = gpu.types.GPUOffScreen(w, h)
+    scene.skin_collide.self_collision = args.self_collision
+    # Two characters standing in one another touch at rest too: with Ignore Rest Contacts
+    # on (the default) their pairs would mostly be dropped. Off, every pair counts.
+    scene.skin_collide.ignore_rest_contacts = args.ignore_rest
+    scene.skin_collide.live = True
+    scene.frame_set(frames[0])                     # warm up: first query, memo, batches
+    rows = {k: [] for k in ("change", "update", "contacts", "draw", "pairs")}
+    with off.bind():
+        fb = gpu.state.active_framebuffer_get()
+        with bpy.context.temp_override(window=window, area=area, region=region):
+            for f in frames:
+                spent[0] = 0.0
+                t0 = time.perf_counter()
+                scene.frame_set(f)
+                t1 = time.perf_counter()
+                gpu.matrix.load_matrix(vm)
+                gpu.matrix.load_projection_matrix(pm)
+                overlay._draw_view3d()
+                fb.read_color(0, 0, 1, 1, 4, 0, "FLOAT")
+                t2 = time.perf_counter()
+                res = session.live_result(scene)
+                rows["change"].append((t1 - t0) * 1e3)
+                rows["update"].append(STATE.last_seconds * 1e3)
+                rows["contacts"].append(spent[0] * 1e3)
+                rows["draw"].append((t2 - t1) * 1e3)
+                rows["pairs"].append(res.n_pairs if res is not None else 0)
+                print(f"  frame {f}: change {rows['change'][-1]:.1f} ms, live update "
+                      f"{rows['update'][-1]:.1f} ms, contacts {rows['contacts'][-1]:.1f} ms "
+                      f"({100 * rows['contacts'][-1] / rows['update'][-1]:.0f}%), first draw "
+                      f"{rows['draw'][-1]:.1f} ms, pairs {rows['pairs'][-1]}"
+                      f"{' (capped)' if res is not None and res.more_than else ''}", flush=True)
+    off.free()
+    groups.frame_contacts = original
+    med = {k: float(np.median(v)) for k, v in rows.items()}
+    share = np.array(rows["contacts"]) / np.array(rows["update"])
+    share_draw = np.array(rows["contacts"]) / (np.array(rows["update"]) + np.array(rows["draw"]))
+    print(f"\n{len(frames)} frames ({first}-{last}, every {args.stride}), copy offset "
+          f"{args.offset} m, self-collision {'on' if args.self_collision else 'off'}, "
+          f"rest contacts {'ignored' if args.ignore_rest else 'counted'}, "
+          f"{gpu.platform.renderer_get()}")
+    print("| | median |\n|---|---|")
+    for key, label in (("pairs", "polygon pairs shown"), ("change", "frame change ms"),
+                       ("update", "live update ms (the handler)"),
+                       ("contacts", "of which contacts ms"), ("draw", "first draw ms")):
+        print(f"| {label} | {med[key]:.0f} |" if key == "pairs" else
+              f"| {label} | {med[key]:.1f} |")
+    print(f"| **contacts / live update** | **{100 * np.median(share):.1f}%** "
+          f"(max {100 * share.max():.1f}%) |")
+    print(f"| contacts / (live update + first draw) | {100 * np.median(share_draw):.1f}% |")
+
+
+if __name__ == "__main__":
+    main()
