@@ -13,6 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..core import scan as core_scan
 from ..core.contacts.near import polygon_pairs_of
 
 #: The panel's hint when Clearance is on but fewer than two characters take part.
@@ -26,10 +27,24 @@ def distance(scene) -> float | None:
     return float(s.clearance_distance) if s.clearance else None
 
 
-def note(scene, n_meshes: int) -> str:
+def note(scene, n_meshes: int, stopped: int = 0) -> str:
     """What the panel says about the clearance of a query over `n_meshes` characters: the
-    `NEEDS_TWO` hint when Clearance is on with fewer than two, else ''."""
-    return NEEDS_TWO if scene.skin_collide.clearance and n_meshes < 2 else ""
+    `NEEDS_TWO` hint when Clearance is on with fewer than two; when the live clearance
+    stage passed its budget (`stopped` > 0: the node pairs it had reached,
+    `core.scan.LIVE_LIMIT`), that the distance is too large to check live; else ''."""
+    s = scene.skin_collide
+    if not s.clearance:
+        return ""
+    if n_meshes < 2:
+        return NEEDS_TWO
+    return too_many_text(scene, float(s.clearance_distance)) if stopped else ""
+
+
+def too_many_text(scene, d: float) -> str:
+    """The panel's line when the live clearance stage stopped at its budget."""
+    return (f"Clearance {distance_text(scene, d)}: too many triangle pairs that close to "
+            f"check live (more than {core_scan.LIVE_LIMIT:,} pairs of boxes), so no near "
+            "contacts are shown; lower the distance, or use Scan Frame Range")
 
 
 def near_triangles(objects: Sequence, near: Sequence, found: Sequence,

@@ -115,6 +115,12 @@ class Scanner:
         #: than the live budget (`core.aabb_tree.query.CANDIDATE_BUDGET`), so only a
         #: prefix of them was tested (the pairs found are a subset, possibly under the cap).
         self.dense = False
+        #: The clearance stage's work budget (the live overlay's,
+        #: `core.scan.LIVE_LIMIT`; None: every near pair, as scans need). When a
+        #: frame passes it, `near_stopped` is the node-pair count it stopped at and the
+        #: frame has no near results.
+        self.clearance_limit: int | None = None
+        self.near_stopped = 0
         if objects is None:
             if selection is not None:
                 rigs = motion.rigs(meshes, selection.sampled,
@@ -220,8 +226,14 @@ class Scanner:
             t0 = time.perf_counter()
             pairs = bvhtree_pairs(self.objects, positions, self.self_collision, triangles,
                                   poses)
-            self.near = [] if self.clearance is None else core_scan.clearance_frame(
-                self.objects, positions, poses, self.clearance, triangles)
+            self.near, self.near_stopped = [], 0
+            if self.clearance is not None:
+                try:
+                    self.near = core_scan.clearance_frame(self.objects, positions, poses,
+                                                          self.clearance, triangles,
+                                                          limit=self.clearance_limit)
+                except core_scan.TooManyPairs as exc:
+                    self.near_stopped = exc.count
             return pairs, (time.perf_counter() - t0) * 1000.0, [self.method] * len(self.objects)
         # With filters, the first pair found may be one they drop: then the whole frame is
         # queried and the first pair kept after the filters (never a false "clean").
@@ -233,8 +245,9 @@ class Scanner:
                                     first_hit=first, triangles=triangles,
                                     enough_self=self._enough_self if capped else None,
                                     enough_between=self._enough_between if capped else None,
-                                    clearance=self.clearance)
-        self.near = res.near
+                                    clearance=self.clearance,
+                                    clearance_limit=self.clearance_limit)
+        self.near, self.near_stopped = res.near, res.near_stopped
         self.stopped = any(st.extra.get("stopped") for st in res.stats)
         self.dense = any(st.extra.get("dense") for st in res.stats)
         return res.pairs, res.ms, res.modes

@@ -379,7 +379,10 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
     Range), the exact self tree stops once an object's own pairs pass the cap, or once it
     has tested `core.aabb_tree.query.CANDIDATE_BUDGET` candidate pairs, and the
     traversal between objects after `core.query.multi.live_budget` triangle tests (a dense
-    frame: `dense`): then `more_than` is set and the count is a lower bound. A pose whose
+    frame: `dense`): then `more_than` is set and the count is a lower bound. The clearance
+    stage stops too, past `core.scan.LIVE_LIMIT` node pairs of one object pair's box
+    traversal: the frame then has no near contacts and `LiveResult.clearance_note` says
+    the distance is too large to check live (intersections are unaffected). A pose whose
     bones collapse space raises `DegeneratePose` (the frame is not checked).
 
     `carry` (the live overlay's updates): each object's self pairs, and the pairs between
@@ -399,6 +402,7 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
     sc = pipeline(scene, meshes, objects, first_hit=first_hit)
     if not exact_count:             # a dense frame stops counting past the cap
         sc.max_pairs = MAX_PAIRS
+        sc.clearance_limit = core_scan.LIVE_LIMIT   # a clearance too large stops early
     if carry and not exact_count:   # contacts of object pairs whose pairs did not change
         sc.contacts_memo = STATE.contacts_memo.setdefault(scene.name_full, {})
     else:
@@ -443,7 +447,7 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
                         contacts=rec.contacts,
                         dense=sc.dense, clearance=sc.clearance, near_contacts=near_found,
                         near_triangles=near_tris,
-                        clearance_note=clearance.note(scene, len(meshes)))
+                        clearance_note=clearance.note(scene, len(meshes), sc.near_stopped))
     STATE.live[scene.name_full] = result
     return result
 

@@ -323,6 +323,10 @@ class FrameResult:
         near: with a clearance, per object pair (i, j, `core.scan.near.NearResult`: (K, 2)
             int64 triangle pairs, (K,) float64 distances, (K, 3) closest points of each
             side) the non-intersecting pairs of two different objects within it.
+        near_stopped: 0, or, when the clearance stage passed its work budget
+            (`query_frame`'s `clearance_limit`: the live overlay), the number of node
+            pairs on the traversal level where it stopped; `near` is then empty (a part of
+            the near pairs would give wrong closest distances, so none are given).
     """
 
     pairs: list[tuple[int, int, np.ndarray]]
@@ -331,6 +335,7 @@ class FrameResult:
     modes: list[str] = field(default_factory=list)
     triangles: list[np.ndarray] = field(default_factory=list)
     near: list = field(default_factory=list)
+    near_stopped: int = 0
 
     @property
     def n_pairs(self) -> int:

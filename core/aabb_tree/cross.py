@@ -2,7 +2,8 @@
 pairs, descended level by level from the two roots (the deeper tree keeps descending
 alone), whole (`cross_candidates`) or only those with a moved triangle
 (`cross_candidates_moved`, for carried pairs), and the intersecting triangle pairs
-(`cross_pairs`, exact float64 test).
+(`cross_pairs`, exact float64 test). With a `limit`, the traversal is a bounded amount
+of work: it stops (`TooManyPairs`) once a level holds more node pairs than that.
 """
 from __future__ import annotations
 
@@ -15,22 +16,37 @@ from .frame import FrameBoxes
 from .self_tree import SelfTree
 
 
+class TooManyPairs(Exception):
+    """A traversal given a `limit` stopped: one of its levels held `count` node pairs,
+    more than the limit (the leaf pairs are then not known)."""
+
+    def __init__(self, count: int):
+        super().__init__(f"more than {count} node pairs on one level")
+        self.count = count
+
+
 def cross_candidates(tree_a: SelfTree, boxes_a: list[np.ndarray], tree_b: SelfTree,
-                     boxes_b: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+                     boxes_b: list[np.ndarray], limit: int | None = None
+                     ) -> tuple[np.ndarray, np.ndarray]:
     """Leaf slot pairs (slot of A, slot of B) of two trees whose float32 boxes overlap,
-    level by level from the two roots (the deeper tree keeps descending alone)."""
+    level by level from the two roots (the deeper tree keeps descending alone). With
+    `limit`, raises `TooManyPairs` as soon as a level (the leaf level included) holds more
+    than `limit` node pairs: the work done is then a few times `limit` per level, however
+    many pairs the two meshes have."""
     return _cross_descend(tree_a, boxes_a.__getitem__, tree_b,
-                          lambda lb: np.ascontiguousarray(boxes_b[lb][:, SWAP]))
+                          lambda lb: np.ascontiguousarray(boxes_b[lb][:, SWAP]), limit=limit)
 
 
 def _cross_descend(tree_a: SelfTree, rows_a, tree_b: SelfTree, swapped_b,
                    moved_a: list[np.ndarray] | None = None,
-                   moved_b: list[np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                   moved_b: list[np.ndarray] | None = None,
+                   limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """`cross_candidates` on levels given by functions: ``rows_a(l)`` the (2**l, 8) rows of
     A at level l, ``swapped_b(l)`` the swapped rows of B. With `moved_a` and `moved_b`
     (`moved_levels`), only the node pairs with a node holding a moved triangle are kept
     on every level (every leaf pair with a moved triangle has only such ancestors, so
-    none of them is lost: docs/self_collision.md, "Carried pairs between two meshes")."""
+    none of them is lost: docs/self_collision.md, "Carried pairs between two meshes").
+    `limit`: as in `cross_candidates`."""
     pa = np.zeros(1, np.intp)
     pb = np.zeros(1, np.intp)
     la = lb = 0
@@ -67,6 +83,8 @@ def _cross_descend(tree_a: SelfTree, rows_a, tree_b: SelfTree, swapped_b,
             pa = np.take(pa, q)
             pb = 2 * np.take(pb, q) + (k & 1)
         pa, pb = only_moved(pa, pb)
+        if limit is not None and pa.size > limit:
+            raise TooManyPairs(int(pa.size))
     return pa, pb
 
 

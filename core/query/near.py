@@ -49,14 +49,14 @@ import numpy as np
 
 from .. import triangles as tri_test
 from ..aabb_tree.boxes import level_boxes, outward_f32
-from ..aabb_tree.cross import cross_candidates
+from ..aabb_tree.cross import TooManyPairs, cross_candidates
 from ..aabb_tree.tree import SelfTree, median_split_slots
 from ..geometry.distance import DIST_REL_TOL, pair_distances
 from ..geometry.pair_bounds import pair_bounds
 from .broad_phase import triangle_boxes
 
-__all__ = ["NearPairs", "TOUCH_REL_TOL", "near_pairs", "near_or_intersecting_pairs",
-           "candidate_pairs", "cross_tree", "settle"]
+__all__ = ["NearPairs", "TOUCH_REL_TOL", "TooManyPairs", "near_pairs",
+           "near_or_intersecting_pairs", "candidate_pairs", "cross_tree", "settle"]
 
 #: Pairs proved disjoint but closer than ``TOUCH_REL_TOL * L`` still go through the exact
 #: intersection test, so that a pair it calls intersecting (touching within its
@@ -190,10 +190,12 @@ def _some_boxes(pos: np.ndarray, tri: np.ndarray, rows: np.ndarray
 
 
 def _candidates(pos_a, tri_a, pos_b, tri_b, box_a, box_b, d: float, trees,
-                active: tuple = (None, None)) -> tuple[np.ndarray, np.ndarray]:
+                active: tuple = (None, None), limit: int | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
     """`candidate_pairs` from the float64 triangle boxes (lo, hi) of each side; with
     `active` (per side (N,) intp or None), only those triangles' boxes are read and the
-    others meet nothing (`_active`, `_some_boxes`)."""
+    others meet nothing (`_active`, `_some_boxes`). `limit`: the traversal's
+    (`cross_candidates`; raises `TooManyPairs`)."""
     ta, tb = trees if trees is not None else (cross_tree(pos_a, tri_a), cross_tree(pos_b, tri_b))
     if ta.n_triangles != tri_a.shape[0] or tb.n_triangles != tri_b.shape[0]:
         raise ValueError("the trees must be built for the same triangles (cross_tree)")
@@ -212,7 +214,8 @@ def _candidates(pos_a, tri_a, pos_b, tri_b, box_a, box_b, d: float, trees,
         r[at, 0:3] = outward_f32(lo - pad if pad else lo)[0]
         r[at, 4:7] = -outward_f32(hi + pad if pad else hi)[1]
         rows.append(r)
-    sa, sb = cross_candidates(ta, level_boxes(ta, rows[0]), tb, level_boxes(tb, rows[1]))
+    sa, sb = cross_candidates(ta, level_boxes(ta, rows[0]), tb, level_boxes(tb, rows[1]),
+                              limit=limit)
     return np.take(ta.slot_tri, sa), np.take(tb.slot_tri, sb)
 
 
@@ -263,7 +266,8 @@ def near_or_intersecting_pairs(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.n
 
 def near_pairs(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray, tri_b: np.ndarray,
                d: float, trees: tuple[SelfTree, SelfTree] | None = None,
-               points: bool = False, exact: bool = True) -> tuple[np.ndarray, ...]:
+               points: bool = False, exact: bool = True,
+               limit: int | None = None) -> tuple[np.ndarray, ...]:
     """The triangle pairs of A and B that do NOT intersect and lie within distance d.
 
     Intersecting pairs are excluded (the frame's intersection query reports them; use
@@ -280,6 +284,9 @@ def near_pairs(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray, tri_b: n
             the same pairs, for a fraction of the cost; the answer then also carries,
             per pair, a lower bound and whether its distance is exact (`settle` makes
             chosen rows exact).
+        limit: a work budget (the live overlay's): raise `TooManyPairs` once a level of
+            the box traversal holds more than this many node pairs, before any pair is
+            decided (the candidates, and so the work after them, stay under it).
 
     Returns:
         pairs: (K, 2) int64 (triangle of A, triangle of B), sorted: every pair whose
@@ -299,7 +306,7 @@ def near_pairs(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray, tri_b: n
     d = _check_d(d)
     r = _query(np.asarray(pos_a, np.float64), np.asarray(tri_a, np.intp),
                np.asarray(pos_b, np.float64), np.asarray(tri_b, np.intp), d, trees,
-               with_hits=False, exact=exact)
+               with_hits=False, exact=exact, limit=limit)
     out = (r.near.pairs, r.near.dist)
     if points:
         out += (r.point_a, r.point_b)
@@ -369,7 +376,7 @@ def _bounded(pos_a, tri_a, ca, pos_b, tri_b, cb, d: float) -> _Decided:
 
 
 def _query(pos_a, tri_a, pos_b, tri_b, d: float, trees, with_hits: bool,
-           exact: bool = True) -> _Found:
+           exact: bool = True, limit: int | None = None) -> _Found:
     """The pairs of `near_or_intersecting_pairs` (with_hits) or `near_pairs` (without:
     the intersection test then runs only where a near pair could be an intersecting one),
     with their closest points (or, `exact` False, their corner bounds where those decide)."""
@@ -381,7 +388,7 @@ def _query(pos_a, tri_a, pos_b, tri_b, d: float, trees, with_hits: bool,
     box_a, box_b = _some_boxes(pos_a, tri_a, act_a), _some_boxes(pos_b, tri_b, act_b)
     (lo_a, hi_a), (lo_b, hi_b) = box_a, box_b
     ia, ib = _candidates(pos_a, tri_a, pos_b, tri_b, box_a, box_b, d, trees,
-                         (act_a, act_b))
+                         (act_a, act_b), limit)
     decide = _exact if exact else _bounded
     parts = []
     for s in range(0, ia.size, _CHUNK):

@@ -25,6 +25,7 @@ import time
 import numpy as np
 
 from ..query import broad_phase
+from ..query.near import TooManyPairs
 from ..rig import Pose
 from ..types import FrameInputs, FrameResult, FrameSeams, ObjectPairs
 from .between import pairs_between
@@ -41,7 +42,8 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
                 self_collision: bool = False, first_hit: bool = False,
                 triangles: list[np.ndarray | None] | None = None,
                 enough_self=None, enough_between=None,
-                clearance: float | None = None) -> FrameResult:
+                clearance: float | None = None,
+                clearance_limit: int | None = None) -> FrameResult:
     """Collide every pair of objects (and each with itself if `self_collision`).
 
     Adjacent triangles are never reported: within an object those sharing a weld id (a
@@ -69,6 +71,9 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
         clearance: a distance d >= 0 (scene units): also every non-intersecting triangle
             pair of two different objects within d (`FrameResult.near`, `near.near_between`;
             pairs sharing a seam vertex left out). None: no clearance stage.
+        clearance_limit: the clearance stage's work budget per object pair (the live
+            overlay's; `near.near_between`'s `limit`): past it, `FrameResult.near` is
+            empty and `FrameResult.near_stopped` says how far it got. None: no budget.
     """
     check_mode(mode)
     t0 = time.perf_counter()
@@ -103,22 +108,29 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
         result.pairs += pairs
         result.stats += stats
     if clearance is not None:
-        result.near = _clearance(objects, inputs, clearance, inflated, seams)
+        try:
+            result.near = _clearance(objects, inputs, clearance, inflated, seams,
+                                     clearance_limit)
+        except TooManyPairs as exc:
+            result.near, result.near_stopped = [], exc.count
     result.ms = (time.perf_counter() - t0) * 1000.0
     return result
 
 
 def clearance_frame(objects: list[CollisionObject], positions: list[np.ndarray],
                     poses: list[Pose | None], clearance: float,
-                    triangles: list[np.ndarray | None] | None = None) -> list:
+                    triangles: list[np.ndarray | None] | None = None,
+                    limit: int | None = None) -> list:
     """The clearance stage alone (`query_frame`'s arguments): per object pair (i, j,
     `near.NearResult`), for a scan whose intersections another method answers (Blender's
-    BVHTree)."""
-    return _clearance(objects, _inputs(objects, positions, poses, triangles), clearance)
+    BVHTree). `limit`: `near.near_between`'s (raises `TooManyPairs` past it)."""
+    return _clearance(objects, _inputs(objects, positions, poses, triangles), clearance,
+                      limit=limit)
 
 
 def _clearance(objects: list[CollisionObject], inputs: FrameInputs, d: float,
-               inflated: ObjectPairs | None = None, seams: FrameSeams | None = None) -> list:
+               inflated: ObjectPairs | None = None, seams: FrameSeams | None = None,
+               limit: int | None = None) -> list:
     """The clearance stage: the broad phase inflated by d, the seams of its object pairs,
     the near pairs. `inflated` and `seams`: the frame's, when `query_frame` computed them
     already (its seam stage ran on the inflated pairs too)."""
@@ -128,7 +140,7 @@ def _clearance(objects: list[CollisionObject], inputs: FrameInputs, d: float,
         return []
     if seams is None:
         seams = frame_seams(objects, inputs, inflated.pairs)
-    return near_between(objects, inputs, inflated, seams, d)
+    return near_between(objects, inputs, inflated, seams, d, limit)
 
 
 def _inputs(objects: list[CollisionObject], positions: list[np.ndarray],

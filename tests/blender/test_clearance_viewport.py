@@ -251,3 +251,49 @@ def test_one_character_is_a_hint_and_changes_nothing(boxes, registered_addon):
     after = ([ob.select_get() for ob in meshes], [ob.hide_get() for ob in meshes],
              scene.frame_current, len(bpy.data.objects), len(bpy.data.texts))
     assert after == before
+
+
+
+def test_a_clearance_too_large_for_live_stops_says_so_and_scans_still_count(
+        boxes, registered_addon, monkeypatch):
+    """The live clearance stage has a work budget (`core.scan.LIVE_LIMIT`): past it the
+    frame shows no near contacts and the panel and Refresh say the distance is too large
+    to check live, the intersections stay as they are and the scene is unchanged; Scan
+    Frame Range has no budget and counts them."""
+    from skin_collide.addon import clearance, session
+    from skin_collide.core import scan as core_scan
+    from skin_collide.panels import main_panel
+
+    scene, meshes = open_built(boxes, live=False)
+    scene.frame_set(2)                            # B pushed into A: intersecting
+    assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
+    hits = session.live_result(scene)
+    scene.frame_set(1)                            # B near A
+    assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
+    near = session.live_result(scene)
+    assert hits.n_pairs > 0 and len(near.near_contacts) == 1 and not near.clearance_note
+    monkeypatch.setattr(core_scan, "LIVE_LIMIT", 2)
+    before = ([ob.select_get() for ob in meshes], scene.frame_current,
+              len(bpy.data.objects), len(bpy.data.texts), scene.skin_collide.clearance_distance)
+    assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
+    res = session.live_result(scene)
+    assert res.clearance_note == clearance.too_many_text(scene, D)
+    assert "more than 2 pairs of boxes" in res.clearance_note
+    assert "Scan Frame Range" in res.clearance_note
+    assert not res.near_contacts and not res.near_triangles
+    rec = Recorder()
+    main_panel._draw_clearance(rec, res, scene)
+    assert rec.labels == [res.clearance_note]
+    after = ([ob.select_get() for ob in meshes], scene.frame_current,
+             len(bpy.data.objects), len(bpy.data.texts), scene.skin_collide.clearance_distance)
+    assert after == before
+    scene.frame_set(2)                            # the intersections are not budgeted
+    assert bpy.ops.skin_collide.refresh() == {"FINISHED"}
+    res = session.live_result(scene)
+    assert res.n_pairs == hits.n_pairs and res.polygon_pairs == hits.polygon_pairs
+    # The scan counts every near pair, whatever the live budget.
+    scene.frame_set(1)
+    assert bpy.ops.skin_collide.scan() == {"FINISHED"}
+    import json
+    doc = json.loads(scene.skin_collide.report.as_string())
+    assert [len(f["near_contacts"]) for f in doc["frames"]] == [1, 0, 0]

@@ -357,3 +357,36 @@ def test_near_contacts_settle_only_what_can_be_closest(seed):
     settled = sum(int(r.known.sum()) for _, _, r in lazy)
     total = sum(r.known.size for _, _, r in lazy)
     assert settled < total / 2
+
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_clearance_budget_stops_the_stage_and_leaves_intersections_alone(seed):
+    """The live overlay's budget (`clearance_limit`): a frame whose traversal stays
+    within it is answered exactly as without one; past it the stage stops, says how far
+    it got, and gives no near pairs, while the intersecting pairs are unchanged."""
+    rigs, positions, _ = layered(seed)
+    objects = [scan.prepare(r) for r in rigs]
+    d = 0.05
+    full = scan.query_frame(objects, positions, [None, None], clearance=d)
+    n = sum(r.pairs.shape[0] for _, _, r in full.near)
+    assert n > 0 and full.near_stopped == 0
+    roomy = scan.query_frame(objects, positions, [None, None], clearance=d,
+                             clearance_limit=10 ** 9)
+    assert roomy.near_stopped == 0 and len(roomy.near) == len(full.near)
+    for (i, j, a), (k, m, b) in zip(full.near, roomy.near):
+        assert (i, j) == (k, m)
+        np.testing.assert_array_equal(a.pairs, b.pairs)
+        np.testing.assert_array_equal(a.dist, b.dist)
+    # The near pairs are among the traversal's last level: a limit under their number
+    # must stop it.
+    tight = scan.query_frame(objects, positions, [None, None], clearance=d,
+                             clearance_limit=n - 1)
+    assert tight.near == [] and tight.near_stopped > n - 1
+    assert len(tight.pairs) == len(full.pairs)
+    for (i, j, a), (k, m, b) in zip(full.pairs, tight.pairs):
+        assert (i, j) == (k, m)
+        np.testing.assert_array_equal(a, b)
+    # Without a clearance, no stage and nothing stopped, whatever the budget.
+    assert scan.query_frame(objects, positions, [None, None],
+                            clearance_limit=1).near_stopped == 0

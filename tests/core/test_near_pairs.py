@@ -183,3 +183,19 @@ def test_trees_chunks_and_empty(monkeypatch):
         near_pairs(pa, ta, pb, tb, float("nan"))
     with pytest.raises(ValueError):             # trees of other triangles
         near_pairs(pa, ta, pb, tb, d, (cross_tree(pa, ta[:-1]), cross_tree(pb, tb)))
+
+
+def test_a_limit_stops_the_traversal_past_it_and_changes_nothing_below_it():
+    """`near_pairs(..., limit=)`: the box traversal raises `TooManyPairs` once a level
+    holds more node pairs than the limit (its leaf level holds every candidate, so a
+    limit under the candidates' count stops it); a limit it stays under changes nothing."""
+    pa, ta, pb, tb = garment(3)
+    d = 0.05
+    ia, _ = candidate_pairs(pa, ta, pb, tb, d)
+    want = near_pairs(pa, ta, pb, tb, d, points=True, exact=False)
+    got = near_pairs(pa, ta, pb, tb, d, points=True, exact=False, limit=10 * ia.size)
+    for a, b in zip(want, got):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(near.TooManyPairs) as info:
+        near_pairs(pa, ta, pb, tb, d, exact=False, limit=ia.size - 1)
+    assert info.value.count >= ia.size
