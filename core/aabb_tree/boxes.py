@@ -82,9 +82,17 @@ def triangle_boxes(positions: np.ndarray, tris: np.ndarray) -> np.ndarray:
     return min_of_three(vertex_rows(positions), idx)
 
 
-def vertex_rows(positions: np.ndarray) -> np.ndarray:
-    """(V, 8) float32 rows [lo, -inf, -hi, -inf] of each float64 vertex (V, 3)."""
-    lo_v, hi_v = outward_f32(positions)
+def vertex_rows(positions: np.ndarray, pad: float = 0.0) -> np.ndarray:
+    """(V, 8) float32 rows [lo, -inf, -hi, -inf] of each float64 vertex (V, 3), or, with
+    `pad` > 0, of the vertex's box inflated by `pad`: lo rounded outward from the float64
+    ``x - pad``, hi from ``x + pad``. Rounding to nearest and outward are monotone, so the
+    min (max) of a triangle's three rows is bit for bit its float64 box's lo - pad
+    (hi + pad) rounded outward: what `core.query.near`'s candidates need
+    (docs/clearance.md, "Candidates")."""
+    if pad:
+        lo_v, hi_v = outward_f32(positions - pad)[0], outward_f32(positions + pad)[1]
+    else:
+        lo_v, hi_v = outward_f32(positions)
     v = np.empty((lo_v.shape[0], 8), np.float32)
     v[:, 0:3] = lo_v
     np.negative(hi_v, out=v[:, 4:7])
@@ -133,15 +141,17 @@ def stacked_boxes(tree: SelfTree, tri_box: np.ndarray) -> np.ndarray:
     return _fill_levels(tree, out)
 
 
-def frame_stack(tree: SelfTree, positions: np.ndarray, tris: np.ndarray) -> np.ndarray:
+def frame_stack(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
+                pad: float = 0.0) -> np.ndarray:
     """`stacked_boxes(tree, triangle_boxes(positions, tris))`, bit for bit, made in slot
     order: each leaf row is the min of its triangle's three vertex rows, gathered by slot
     (`slot_corners`) and written in place (a scatter of the triangles' rows into their
-    slots cost as much as the whole gather). positions (V, 3) float64, tris (T, 3) intp."""
+    slots cost as much as the whole gather). positions (V, 3) float64, tris (T, 3) intp.
+    `pad` >= 0: the triangles' boxes inflated by it (`vertex_rows`)."""
     S = tree.n_slots
     out = np.empty((2 * S, 8), np.float32)
     idx = np.take(np.asarray(tris, np.intp).ravel(), slot_corners(tree))
-    min_of_three(vertex_rows(positions), idx, out=out[S:])
+    min_of_three(vertex_rows(positions, pad), idx, out=out[S:])
     return _fill_levels(tree, out)
 
 
@@ -200,5 +210,10 @@ def empty_slots(tree: SelfTree) -> np.ndarray:
 def level_boxes(tree: SelfTree, tri_box: np.ndarray) -> list[np.ndarray]:
     """Per level 0..H, (2**l, 8) float32 rows [lo, -inf, -hi, -inf] (empty = +inf in the
     six face columns): views of `stacked_boxes`."""
-    X = stacked_boxes(tree, tri_box)
+    return levels_of(tree, stacked_boxes(tree, tri_box))
+
+
+def levels_of(tree: SelfTree, X: np.ndarray) -> list[np.ndarray]:
+    """The levels 0..H of a stacked array X (2**(H+1), 8) (`stacked_boxes`,
+    `frame_stack`) as views: level l is rows ``[2**l, 2**(l+1))``."""
     return [X[1 << level:2 << level] for level in range(tree.height + 1)]

@@ -5,8 +5,6 @@ Every pair (triangle of A, triangle of B) whose exact distance is at most ``d`` 
 pairs that intersect are told apart (the frame's intersection query reports those).
 Steps, each sound (derivations in docs/clearance.md):
 
-0. **Only triangles in reach** (`_active`): those whose box meets the other mesh's box
-   inflated by ``d`` (outcodes per vertex; no margin needed, as in step 1).
 1. **Candidates by boxes.** A pair within ``d`` has, on every axis, ``lo_B <= hi_A + d`` and
    ``lo_A - d <= hi_B``. The triangles' float64 boxes are exact (min and max round
    nothing); A's are inflated by ``d`` in float64, which needs no margin: rounding to
@@ -15,6 +13,10 @@ Steps, each sound (derivations in docs/clearance.md):
    outward to float32 and paired by the level-synchronous traversal of the exact AABB
    trees (`core.aabb_tree.cross.cross_candidates`, whose float32 boxes and test are
    proved sound in docs/self_collision.md): every leaf pair whose boxes overlap, once.
+   The float32 rows are made per vertex (the vertex inflated by ``d``) and reduced per
+   triangle in the tree's slot order (`core.aabb_tree.boxes.frame_stack`): min, max and
+   both roundings are monotone, so these are the same bits as the triangle's inflated
+   float64 box rounded outward.
 2. **Euclidean box gap.** The distance between two triangles is at least the distance
    between their boxes; pairs whose box gap exceeds ``d`` by more than its rounding
    (a factor ``1 + 1e-12``) are dropped.
@@ -48,12 +50,11 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import triangles as tri_test
-from ..aabb_tree.boxes import level_boxes, outward_f32
+from ..aabb_tree.boxes import frame_stack, levels_of
 from ..aabb_tree.cross import TooManyPairs, cross_candidates
 from ..aabb_tree.tree import SelfTree, median_split_slots
 from ..geometry.distance import DIST_REL_TOL, pair_distances
 from ..geometry.pair_bounds import pair_bounds
-from .broad_phase import triangle_boxes
 
 __all__ = ["NearPairs", "TOUCH_REL_TOL", "TooManyPairs", "near_pairs",
            "near_or_intersecting_pairs", "candidate_pairs", "cross_tree", "settle"]
@@ -143,95 +144,66 @@ def candidate_pairs(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray,
     tri_b = np.asarray(tri_b, np.intp)
     if not tri_a.shape[0] or not tri_b.shape[0]:
         return np.zeros(0, np.intp), np.zeros(0, np.intp)
-    return _candidates(pos_a, tri_a, pos_b, tri_b, triangle_boxes(pos_a, tri_a),
-                       triangle_boxes(pos_b, tri_b), d, trees)
+    return _candidates(pos_a, tri_a, pos_b, tri_b, d, trees)
 
 
-def _outside(P: np.ndarray, tri: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """(T,) bool: the triangle's box misses the closed box [lo, hi] (3,) each; P (3, V)
-    the positions, one contiguous row per axis. Per vertex an outcode (below / above on
-    each axis), per triangle the AND of its corners': non-zero iff all three lie below
-    (or above) on some axis, the same float64 comparisons as ``tri_lo <= hi and
-    tri_hi >= lo``, nothing rounded."""
-    b = (P < lo[:, None]).view(np.uint8)
-    a = (P > hi[:, None]).view(np.uint8)
-    code = b[0] | (b[1] << 1) | (b[2] << 2) | (a[0] << 3) | (a[1] << 4) | (a[2] << 5)
-    c = np.take(code, tri)
-    return (c[:, 0] & c[:, 1] & c[:, 2]) != 0
-
-
-def _active(pos_a, tri_a, pos_b, tri_b, d: float) -> tuple[np.ndarray, np.ndarray]:
-    """The triangles of each side that may lie within d of the other, (Na,), (Nb,) intp
-    sorted: those of A whose box meets the box of B's vertices inflated by d, then those
-    of B whose box meets the box of those triangles of A, inflated by d. Sound (a
-    triangle within d of the other mesh is within d of a triangle of it, whose corners
-    are in its box, and a pair within d has, on every axis, ``lo_t <= hi + d``; rounding
-    ``hi + d`` to nearest is monotone, so the float64 sum never excludes it:
-    docs/clearance.md, "Candidates"). Two characters whose arms meet keep a fifth of
-    their triangles: the boxes, trees' levels and gathers then touch only those."""
-    # Per axis rows: numpy's min over axis 0 of a (V, 3) array is 15x slower.
-    PA, PB = np.ascontiguousarray(pos_a.T), np.ascontiguousarray(pos_b.T)
-    act_a = np.flatnonzero(~_outside(PA, tri_a, PB.min(axis=1) - d, PB.max(axis=1) + d))
-    if not act_a.size:
-        return act_a, act_a
-    used = np.take(PA, tri_a[act_a].ravel(), axis=1)
-    act_b = np.flatnonzero(~_outside(PB, tri_b, used.min(axis=1) - d, used.max(axis=1) + d))
-    return act_a, act_b
-
-
-def _some_boxes(pos: np.ndarray, tri: np.ndarray, rows: np.ndarray
+def _candidates(pos_a, tri_a, pos_b, tri_b, d: float, trees, limit: int | None = None
                 ) -> tuple[np.ndarray, np.ndarray]:
-    """(T, 3) lo, hi float64 arrays with the boxes of the triangles `rows` (exact, as
-    `triangle_boxes`); the other rows are +inf / -inf (an empty box)."""
-    lo = np.full((tri.shape[0], 3), np.inf)
-    hi = np.full((tri.shape[0], 3), -np.inf)
-    lo[rows], hi[rows] = triangle_boxes(pos, tri[rows])
-    return lo, hi
-
-
-def _candidates(pos_a, tri_a, pos_b, tri_b, box_a, box_b, d: float, trees,
-                active: tuple = (None, None), limit: int | None = None
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """`candidate_pairs` from the float64 triangle boxes (lo, hi) of each side; with
-    `active` (per side (N,) intp or None), only those triangles' boxes are read and the
-    others meet nothing (`_active`, `_some_boxes`). `limit`: the traversal's
+    """`candidate_pairs` (positions float64, triangles intp). `limit`: the traversal's
     (`cross_candidates`; raises `TooManyPairs`)."""
     ta, tb = trees if trees is not None else (cross_tree(pos_a, tri_a), cross_tree(pos_b, tri_b))
     if ta.n_triangles != tri_a.shape[0] or tb.n_triangles != tri_b.shape[0]:
         raise ValueError("the trees must be built for the same triangles (cross_tree)")
-    # A's boxes inflated in float64 (no margin needed: monotone rounding, module
-    # docstring), then both sides rounded outward to float32 rows [lo, -inf, -hi, -inf]
-    # (`self_collision.boxes`; outward rounding is monotone, so B's rows are bit for bit
-    # those `self_collision.boxes.triangle_boxes` makes from the vertices).
-    # Triangles left out (`active`) keep the empty row (+inf in the six face columns,
-    # as a tree's empty slots): they meet nothing.
-    rows = []
-    for (lo, hi), pad, act in ((box_a, d, active[0]), (box_b, 0.0, active[1])):
-        r = np.full((lo.shape[0], 8), np.inf, np.float32)
-        r[:, 3::4] = -np.inf
-        lo, hi = (lo, hi) if act is None else (lo[act], hi[act])
-        at = slice(None) if act is None else act
-        r[at, 0:3] = outward_f32(lo - pad if pad else lo)[0]
-        r[at, 4:7] = -outward_f32(hi + pad if pad else hi)[1]
-        rows.append(r)
-    sa, sb = cross_candidates(ta, level_boxes(ta, rows[0]), tb, level_boxes(tb, rows[1]),
-                              limit=limit)
+    # A's boxes inflated by d in float64, both sides rounded outward to float32 rows,
+    # made from the vertices in slot order (`frame_stack`: the same bits as inflating
+    # each triangle's float64 box and rounding it, since both roundings are monotone;
+    # no margin needed, module docstring).
+    sa, sb = cross_candidates(ta, levels_of(ta, frame_stack(ta, pos_a, tri_a, d)),
+                              tb, levels_of(tb, frame_stack(tb, pos_b, tri_b)), limit=limit)
     return np.take(ta.slot_tri, sa), np.take(tb.slot_tri, sb)
 
 
-def _box_gaps(lo_a, hi_a, lo_b, hi_b, ia, ib, d: float) -> tuple[np.ndarray, np.ndarray]:
-    """For pairs (ia[k], ib[k]): whether the Euclidean distance between their float64
-    boxes is at most d up to rounding (never False for a pair within d; docs/clearance.md),
-    and whether the boxes meet (the pairs the intersection query tests), (K,) bool each."""
-    g = np.maximum(np.take(lo_b, ib, axis=0) - np.take(hi_a, ia, axis=0),
-                   np.take(lo_a, ia, axis=0) - np.take(hi_b, ib, axis=0))
-    meet = (g <= 0.0).all(axis=1)
+def axis_boxes(pos: np.ndarray, tri: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(3, T) lo and hi float64 of each triangle's vertices, one contiguous row per axis
+    (exact: min and max round nothing). pos (V, 3) float64, tri (T, 3) intp. Per axis
+    rows: the reductions and `_box_gaps`' gathers run along memory (3x faster than over
+    a (T, 3, 3) gather)."""
+    P = np.ascontiguousarray(pos.T)
+    c = [np.take(P, np.ascontiguousarray(tri[:, k]), axis=1) for k in range(3)]
+    return (np.minimum(np.minimum(c[0], c[1]), c[2]),
+            np.maximum(np.maximum(c[0], c[1]), c[2]))
+
+
+def _box_source(pos: np.ndarray, tri: np.ndarray, k: int):
+    """A function giving the float64 boxes ((3, m) lo, hi) of triangles `idx` (m,): from
+    every triangle's box made once (`axis_boxes`) when the pairs are as many as the
+    triangles (K = `k`), else from the pairs' own triangles (nothing of the whole mesh
+    made: two characters passing close have a few thousand pairs)."""
+    if k >= tri.shape[0]:
+        lo, hi = axis_boxes(pos, tri)
+        return lambda idx: (np.take(lo, idx, axis=1), np.take(hi, idx, axis=1))
+    return lambda idx: axis_boxes(pos, np.take(tri, idx, axis=0))
+
+
+def _box_gaps(box_a, box_b, d: float) -> tuple[np.ndarray, np.ndarray]:
+    """For K pairs with float64 boxes `box_a`, `box_b` ((3, K) lo, hi each): whether the
+    Euclidean distance between the two boxes is at most d up to rounding (never False for
+    a pair within d; docs/clearance.md), and whether the boxes meet (the pairs the
+    intersection query tests), (K,) bool each."""
+    (lo_a, hi_a), (lo_b, hi_b) = box_a, box_b
+    meet = np.ones(lo_a.shape[1], dtype=bool)
+    s = np.zeros(lo_a.shape[1])
+    for x in range(3):
+        g = np.maximum(lo_b[x] - hi_a[x], lo_a[x] - hi_b[x])
+        meet &= g <= 0.0
+        if d:
+            np.maximum(g, 0.0, out=g)
+            g /= d
+            g *= g
+            s += g                   # x, then y, then z: the sum's order as before
     if d == 0.0:                    # the candidate test was this very test
         return meet, meet
-    np.maximum(g, 0.0, out=g)
-    g /= d
-    g *= g
-    return g.sum(axis=1) <= 1.0 + _GAP_SLACK, meet
+    return s <= 1.0 + _GAP_SLACK, meet
 
 
 def near_or_intersecting_pairs(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray,
@@ -382,18 +354,15 @@ def _query(pos_a, tri_a, pos_b, tri_b, d: float, trees, with_hits: bool,
     with their closest points (or, `exact` False, their corner bounds where those decide)."""
     if not tri_a.shape[0] or not tri_b.shape[0]:
         return _none()
-    act_a, act_b = _active(pos_a, tri_a, pos_b, tri_b, d)
-    if not act_a.size or not act_b.size:
+    ia, ib = _candidates(pos_a, tri_a, pos_b, tri_b, d, trees, limit)
+    if not ia.size:
         return _none()
-    box_a, box_b = _some_boxes(pos_a, tri_a, act_a), _some_boxes(pos_b, tri_b, act_b)
-    (lo_a, hi_a), (lo_b, hi_b) = box_a, box_b
-    ia, ib = _candidates(pos_a, tri_a, pos_b, tri_b, box_a, box_b, d, trees,
-                         (act_a, act_b), limit)
+    boxes_a, boxes_b = _box_source(pos_a, tri_a, ia.size), _box_source(pos_b, tri_b, ia.size)
     decide = _exact if exact else _bounded
     parts = []
     for s in range(0, ia.size, _CHUNK):
         ca, cb = ia[s:s + _CHUNK], ib[s:s + _CHUNK]
-        keep, meet = _box_gaps(lo_a, hi_a, lo_b, hi_b, ca, cb, d)
+        keep, meet = _box_gaps(boxes_a(ca), boxes_b(cb), d)
         # Sorted by (a, b) here, so that every later selection keeps the order (the
         # answer's) and the gathers of A's corners run along memory.
         keep = np.flatnonzero(keep)
