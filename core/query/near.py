@@ -57,7 +57,8 @@ from ..geometry.distance import DIST_REL_TOL, pair_distances
 from ..geometry.pair_bounds import pair_bounds
 
 __all__ = ["NearPairs", "TOUCH_REL_TOL", "TooManyPairs", "near_pairs",
-           "near_or_intersecting_pairs", "candidate_pairs", "cross_tree", "settle"]
+           "near_and_intersecting", "near_or_intersecting_pairs", "candidate_pairs",
+           "cross_tree", "settle"]
 
 #: Pairs proved disjoint but closer than ``TOUCH_REL_TOL * L`` still go through the exact
 #: intersection test, so that a pair it calls intersecting (touching within its
@@ -285,6 +286,30 @@ def near_pairs(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray, tri_b: n
     if not exact:
         out += (r.lower, r.known)
     return out
+
+
+def near_and_intersecting(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray,
+                          tri_b: np.ndarray, d: float,
+                          trees: tuple[SelfTree, SelfTree] | None = None
+                          ) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+    """One query for both stages of a frame with a clearance: the near pairs as
+    `near_pairs(..., points=True, exact=False)` gives them (pairs, dist, point_a,
+    point_b, lower, known) and the intersecting pairs as the intersection query decides
+    them (boxes that meet, and `core.triangles.triangle_pairs_intersect` says so), (H, 2)
+    int64 sorted: `near_or_intersecting_pairs`' answer split in two. The candidates
+    inflated by d include every pair whose boxes meet, so the intersection query's own
+    traversal is not needed (`core.scan.frame`'s clearance fold). Arguments as
+    `near_pairs`."""
+    d = _check_d(d)
+    tri_a = np.asarray(tri_a, np.intp)
+    tri_b = np.asarray(tri_b, np.intp)
+    r = _query(np.asarray(pos_a, np.float64), tri_a, np.asarray(pos_b, np.float64), tri_b,
+               d, trees, with_hits=True, exact=False)
+    hit = r.near.intersecting
+    keep = np.flatnonzero(~hit)
+    near = (r.near.pairs[keep], r.near.dist[keep], r.point_a[keep], r.point_b[keep],
+            r.lower[keep], r.known[keep])
+    return near, r.near.pairs[hit]
 
 
 def settle(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray, tri_b: np.ndarray,

@@ -14,6 +14,12 @@
                                                                 within the clearance d,
                                                                 when asked
 
+With a clearance on a whole query (a scan: no first hit, no cap, no budget), `between`
+and `clear` are one stage, `near.near_and_hits_between`: the clearance candidates (boxes
+inflated by d) hold every pair whose boxes meet, so its traversal gives the intersecting
+pairs too (the exact test on the pairs whose boxes meet, as the box path of `between`),
+and the frame makes one traversal, not two.
+
 Each stage reads what the ones above it made (the types in `core.types`) and never calls
 back up. Contacts are made from the result by the report (`core.contacts.pairs`,
 `core.contacts.groups`).
@@ -27,11 +33,11 @@ import numpy as np
 from ..query import broad_phase
 from ..query.near import TooManyPairs
 from ..rig import Pose
-from ..types import FrameInputs, FrameResult, FrameSeams, ObjectPairs
+from ..types import FrameInputs, FrameResult, FrameSeams, ObjectPairs, QueryStats
 from .between import pairs_between
 from .dispatch import OWN, check_mode, frame_method, frame_triangles
 from .exact import ExactTest
-from .near import near_between
+from .near import near_and_hits_between, near_between
 from .objects import CollisionObject
 from .seams import frame_seams
 from .within import pairs_within
@@ -88,6 +94,11 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
     # pairs between objects and the self pairs (`self_collision.frame_state`).
     kept: dict = {}
     inflated = seams = None
+    # With a clearance, a whole query (no first hit, no cap, no budget: a scan) answers
+    # the pairs between objects from the clearance stage's traversal, whose candidates
+    # (boxes inflated by d) hold every pair whose boxes meet: one traversal, not two.
+    fold = (clearance is not None and not first_hit and enough_between is None
+            and clearance_limit is None)
     if clearance is not None:
         inflated = broad_phase.object_pairs_within(inputs.positions, clearance)
     if inputs.n > 1:
@@ -97,17 +108,26 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
         # is the intersection stages' own on their pairs.
         seams = frame_seams(objects, inputs, near.pairs if inflated is None else
                             np.concatenate([near.pairs, inflated.pairs]))
-        exact = ExactTest(inputs, seams)
-        result.pairs, st, methods = pairs_between(objects, inputs, near, seams, exact, mode,
-                                                  first_hit, enough_between, kept)
-        result.stats.append(st)
-        for k, m in methods.items():
-            modes[k] = m
+        if fold:
+            # One traversal for both stages (docstring): the clearance candidates hold
+            # every pair whose boxes meet.
+            result.near, result.pairs = near_and_hits_between(objects, inputs, inflated,
+                                                              seams, clearance)
+            result.stats.append(QueryStats(extra=dict(
+                object_pairs=int(near.pairs.shape[0]), box_pairs=0, traversed_pairs=0,
+                carried_pairs=0, clearance_pairs=int(inflated.pairs.shape[0]))))
+        else:
+            exact = ExactTest(inputs, seams)
+            result.pairs, st, methods = pairs_between(objects, inputs, near, seams, exact,
+                                                      mode, first_hit, enough_between, kept)
+            result.stats.append(st)
+            for k, m in methods.items():
+                modes[k] = m
     if self_collision and not (first_hit and result.pairs):
         pairs, stats = pairs_within(objects, inputs, mode, first_hit, enough_self, kept)
         result.pairs += pairs
         result.stats += stats
-    if clearance is not None:
+    if clearance is not None and not (fold and inputs.n > 1):
         try:
             result.near = _clearance(objects, inputs, clearance, inflated, seams,
                                      clearance_limit)

@@ -21,13 +21,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..geometry.pair_bounds import plane_lower
-from ..query.near import TooManyPairs, near_pairs, settle
+from ..query.near import TooManyPairs, near_and_intersecting, near_pairs, settle
 from ..types import FrameInputs, FrameSeams, ObjectPairs
 from .carry import for_object
 from .exact import share_seam_vertex
 from .objects import CollisionObject
 
-__all__ = ["LIVE_LIMIT", "NearResult", "TooManyPairs", "near_between"]
+__all__ = ["LIVE_LIMIT", "NearResult", "TooManyPairs", "near_and_hits_between",
+           "near_between"]
 
 #: The live overlay's work budget for the clearance stage, per object pair: node pairs on
 #: one level of the box traversal (`near_pairs`' `limit`). A shirt 0.5% of the height
@@ -120,20 +121,52 @@ def near_between(objects: list[CollisionObject], inputs: FrameInputs, near: Obje
     Returns:
         list of (i, j, `NearResult`).
     """
-    out = []
+    return _stage(objects, inputs, near, seams, d, limit, hits=False)[0]
+
+
+def near_and_hits_between(objects: list[CollisionObject], inputs: FrameInputs,
+                          near: ObjectPairs, seams: FrameSeams, d: float
+                          ) -> tuple[list[tuple[int, int, NearResult]],
+                                     list[tuple[int, int, np.ndarray]]]:
+    """`near_between` and, from the same traversal, the intersecting triangle pairs of
+    every object pair of `near` (`core.query.near.near_and_intersecting`: boxes that
+    meet and the exact test, pairs sharing a seam vertex left out as `exact.ExactTest`
+    leaves them out): per object pair (i, j, (H, 2) int64 sorted), object pairs with
+    none left out, in object-pair order. `near` (the broad phase inflated by d) holds
+    every object pair whose boxes meet, so these are all of the frame's pairs between
+    objects (`core.scan.frame`'s clearance fold). No budget: a part of the
+    intersections is never an answer."""
+    return _stage(objects, inputs, near, seams, d, None, hits=True)
+
+
+def _stage(objects, inputs: FrameInputs, near: ObjectPairs, seams: FrameSeams, d: float,
+           limit: int | None, hits: bool) -> tuple[list, list]:
+    """`near_between` (and with `hits`, the intersecting pairs too)."""
+    out, hit_out = [], []
     for i, j in near.pairs.tolist():        # a loop over object pairs, never triangles
         if i == j:
             continue
         pa, pb = inputs.positions[i], inputs.positions[j]
         ta, tb = inputs.triangles[i], inputs.triangles[j]
         trees = (for_object(objects[i]), for_object(objects[j]))
-        r = NearResult(*near_pairs(pa, ta, pb, tb, d, trees, points=True, exact=False,
-                                   limit=limit), geometry=(pa, ta, pb, tb))
-        if r.pairs.size and seams.G is not None and seams.hold[i, j]:
+        if hits:
+            found, h = near_and_intersecting(pa, ta, pb, tb, d, trees)
+        else:
+            found = near_pairs(pa, ta, pb, tb, d, trees, points=True, exact=False,
+                               limit=limit)
+            h = None
+        r = NearResult(*found, geometry=(pa, ta, pb, tb))
+        seamed = seams.G is not None and seams.hold[i, j]
+        if r.pairs.size and seamed:
             r = _off_seams(r, seams.G, inputs.v_off[i] + ta, inputs.v_off[j] + tb)
         if r.pairs.size:
             out.append((i, j, r))
-    return out
+        if h is not None and h.size and seamed:
+            h = h[~share_seam_vertex(seams.G, inputs.v_off[i] + ta[h[:, 0]],
+                                     inputs.v_off[j] + tb[h[:, 1]])]
+        if h is not None and h.size:
+            hit_out.append((i, j, h))
+    return out, hit_out
 
 
 def _off_seams(r: NearResult, G: np.ndarray, va: np.ndarray, vb: np.ndarray) -> NearResult:

@@ -390,3 +390,59 @@ def test_a_clearance_budget_stops_the_stage_and_leaves_intersections_alone(seed)
     # Without a clearance, no stage and nothing stopped, whatever the budget.
     assert scan.query_frame(objects, positions, [None, None],
                             clearance_limit=1).near_stopped == 0
+
+
+def _seamed(seed: int):
+    """A character in two parts along a seam, strongly posed, 1 km away (the seam rule's
+    scene above)."""
+    rig = procedural.tube_rig(rings=14, segments=12, n_bones=5)
+    parts = split_rig(rig, "part", "rig")
+    pose = procedural.random_pose(parts[0], np.random.default_rng(seed),
+                                  max_angle=math.radians(170), scale_range=(0.7, 1.4))
+    return parts, [skinning.lbs_rig(r, pose) + FAR for r in parts], [pose, pose]
+
+
+def _as_sets(pairs) -> dict:
+    return {(i, j): {tuple(p) for p in q.tolist()} for i, j, q in pairs}
+
+
+@pytest.mark.parametrize("make", [layered, passing, _seamed])
+@pytest.mark.parametrize("seed", range(3))
+def test_a_scan_with_clearance_finds_the_intersections_in_the_same_traversal(make, seed):
+    """A whole query with a clearance answers the pairs between objects from the
+    clearance stage's traversal (`near.near_and_hits_between`, one traversal for both):
+    the same intersecting pairs as the query without clearance and as a brute force over
+    every pair whose boxes meet (pairs sharing a seam vertex left out), the same near
+    pairs as the live query (which keeps the two stages apart)."""
+    rigs, positions, poses = make(seed)
+    objects = [scan.prepare(r) for r in rigs]
+    d = 0.02
+    plain = scan.query_frame(objects, positions, poses)
+    folded = scan.query_frame(objects, positions, poses, clearance=d)
+    assert folded.stats[0].extra["clearance_pairs"] == 1      # the fold ran
+    assert _as_sets(folded.pairs) == _as_sets(plain.pairs)
+    # The brute force: every pair whose float64 boxes meet, the exact test, the seam rule.
+    tris = folded.triangles
+    pa, pb, ta, tb = positions[0], positions[1], tris[0], tris[1]
+    ia, ib = (x.ravel() for x in np.meshgrid(np.arange(ta.shape[0]), np.arange(tb.shape[0]),
+                                              indexing="ij"))
+    A, B = pa[ta[ia]], pb[tb[ib]]
+    meet = ((A.min(1) <= B.max(1)) & (B.min(1) <= A.max(1))).all(1)
+    ia, ib = ia[meet], ib[meet]
+    hit = triangle_pairs_intersect(pa, ta, ia, pb, tb, ib)
+    ids = scan.seam_ids(objects)
+    if ids[0] is not None:
+        hit &= ~np.any(ids[0][ta[ia]][:, :, None] == ids[1][tb[ib]][:, None, :], axis=(1, 2))
+    want = {(0, 1): {(a, b) for a, b in zip(ia[hit].tolist(), ib[hit].tolist())}}
+    got = _as_sets(folded.pairs)
+    assert got.get((0, 1), set()) == want[(0, 1)]
+    # The near pairs are those of the two stages apart (a budget keeps them apart).
+    apart = scan.query_frame(objects, positions, poses, clearance=d,
+                             clearance_limit=10 ** 9)
+    assert "clearance_pairs" not in apart.stats[0].extra
+    assert len(apart.near) == len(folded.near)
+    for (i, j, a), (k, m, b) in zip(apart.near, folded.near):
+        assert (i, j) == (k, m)
+        np.testing.assert_array_equal(a.pairs, b.pairs)
+        np.testing.assert_array_equal(a.dist, b.dist)
+        np.testing.assert_array_equal(a.lower, b.lower)
