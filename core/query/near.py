@@ -389,9 +389,11 @@ def _query(pos_a, tri_a, pos_b, tri_b, d: float, trees, with_hits: bool,
         ca, cb = ia[s:s + _CHUNK], ib[s:s + _CHUNK]
         keep, meet = _box_gaps(boxes_a(ca), boxes_b(cb), d)
         # Sorted by (a, b) here, so that every later selection keeps the order (the
-        # answer's) and the gathers of A's corners run along memory.
+        # answer's) and the gathers of A's corners run along memory. The traversal gives
+        # each pair once, so the keys are distinct and an unstable sort (half the time
+        # of a stable one) gives the same order.
         keep = np.flatnonzero(keep)
-        keep = keep[np.argsort(ca[keep] * tri_b.shape[0] + cb[keep], kind="stable")]
+        keep = keep[np.argsort(ca[keep] * tri_b.shape[0] + cb[keep])]
         ca, cb, meet = ca[keep], cb[keep], meet[keep]
         r = decide(pos_a, tri_a, ca, pos_b, tri_b, cb, d)
         # The exact intersection test, on pairs whose boxes meet (the intersection
@@ -417,7 +419,7 @@ def _query(pos_a, tri_a, pos_b, tri_b, d: float, trees, with_hits: bool,
         x[0] if len(parts) == 1 else np.concatenate(x, axis=-2 if k == 4 else 0)
         for k, x in enumerate(zip(*parts)))
     if len(parts) > 1:          # each chunk is sorted; chunks of one A triangle may interleave
-        order = np.argsort(pa * tri_b.shape[0] + pb, kind="stable")
+        order = np.argsort(pa * tri_b.shape[0] + pb)          # distinct keys
         pa, pb, dist, hits, lower, known = (x[order] for x in (pa, pb, dist, hits, lower, known))
         pts = pts[:, order]
     pairs = np.stack([pa, pb], axis=1).astype(np.int64)
