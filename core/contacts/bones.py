@@ -40,7 +40,12 @@ def _bone_sums(rig, groups: np.ndarray, polys: np.ndarray, n_groups: int) -> np.
     out = np.zeros((n_groups, max(J, 1)))
     if not polys.size or J == 0:
         return out
-    rowpos, loop = _expand(rig.poly_ptr, polys.astype(np.int64))
+    # Each (group, polygon) once: a polygon is in many pairs of its contact, and the
+    # (group, vertex) keys below are made unique anyway, so the sums are the same.
+    P = rig.n_polygons
+    gp = np.unique(groups.astype(np.int64) * P + polys.astype(np.int64))
+    groups, polys = gp // P, gp % P
+    rowpos, loop = _expand(rig.poly_ptr, polys)
     g = groups[rowpos]
     verts = rig.poly_verts[loop].astype(np.int64)
     key = np.unique(g * rig.n_vertices + verts)

@@ -313,8 +313,15 @@ def _components_of(oa, ob, same: bool, ua: np.ndarray, ub: np.ndarray
                                           for _ in range(1 if same else 2)]
     # Nodes: polygons of A, then (between two objects) polygons of B.
     off = 0 if same else oa.rig.n_polygons
-    nodes, node_inv = np.unique(np.concatenate([ua, ub + off]), return_inverse=True)
-    na, nb = node_inv[:ua.size], node_inv[ua.size:]
+    # The nodes are the polygons present, sorted, and each pair's two nodes: what
+    # np.unique(..., return_inverse=True) gives, from a mark per polygon (the polygons
+    # are bounded, the pairs many: no sort).
+    mark = np.zeros(off + (oa.rig.n_polygons if same else ob.rig.n_polygons), dtype=bool)
+    mark[ua] = True
+    mark[ub + off] = True
+    nodes = np.flatnonzero(mark)
+    rank = np.cumsum(mark) - 1
+    na, nb = rank[ua], rank[ub + off]
     eu, ev, side_keys = [na], [nb], []
     sides = [(oa, nodes[nodes < oa.rig.n_polygons], 0)] if same else \
         [(oa, nodes[nodes < off], 0), (ob, nodes[nodes >= off] - off, off)]

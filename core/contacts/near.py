@@ -71,8 +71,20 @@ def polygon_pairs_of(obj_a, obj_b, tri_pairs: np.ndarray) -> tuple[np.ndarray, n
     if not pa.size:
         return np.zeros((0, 2), np.int64), np.zeros(0, np.intp)
     m = int(pb.max()) + 1                       # a polygon pair as one integer
-    code, inv = np.unique(pa * m + pb, return_inverse=True)
-    return np.stack([code // m, code % m], 1), inv.ravel().astype(np.intp)
+    code = pa * m + pb
+    # np.unique's sort, stable: the clearance stage's pairs are sorted by triangle of A and
+    # a polygon's triangles are consecutive, so the codes come in long sorted runs, which
+    # a stable (run-merging) sort orders in a third of a quicksort's time. The same
+    # answer as np.unique(code, return_inverse=True).
+    order = np.argsort(code, kind="stable")
+    sc = code[order]
+    new = np.empty(sc.size, dtype=bool)
+    new[0] = True
+    np.not_equal(sc[1:], sc[:-1], out=new[1:])
+    uniq = sc[new]
+    inv = np.empty(code.size, np.intp)
+    inv[order] = np.cumsum(new) - 1
+    return np.stack([uniq // m, uniq % m], 1), inv
 
 
 def _group_min(values: np.ndarray, group: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -157,7 +169,8 @@ def near_contacts(objects: Sequence, near: Sequence, drop=None) -> list[NearCont
         comp = cid[inv]                                   # per kept triangle pair
         _settle_closest(r, rows, comp, C)
         best, first = _group_min(r.dist[rows], comp, C)
-        order = np.lexsort((polys[:, 1], polys[:, 0], cid))
+        # `polys` are sorted by (a, b): a stable sort by contact orders by (contact, a, b).
+        order = np.argsort(cid, kind="stable")
         cut = np.flatnonzero(np.r_[True, cid[order][1:] != cid[order][:-1], True])
         made = []
         for s, e in zip(cut[:-1].tolist(), cut[1:].tolist()):   # one object per contact
