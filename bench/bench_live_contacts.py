@@ -35,6 +35,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import scenes  # noqa: E402
+
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -50,7 +52,6 @@ def main() -> None:
     import bench_table3
     import bpy
     import gpu
-    from mathutils import Matrix
 
     import skin_collide
     from skin_collide.addon import overlay, session, snapshot
@@ -86,12 +87,7 @@ def main() -> None:
     snapshot.ensure_gpu()
     w, h = 640, 400
     window, area, region, _ = snapshot.area_of_type("VIEW_3D")
-    every = np.concatenate([np.array([ob.matrix_world @ v.co for v in o.data.vertices])
-                            for o in (ob, ob2)])
-    view, proj = snapshot.look_at((every.min(0) + every.max(0)) / 2,
-                                  0.5 * np.linalg.norm(np.ptp(every, 0)),
-                                  np.array([0.3, -1.0, 0.35]), w / h)
-    vm, pm = Matrix(view.tolist()), Matrix(proj.tolist())
+    vm, pm = scenes.framing_view((ob, ob2), w, h)
     off = gpu.types.GPUOffScreen(w, h)
     scene.skin_collide.self_collision = args.self_collision
     # Two characters standing in one another touch at rest too: with Ignore Rest Contacts

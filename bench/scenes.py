@@ -48,3 +48,19 @@ def duplicate_character(ob, arm, name: str, offset=(0.0, 0.25, 0.0), turn: float
                          @ rot.to_matrix().to_4x4() @ Matrix.Diagonal(scale).to_4x4())
     bpy.context.view_layer.update()
     return ob2, arm2
+
+
+def framing_view(objects, w: int, h: int):
+    """The view and projection matrices (mathutils) looking at `objects`' mesh vertices
+    (world space) from the front right, for a w x h viewport (`addon.snapshot.look_at`)."""
+    import numpy as np
+    from mathutils import Matrix
+
+    from skin_collide.addon import snapshot
+
+    every = np.concatenate([np.array([o.matrix_world @ v.co for v in o.data.vertices])
+                            for o in objects])
+    view, proj = snapshot.look_at((every.min(0) + every.max(0)) / 2,
+                                  0.5 * np.linalg.norm(np.ptp(every, 0)),
+                                  np.array([0.3, -1.0, 0.35]), w / h)
+    return Matrix(view.tolist()), Matrix(proj.tolist())
