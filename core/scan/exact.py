@@ -1,6 +1,15 @@
 """The exact test of candidate triangle pairs between objects (the narrow phase's last
 step): a pair sharing a seam vertex is adjacent and never reported; every other pair gets
-the float64 triangle-triangle test (`core.triangles`) on the frame's stacked positions."""
+the float64 triangle-triangle test (`core.triangles`) on the frame's stacked positions,
+and a pair it calls intersecting counts only if the two triangles' float64 boxes meet.
+
+Why the boxes: triangles whose boxes are apart are disjoint (exactly: min and max round
+nothing), but the triangle test calls pairs touching within its tolerance (about 1e-12 L)
+intersecting, even a hair apart. Without the boxes, whether such a pair counted depended
+on the path that proposed it: the box path (`broad_phase.box_filtered_pairs`) and the
+clearance traversal (`core.query.near`) only test pairs whose boxes meet, the methods'
+traversals test whatever their volumes pass. One definition for every path: intersecting
+means boxes that meet and the test says so."""
 from __future__ import annotations
 
 from typing import Callable
@@ -20,6 +29,13 @@ def share_seam_vertex(G: np.ndarray, va: np.ndarray, vb: np.ndarray) -> np.ndarr
     both skip the same adjacent pairs."""
     ka, kb = G[va], G[vb]
     return np.any(ka[:, :, None] == kb[:, None, :], axis=(1, 2))
+
+
+def boxes_meet(P: np.ndarray, ta: np.ndarray, tb: np.ndarray) -> np.ndarray:
+    """(K,) bool: the float64 boxes of triangles ta[k] and tb[k] meet (closed boxes, exact
+    comparisons). P (V, 3) float64 positions; ta, tb (K, 3) int vertex rows of P."""
+    a, b = P[ta], P[tb]                                      # (K, 3 corners, 3 xyz)
+    return ((a.min(axis=1) <= b.max(axis=1)) & (b.min(axis=1) <= a.max(axis=1))).all(axis=1)
 
 
 class ExactTest:
@@ -45,6 +61,9 @@ class ExactTest:
         hit = np.zeros(ga.size, dtype=bool)
         idx = np.nonzero(apart)[0]
         hit[idx] = tri_test.triangle_pairs_intersect(P, T, ga[idx], P, T, gb[idx])
+        h = np.flatnonzero(hit)                    # few: the boxes of the hits only
+        if h.size:
+            hit[h[~boxes_meet(P, T[ga[h]], T[gb[h]])]] = False
         return hit
 
     def between(self, i: int, j: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:

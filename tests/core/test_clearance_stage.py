@@ -446,3 +446,46 @@ def test_a_scan_with_clearance_finds_the_intersections_in_the_same_traversal(mak
         np.testing.assert_array_equal(a.pairs, b.pairs)
         np.testing.assert_array_equal(a.dist, b.dist)
         np.testing.assert_array_equal(a.lower, b.lower)
+
+
+def _still(name: str, verts, tris) -> Rig:
+    """A mesh with no bones (a prop): positions `verts`, triangles `tris` (one polygon
+    each)."""
+    verts, tris = np.asarray(verts, float), np.asarray(tris)
+    return Rig(name=name, rest_positions=verts, triangles=tris,
+               tri_polygon=np.arange(tris.shape[0]), weight_ptr=np.zeros(len(verts) + 1, np.int64),
+               weight_bone=np.zeros(0, np.int32), weight_value=np.zeros(0), bone_names=[],
+               bone_parents=np.zeros(0, np.int32), bone_rest=np.zeros((0, 4, 4)),
+               bone_deform=np.zeros(0, bool), rigid="test")
+
+
+@pytest.mark.parametrize("method", ["sphere-tree", "box-tree", "obb"])
+@pytest.mark.parametrize("box_path", [True, False])
+def test_a_hair_apart_is_near_on_every_path_never_intersecting(method, box_path, monkeypatch):
+    """Two quads one ulp apart in z (their float64 boxes are apart, so they are
+    disjoint) touch within the triangle test's tolerance. Every path must agree that they
+    do not intersect and are near: the box path and the methods' traversals of the
+    intersection stage (`exact.ExactTest` asks for boxes that meet), the clearance
+    traversal folded into a scan, and the live query's two stages apart. Each object has
+    a slanted triangle as well, so that both quads stay in the box path's shrunken
+    intersection."""
+    from skin_collide.core.scan import between
+
+    if not box_path:
+        monkeypatch.setattr(between, "BOX_PAIRS_MAX", 0)     # every pair traversed
+    z = 0.1
+    up = np.nextafter(z, 1.0)
+    tris = [[0, 1, 2], [0, 2, 3], [4, 5, 6]]
+    a = [[0, 0, z], [1, 0, z], [1, 1, z], [0, 1, z], [0, .9, 0], [.9, 0, 0], [0, 0, .5]]
+    b = [[.5, .5, up], [1.5, .5, up], [1.5, 1.5, up], [.5, 1.5, up], [1, 1.9, 0], [1.9, 1, 0],
+         [1.9, 1.9, .5]]
+    objects = [scan.prepare(_still("A", a, tris), method), scan.prepare(_still("B", b, tris), method)]
+    positions = [o.rig.rest_positions for o in objects]
+    quads = {(p, q) for p in (0, 1) for q in (0, 1)}
+    for kw in ({}, {"clearance": 0.01}, {"clearance": 0.01, "clearance_limit": 10 ** 6}):
+        res = scan.query_frame(objects, positions, [None, None], **kw)
+        assert res.pairs == [], kw
+        if kw:
+            (i, j, r), = res.near
+            assert {tuple(p) for p in r.pairs.tolist()} == quads
+            assert (r.settled().dist < 1e-15).all()
