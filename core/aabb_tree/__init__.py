@@ -14,10 +14,11 @@ float64 triangle test. Pure numpy. Soundness: docs/self_collision.md.
 """
 from __future__ import annotations
 
-from .cross import cross_candidates_moved, cross_pairs
+from .cross import TooManyPairs, cross_candidates_moved, cross_pairs, cross_triangle_candidates, frame_levels
 from .frame import FrameBoxes, frame_boxes, update_frame_boxes
 from .query import self_pairs
 from .tree import SelfTree, build
 
 __all__ = ["SelfTree", "FrameBoxes", "build", "self_pairs", "cross_pairs", "frame_boxes",
-           "update_frame_boxes", "cross_candidates_moved"]
+           "update_frame_boxes", "cross_candidates_moved", "cross_triangle_candidates",
+           "frame_levels", "TooManyPairs"]

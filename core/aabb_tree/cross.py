@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import triangles as tri_test
-from .boxes import SWAP, as_rows, boxes_overlap, level_boxes, triangle_boxes
+from .boxes import as_rows, boxes_overlap, frame_stack, levels_of, swap_halves
 from .descend import _ROW2, _children, moved_levels
 from .frame import FrameBoxes
 from .self_tree import SelfTree
@@ -34,7 +34,8 @@ def cross_candidates(tree_a: SelfTree, boxes_a: list[np.ndarray], tree_b: SelfTr
     than `limit` node pairs: the work done is then a few times `limit` per level, however
     many pairs the two meshes have."""
     return _cross_descend(tree_a, boxes_a.__getitem__, tree_b,
-                          lambda lb: np.ascontiguousarray(boxes_b[lb][:, SWAP]), limit=limit)
+                          lambda lb: swap_halves(np.ascontiguousarray(boxes_b[lb])),
+                          limit=limit)
 
 
 def _cross_descend(tree_a: SelfTree, rows_a, tree_b: SelfTree, swapped_b,
@@ -101,6 +102,27 @@ def cross_candidates_moved(tree_a: SelfTree, frame_a: FrameBoxes, moved_a: np.nd
                           moved_levels(tree_a, moved_a), moved_levels(tree_b, moved_b))
 
 
+def frame_levels(tree: SelfTree, positions: np.ndarray, tris: np.ndarray) -> list[np.ndarray]:
+    """The tree's float32 boxes at this frame, per level (`levels_of`), refitted from the
+    (V, 3) float64 positions and (T, 3) frame triangles (`frame_stack`)."""
+    X = frame_stack(tree, np.asarray(positions, np.float64), np.asarray(tris, np.intp))
+    return levels_of(tree, X)
+
+
+def cross_triangle_candidates(tree_a: SelfTree, levels_a: list[np.ndarray], tree_b: SelfTree,
+                              levels_b: list[np.ndarray], limit: int | None = None
+                              ) -> tuple[np.ndarray, np.ndarray]:
+    """The triangle pairs between two meshes whose float32 boxes overlap at a frame
+    (`cross_candidates` on the trees' `frame_levels`, the leaf slots mapped to triangles).
+
+    Returns: (K,) intp triangles of A and (K,) intp triangles of B: every pair whose
+        float64 boxes meet is among them. `limit`: as in `cross_candidates` (raises
+        `TooManyPairs`).
+    """
+    sa, sb = cross_candidates(tree_a, levels_a, tree_b, levels_b, limit)
+    return np.take(tree_a.slot_tri, sa), np.take(tree_b.slot_tri, sb)
+
+
 def cross_pairs(tree_a: SelfTree, pos_a: np.ndarray, tris_a: np.ndarray, tree_b: SelfTree,
                 pos_b: np.ndarray, tris_b: np.ndarray) -> np.ndarray:
     """Every intersecting triangle pair between two meshes (exact float64 test), by the
@@ -113,10 +135,8 @@ def cross_pairs(tree_a: SelfTree, pos_a: np.ndarray, tris_a: np.ndarray, tree_b:
     tris_b = np.asarray(tris_b, np.intp)
     pos_a = np.asarray(pos_a, np.float64)
     pos_b = np.asarray(pos_b, np.float64)
-    ba = level_boxes(tree_a, triangle_boxes(pos_a, tris_a))
-    bb = level_boxes(tree_b, triangle_boxes(pos_b, tris_b))
-    sa, sb = cross_candidates(tree_a, ba, tree_b, bb)
-    ta, tb = np.take(tree_a.slot_tri, sa), np.take(tree_b.slot_tri, sb)
+    ta, tb = cross_triangle_candidates(tree_a, frame_levels(tree_a, pos_a, tris_a),
+                                       tree_b, frame_levels(tree_b, pos_b, tris_b))
     hit = tri_test.triangle_pairs_intersect(pos_a, tris_a, ta, pos_b, tris_b, tb)
     pairs = np.stack([ta[hit], tb[hit]], axis=1).astype(np.int64)
     return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]

@@ -284,10 +284,11 @@ def _kept_rows(pairs, tri_off, v_off, PT, T, ilo, ihi, rounds):
     return town, tg, crow, xT, ilo, ihi
 
 
-def _kept_one_pair(i, j, tri_off, v_off, PT, T, ilo, ihi, rounds):
+def _kept_one_pair(i, j, tri_off, v_off, PT, T, ilo, ihi, rounds, deep_min=None):
     """`_kept_rows` for one pair of two objects, on the global arrays themselves (each
     object is one side: no rows to make): corners are global vertex ids, columns of
-    `PT`."""
+    `PT`. With `deep_min`, no box is shrunk once at least that many triangles are kept
+    (the pair goes to its trees, which do not start from the box)."""
     sides = (i, j)
     x = [PT[:, v_off[k]:v_off[k + 1]] for k in sides]
     code = np.empty(PT.shape[1], dtype=np.uint8)
@@ -304,6 +305,8 @@ def _kept_one_pair(i, j, tri_off, v_off, PT, T, ilo, ihi, rounds):
         g = np.flatnonzero((code[Tk[:, 0]] & code[Tk[:, 1]] & code[Tk[:, 2]]) == 0)
         tg.append(g + tri_off[k])
         C.append(Tk[g].T)
+    if deep_min is not None and tg[0].size + tg[1].size >= deep_min:
+        rounds = 0
     for _ in range(rounds):
         slo = np.full((3, 2), np.inf)
         shi = np.full((3, 2), -np.inf)
@@ -327,8 +330,9 @@ def _kept_one_pair(i, j, tri_off, v_off, PT, T, ilo, ihi, rounds):
 
 def box_filtered_pairs(pairs: np.ndarray, tri_off: np.ndarray, v_off: np.ndarray,
                        PT: np.ndarray, T: np.ndarray, olo: np.ndarray, ohi: np.ndarray,
-                       max_per_pair: int, rounds: int = 3, axis: int | None = None
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                       max_per_pair: int, rounds: int = 3, axis: int | None = None,
+                       counts: bool = False, deep_share: float | None = None,
+                       deep_min: int = 0) -> tuple[np.ndarray, ...]:
     """The triangle level of the broad phase, on whole arrays over all object pairs.
 
     Two triangles of objects i and j can only touch inside ``I = box_i ∩ box_j`` (their
@@ -340,7 +344,10 @@ def box_filtered_pairs(pairs: np.ndarray, tri_off: np.ndarray, v_off: np.ndarray
     a pair with at most `max_per_pair` kept triangles (both sides) gets, through
     `subdivide` and `sweep_two_sets`, the triangle pairs whose boxes meet, for the exact
     test; the others are left to the tree traversal, with their shrunken I
-    (docs/broad_phase.md).
+    (docs/broad_phase.md). With `deep_share`, a pair whose kept triangles are at least
+    that share of its two objects' triangles, and at least `deep_min`, is left to the
+    traversal however few they are (two characters deep in one another: their refitted
+    trees cost less than boxes and a sweep over so much of them).
 
     Whether a triangle's box meets I is decided from its corners' outcodes against I
     (`_kept`), computed once per vertex and round: the same comparisons as on the
@@ -357,17 +364,23 @@ def box_filtered_pairs(pairs: np.ndarray, tri_off: np.ndarray, v_off: np.ndarray
     Returns:
         ga (K,), gb (K,) int64 global triangle pairs to test exactly;
         (Q,) int64 indices into `pairs` of the pairs left to the traversal, and their
-        boxes lo (Q, 3), hi (Q, 3).
+        boxes lo (Q, 3), hi (Q, 3); with `counts`, also (Q,) int64 how many triangles
+        (both sides) those pairs kept in their shrunken boxes: how deep the two objects
+        are in one another (`core.scan.between` picks their traversal by it).
     """
     P = pairs.shape[0]
     ilo = np.maximum(olo[pairs[:, 0]], olo[pairs[:, 1]])
     ihi = np.minimum(ohi[pairs[:, 0]], ohi[pairs[:, 1]])
     empty = np.zeros(0, np.int64)
     if P == 0:
-        return empty, empty, empty, ilo, ihi
+        return (empty, empty, empty, ilo, ihi) + ((empty,) if counts else ())
     if P == 1 and pairs[0, 0] != pairs[0, 1]:
-        town, tg, crow, X, ilo, ihi = _kept_one_pair(int(pairs[0, 0]), int(pairs[0, 1]),
-                                                     tri_off, v_off, PT, T, ilo, ihi, rounds)
+        i, j = int(pairs[0, 0]), int(pairs[0, 1])
+        deep_at = (None if deep_share is None else
+                   max(deep_share * (tri_off[i + 1] - tri_off[i] + tri_off[j + 1] - tri_off[j]),
+                       deep_min))
+        town, tg, crow, X, ilo, ihi = _kept_one_pair(i, j, tri_off, v_off, PT, T, ilo, ihi,
+                                                     rounds, deep_at)
     else:
         town, tg, crow, X, ilo, ihi = _kept_rows(pairs, tri_off, v_off, PT, T, ilo, ihi,
                                                  rounds)
@@ -375,6 +388,10 @@ def box_filtered_pairs(pairs: np.ndarray, tri_off: np.ndarray, v_off: np.ndarray
     ka, kb = k[:P], k[P:]
     combos = ka * kb
     small = (combos > 0) & (ka + kb <= max_per_pair)
+    if deep_share is not None:
+        sizes = np.diff(tri_off)
+        small &= ka + kb < np.maximum(
+            deep_share * (sizes[pairs[:, 0]] + sizes[pairs[:, 1]]), deep_min)
     big = np.nonzero((combos > 0) & ~small)[0]
     ta = tb = empty
     sel = small[town % P]
@@ -395,7 +412,8 @@ def box_filtered_pairs(pairs: np.ndarray, tri_off: np.ndarray, v_off: np.ndarray
             # A pair lying on a cut was found in both halves: once each.
             key = np.unique(ta * int(T.shape[0]) + tb)
             ta, tb = key // T.shape[0], key % T.shape[0]
-    return ta, tb, big, ilo[big], ihi[big]
+    out = (ta, tb, big, ilo[big], ihi[big])
+    return out + ((ka[big] + kb[big],) if counts else ())
 
 
 def object_pairs(positions: list[np.ndarray]) -> ObjectPairs:

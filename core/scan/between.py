@@ -1,7 +1,7 @@
 """The pairs between objects at one frame: for each candidate object pair of the broad
 phase, the candidate triangle pairs of its two volumes, each through the exact test.
 
-Three ways, cheapest first, all on whole arrays over the object pairs:
+Four ways, cheapest first, all on whole arrays over the object pairs:
 
 1. *Carried* (`_carried`): between two objects that carry their last answer (the live
    overlay while the artist poses), the kept answer with only what moved re-checked by
@@ -9,7 +9,12 @@ Three ways, cheapest first, all on whole arrays over the object pairs:
    "Carried pairs between two meshes").
 2. *Boxed* (`_boxed`): object pairs with few triangles in their boxes' shrunken
    intersection are paired by boxes (`broad_phase.box_filtered_pairs`), no tree.
-3. *Traversed* (`_traversed`): the others, through the objects' methods' volumes: one
+3. *Deep* (`_deep`): object pairs standing in one another, where the shrunken
+   intersection holds at least `DEEP_SHARE` of their triangles, through the two objects'
+   exact box trees refitted from the frame's vertices (`aabb_tree.frame_levels`),
+   whose boxes stay tight however deep the overlap; the methods' volumes (sphere trees
+   refitted on demand) grow with it (docs/broad_phase.md, "Deep overlap").
+4. *Traversed* (`_traversed`): the others, through the objects' methods' volumes: one
    stacked traversal for all of them (`query.multi`), or a method's own whole-tree pass
    (box trees), pair by pair.
 """
@@ -19,10 +24,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..aabb_tree import TooManyPairs, cross_triangle_candidates, frame_levels
 from ..query import broad_phase, multi, traversal
 from ..types import FrameInputs, FrameSeams, ObjectPairs, QueryStats, Volumes
-from .carry import frame_state, keep_cross_pairs, object_cross_pairs
-from .dispatch import volumes
+from .carry import for_object, frame_state, keep_cross_pairs, object_cross_pairs
+from .dispatch import OWN, volumes
 from .exact import ExactTest
 from .objects import CollisionObject
 
@@ -31,6 +37,17 @@ from .objects import CollisionObject
 #: cells split in two, then a sweep); the others go through the tree traversal. On crowds
 #: of Cesium Men the box path took half the CPU time of the traversal (bench_crowd.py).
 BOX_PAIRS_MAX = 20000
+
+#: Object pairs whose shrunken intersection holds at least this share of their two
+#: objects' triangles go through the objects' exact box trees (`_deep`), neither by boxes
+#: nor by the methods' volumes: refitting two whole box trees costs about 0.1 µs a
+#: triangle of the two objects, pairing by boxes and sweeping 3-5 µs a triangle in the
+#: intersection, the on-demand sphere traversal 1-10 µs (docs/broad_phase.md, "Deep
+#: overlap"; bench/bench_pair_playback.py).
+DEEP_SHARE = 0.05
+#: ... and at least this many (each tree's descent costs a few hundred µs of numpy calls
+#: whatever the meshes; boxes and a sweep pair a few hundred triangles in less).
+DEEP_MIN = 500
 
 
 @dataclass
@@ -44,6 +61,7 @@ class _Work:
     kept: dict
     st: QueryStats
     found: list = field(default_factory=list)       # (K, 2) stacked triangle pairs
+    deep: bool = False                              # deep pairs by the exact box trees
     carrying: list = field(default_factory=list)    # object pairs whose answer is kept
 
     def carries(self, i: int, j: int) -> None:
@@ -73,24 +91,30 @@ def pairs_between(objects: list[CollisionObject], inputs: FrameInputs, near: Obj
             carries nothing.
     Returns:
         per object pair (i, j, (K, 2) int64 triangle pairs, sorted); the stats (with
-        ``extra``: object_pairs, carried_pairs, box_pairs, traversed_pairs, stopped,
-        dense); and the method id of each object whose volumes were made.
+        ``extra``: object_pairs, carried_pairs, box_pairs, deep_pairs, traversed_pairs,
+        stopped, dense); and the method id of each object whose volumes were made (an
+        object answered by the deep way keeps its own: the trees are exact, as are the
+        self stage's and the clearance traversal's, and the report names what was built).
     """
     st = QueryStats()
     st.extra.update(object_pairs=int(near.pairs.shape[0]), box_pairs=0, traversed_pairs=0,
-                    carried_pairs=0)
+                    carried_pairs=0, deep_pairs=0)
     if not near.pairs.size:
         return [], st, {}
     carry = not first_hit and kept is not None
     w = _Work(objects, inputs, seams, exact, kept if kept is not None else {}, st)
     todo = _carried(w, near.pairs, enough) if carry else near.pairs
-    big, blo, bhi = _boxed(w, near, todo)
+    w.deep = mode == OWN
+    big, blo, bhi, kept_tris = _boxed(w, near, todo)
     trav = todo[big]
     for i, j in trav.tolist() if carry else []:
         if (objects[i].carry_self_pairs and objects[j].carry_self_pairs
                 and (i, j) not in w.carrying):
             w.carries(i, j)                 # traversed in full now, kept for the next
     methods: dict[int, str] = {}
+    if trav.size and w.deep and not (first_hit and any(f.size for f in w.found)):
+        deep = _deep(w, trav, kept_tris, enough is not None)
+        trav, blo, bhi = trav[~deep], blo[~deep], bhi[~deep]
     if trav.size and not (first_hit and w.found and w.found[0].size):
         methods = _traversed(w, trav, blo, bhi, mode, first_hit, enough)
     st.extra["traversed_pairs"] = int(trav.shape[0])
@@ -135,22 +159,59 @@ def _carried(w: _Work, candidates: np.ndarray, enough) -> np.ndarray:
 
 
 def _boxed(w: _Work, near: ObjectPairs, todo: np.ndarray
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Pair by boxes the object pairs with few triangles in their boxes' intersection and
-    test them; returns which of `todo` need the traversal (`big`, (M,) int64 indices) and
-    the boxes the traversal starts from (per traversed pair)."""
+    test them; returns which of `todo` need the traversal (`big`, (M,) int64 indices),
+    the boxes the traversal starts from and the triangles kept in them (per pair)."""
     inp = w.inputs
-    ga = gb = big = np.zeros(0, np.int64)
+    ga = gb = big = kept = np.zeros(0, np.int64)
     blo = bhi = None
     if todo.size:
-        ga, gb, big, blo, bhi = broad_phase.box_filtered_pairs(
-            todo, inp.tri_off, inp.v_off, inp.PT, inp.T, near.lo, near.hi, BOX_PAIRS_MAX)
+        ga, gb, big, blo, bhi, kept = broad_phase.box_filtered_pairs(
+            todo, inp.tri_off, inp.v_off, inp.PT, inp.T, near.lo, near.hi, BOX_PAIRS_MAX,
+            counts=True, deep_share=DEEP_SHARE if w.deep else None, deep_min=DEEP_MIN)
     w.st.extra["box_pairs"] = int(ga.size)
     if ga.size:
         hit = w.exact(ga, gb)
         w.st.triangle_tests += int(ga.size)
         w.found.append(np.stack([ga[hit], gb[hit]], axis=1))
-    return big, blo, bhi
+    return big, blo, bhi, kept
+
+
+def _deep(w: _Work, trav: np.ndarray, kept: np.ndarray, capped: bool) -> np.ndarray:
+    """Answer the object pairs left to a traversal that stand deep in one another (at
+    least `DEEP_SHARE` of their triangles, and `DEEP_MIN`, kept in the shrunken
+    intersection, `kept` (M,))
+    by the two objects' exact box trees, complete; returns (M,) bool which were answered.
+    Each object's boxes are refitted once for all its pairs. A capped query (the live
+    overlay) gives each pair the live budget: past it the pair is left to the traversal,
+    whose dense-frame rule stops it (docs/workflow.md, "Limits")."""
+    inp = w.inputs
+    n_tris = np.array([t.shape[0] for t in inp.triangles], np.int64)
+    done = kept >= np.maximum(DEEP_SHARE * (n_tris[trav[:, 0]] + n_tris[trav[:, 1]]),
+                              DEEP_MIN)
+    levels: dict[int, list] = {}
+
+    def boxes(k: int):
+        if k not in levels:
+            levels[k] = frame_levels(for_object(w.objects[k]), inp.positions[k],
+                                     inp.triangles[k])
+        return for_object(w.objects[k]), levels[k]
+
+    for c in np.flatnonzero(done).tolist():
+        i, j = trav[c].tolist()
+        limit = multi.live_budget(n_tris[[i, j]]) if capped else None
+        try:
+            ta, tb = cross_triangle_candidates(*boxes(i), *boxes(j), limit)
+        except TooManyPairs:
+            done[c] = False
+            continue
+        hit = w.exact.between(i, j)(ta, tb) if ta.size else np.zeros(0, bool)
+        w.st.triangle_tests += int(ta.size)
+        w.found.append(np.stack([ta[hit] + inp.tri_off[i], tb[hit] + inp.tri_off[j]],
+                                axis=1).astype(np.int64))
+    w.st.extra["deep_pairs"] = int(done.sum())
+    return done
 
 
 def _traversed(w: _Work, trav: np.ndarray, blo, bhi, mode: str, first_hit: bool,

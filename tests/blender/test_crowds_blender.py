@@ -74,6 +74,7 @@ def test_crowd_in_strong_poses_equals_blender(bpy_module, assets_dir, monkeypatc
 
     if traverse:
         monkeypatch.setattr(core_scan.between, "BOX_PAIRS_MAX", 0)
+        monkeypatch.setattr(core_scan.between, "DEEP_SHARE", float("inf"))
     bpy = bpy_module
     files.load_file(str(assets_dir / "cesium_man.glb"))
     ob = max(extract.skinned_meshes(bpy.context.scene), key=lambda o: len(o.data.polygons))

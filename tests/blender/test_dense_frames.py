@@ -211,6 +211,7 @@ def test_a_dense_frame_between_objects_stops_counting_too(registered_addon, monk
     a, b = selected_demo(bpy, build=True)
     scene = bpy.context.scene
     monkeypatch.setattr(core_scan.between, "BOX_PAIRS_MAX", 0)    # through the stacked traversal
+    monkeypatch.setattr(core_scan.between, "DEEP_SHARE", float("inf"))
     monkeypatch.setattr(multi, "MULTI_CHUNK", 4)          # in many small steps
     monkeypatch.setattr(multi, "CAPPED_CHUNK", 4)         # (the live ones too)
     for f in range(8, 25):

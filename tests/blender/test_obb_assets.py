@@ -154,6 +154,7 @@ def test_obb_crowd_through_the_boxes_equals_blender(bpy_module, assets_dir, monk
     import scenes
 
     monkeypatch.setattr(core_scan.between, "BOX_PAIRS_MAX", 0)
+    monkeypatch.setattr(core_scan.between, "DEEP_SHARE", float("inf"))
     bpy = bpy_module
     files.load_file(str(assets_dir / asset))
     ob = max(extract.skinned_meshes(bpy.context.scene), key=lambda o: len(o.data.polygons))

@@ -36,6 +36,7 @@ def test_build_store_reload_and_scan_like_the_sphere_tree(demo, tmp_path, monkey
 
     # Object pairs with few triangles where their boxes meet skip the trees: not here.
     monkeypatch.setattr(core_scan.between, "BOX_PAIRS_MAX", 0)
+    monkeypatch.setattr(core_scan.between, "DEEP_SHARE", float("inf"))
 
     scene = bpy.context.scene
     s = scene.skin_collide

@@ -46,20 +46,24 @@ def _same(got, want) -> bool:
 
 
 @pytest.mark.parametrize("method", ["sphere-tree", "box-tree"])
-@pytest.mark.parametrize("traverse", [False, True])
+@pytest.mark.parametrize("path", ["boxes", "deep", "traverse"])
 @pytest.mark.parametrize("capped", [False, True])
-def test_carried_pairs_between_objects_equal_full_query(monkeypatch, method, traverse,
-                                                        capped):
+def test_carried_pairs_between_objects_equal_full_query(monkeypatch, method, path, capped):
     """Random strong pose edits (170 degree twists, scaled bones) of A, of B and of both
     at once, undo, weight edits (single vertices moved alone), re-split quads, updates
     where nothing moved, self-collision on and off: after every edit the carrying query
     returns exactly the full query's pairs (same arrays, same order), and the pairs
-    between the two equal brute force. `traverse`: the object pair goes through the
-    method's traversal instead of the box path; `capped`: the live overlay's capped
-    query (`enough_between`, `enough_self`). Only the traversal is carried: small pairs
+    between the two equal brute force. `path`: the object pair is paired by boxes, or
+    goes through the two exact box trees (the deep way, `scan.between.DEEP_SHARE`), or
+    through the method's traversal; `capped`: the live overlay's capped query
+    (`enough_between`, `enough_self`). Only the trees' answers are carried: small pairs
     (`scan.between.BOX_PAIRS_MAX`) are paired by their boxes every time, as cheap as it gets."""
+    traverse = path != "boxes"
     if traverse:
         monkeypatch.setattr(scan.between, "BOX_PAIRS_MAX", 0)
+    monkeypatch.setattr(scan.between, "DEEP_SHARE", 0.0 if path == "deep" else float("inf"))
+    monkeypatch.setattr(scan.between, "DEEP_MIN", 0)
+    deep_seen = 0
     rigs, worlds = _rigs()
     full = [scan.prepare(r, method) for r in rigs]
     carry = [scan.prepare(r, method) for r in rigs]
@@ -112,6 +116,7 @@ def test_carried_pairs_between_objects_equal_full_query(monkeypatch, method, tra
         got = scan.query_frame(carry, pos, poses, self_collision=self_on, triangles=tris,
                                **kw)
         assert _same(got.pairs, want.pairs), step
+        deep_seen += want.stats[0].extra.get("deep_pairs", 0)
         between = [p for i, j, p in want.pairs if (i, j) == (0, 1)]
         between = between[0] if between else np.zeros((0, 2), np.int64)
         if not capped:          # (the capped variants see the same edits, same seed)
@@ -119,6 +124,7 @@ def test_carried_pairs_between_objects_equal_full_query(monkeypatch, method, tra
             assert np.array_equal(between, bf), step
         between_seen += between.shape[0] > 0
     assert between_seen >= 20
+    assert (deep_seen > 0) == (path == "deep")
     if not traverse:
         assert calls == []
         return
@@ -134,6 +140,7 @@ def test_carried_pairs_between_objects_not_kept_from_a_stopped_query(monkeypatch
     """A capped query between objects that stopped is a subset: it is never kept, and
     the next query answers in full."""
     monkeypatch.setattr(scan.between, "BOX_PAIRS_MAX", 0)        # the traversal, which can stop
+    monkeypatch.setattr(scan.between, "DEEP_SHARE", float("inf"))
     rigs, worlds = _rigs()
     carry = [scan.prepare(r) for r in rigs]
     full = [scan.prepare(r) for r in rigs]
@@ -154,6 +161,7 @@ def test_carried_pairs_between_objects_not_kept_from_a_stopped_query(monkeypatch
 def test_query_without_carry_drops_what_was_kept(monkeypatch):
     """A query that does not carry (Refresh, Scan Frame Range) starts afresh."""
     monkeypatch.setattr(scan.between, "BOX_PAIRS_MAX", 0)
+    monkeypatch.setattr(scan.between, "DEEP_SHARE", float("inf"))
     rigs, worlds = _rigs()
     objs = [scan.prepare(r) for r in rigs]
     for o in objs:

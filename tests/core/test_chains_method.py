@@ -124,6 +124,7 @@ def test_self_pairs_equal_brute_force(star, which):
 def test_pairs_between_objects_equal_brute_force(star, monkeypatch, traverse):
     if traverse:
         monkeypatch.setattr(scan.between, "BOX_PAIRS_MAX", 0)
+        monkeypatch.setattr(scan.between, "DEEP_SHARE", float("inf"))
     a = scan.prepare(star, "chains")
     b = scan.prepare(star_rig(3), "chains")
     c = scan.prepare(star_rig(3), "sphere-tree")

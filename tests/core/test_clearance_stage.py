@@ -460,19 +460,22 @@ def _still(name: str, verts, tris) -> Rig:
 
 
 @pytest.mark.parametrize("method", ["sphere-tree", "box-tree", "obb"])
-@pytest.mark.parametrize("box_path", [True, False])
-def test_a_hair_apart_is_near_on_every_path_never_intersecting(method, box_path, monkeypatch):
+@pytest.mark.parametrize("path", ["boxes", "deep", "traverse"])
+def test_a_hair_apart_is_near_on_every_path_never_intersecting(method, path, monkeypatch):
     """Two quads one ulp apart in z (their float64 boxes are apart, so they are
     disjoint) touch within the triangle test's tolerance. Every path must agree that they
     do not intersect and are near: the box path and the methods' traversals of the
-    intersection stage (`exact.ExactTest` asks for boxes that meet), the clearance
+    intersection stage (`exact.ExactTest` asks for boxes that meet), the exact box trees
+    of two objects deep in one another (`between.DEEP_SHARE`), the clearance
     traversal folded into a scan, and the live query's two stages apart. Each object has
     a slanted triangle as well, so that both quads stay in the box path's shrunken
     intersection."""
     from skin_collide.core.scan import between
 
-    if not box_path:
+    if path != "boxes":
         monkeypatch.setattr(between, "BOX_PAIRS_MAX", 0)     # every pair traversed
+    monkeypatch.setattr(between, "DEEP_SHARE", 0.0 if path == "deep" else float("inf"))
+    monkeypatch.setattr(between, "DEEP_MIN", 0)
     z = 0.1
     up = np.nextafter(z, 1.0)
     tris = [[0, 1, 2], [0, 2, 3], [4, 5, 6]]

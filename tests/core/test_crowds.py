@@ -126,6 +126,7 @@ def test_crowd_equals_brute_force_far_from_origin(tube, mode, box_max, method, m
 def test_objects_meeting_nobody_get_no_volumes(tube, monkeypatch):
     rig, obj = tube
     monkeypatch.setattr(scan.between, "BOX_PAIRS_MAX", 0)          # every pair traverses
+    monkeypatch.setattr(scan.between, "DEEP_SHARE", float("inf"))
     poses, positions = crowd(rig, 6, 1.6, seed=5)
     far = np.eye(4)
     far[:3, 3] = 50.0                       # object 5 stands alone

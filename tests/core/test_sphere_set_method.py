@@ -123,6 +123,7 @@ def test_scan_with_sphere_set_equals_sphere_tree(monkeypatch, cheap_union_search
     characters and self-collision. Object pairs with few triangles where their boxes meet
     skip the trees (`scan.between.BOX_PAIRS_MAX`): set to 0 here, so the sets are traversed."""
     monkeypatch.setattr(scan.between, "BOX_PAIRS_MAX", 0)
+    monkeypatch.setattr(scan.between, "DEEP_SHARE", float("inf"))
     rig = procedural.tube_rig(rings=16, segments=10, n_bones=5)
     rig2 = procedural.tube_rig(rings=12, segments=8, n_bones=4, name="other")
     objs = [scan.prepare(r, ss.SphereSetMethod.id, count=16) for r in (rig, rig2)]     # the real fit, 16 spheres
@@ -277,6 +278,7 @@ def test_crossing_cesium_men_equal_the_sphere_tree(bpy_module, assets_dir, monke
         objs.append(o)
     sset = scanner.Scanner([ob, ob2], method="sphere-set", objects=objs)
     monkeypatch.setattr(scan.between, "BOX_PAIRS_MAX", 0)     # through the sets, not the box path
+    monkeypatch.setattr(scan.between, "DEEP_SHARE", float("inf"))
     ref = scanner.Scanner([ob, ob2], method="sphere-tree")
     assert [o.method for o in sset.objects] == ["sphere-set"] * 2, [o.reason for o in sset.objects]
     rng = np.random.default_rng(5)
