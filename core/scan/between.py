@@ -45,9 +45,11 @@ BOX_PAIRS_MAX = 20000
 #: intersection, the on-demand sphere traversal 1-10 µs (docs/broad_phase.md, "Deep
 #: overlap"; bench/bench_pair_playback.py).
 DEEP_SHARE = 0.05
-#: ... and at least this many (each tree's descent costs a few hundred µs of numpy calls
-#: whatever the meshes; boxes and a sweep pair a few hundred triangles in less).
-DEEP_MIN = 500
+#: ... and at least this many: on small meshes the trees' descent (a few numpy calls per
+#: level, whatever the meshes) costs as much as boxes and a sweep over a few thousand
+#: triangles (a crowd of ten Cesium Men, 4.7k triangles each, arms meeting: 4-10% slower
+#: with 500 here than by boxes alone).
+DEEP_MIN = 2000
 
 
 @dataclass

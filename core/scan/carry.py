@@ -22,7 +22,10 @@ __all__ = ["Kept", "CrossKept", "for_object", "frame_state", "object_self_pairs"
 
 
 def for_object(obj) -> SelfTree:
-    """The `SelfTree` of a `scan.CollisionObject`, built on first use and kept on it."""
+    """The `SelfTree` of a `scan.CollisionObject`, built on first use and kept on it (a
+    copy's is its original's, `CollisionObject.tree_source`: one build for a crowd)."""
+    if obj.self_tree is None and obj.tree_source is not None:
+        obj.self_tree = for_object(obj.tree_source)
     if obj.self_tree is None:
         obj.self_tree = obj.own_aabb_tree()     # a box-tree object: its tree is this one
     if obj.self_tree is None:

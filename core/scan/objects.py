@@ -48,6 +48,9 @@ class CollisionObject:
     # (`Method.for_any_object`), that method's data.
     self_tree: object = field(default=None, repr=False)
     _other_data: dict = field(default_factory=dict, repr=False)
+    #: A copy's original (`renamed`): the copy takes its self tree from it, made once
+    #: for all copies even when made on first use (a crowd deep in one another).
+    tree_source: object = field(default=None, repr=False)
     #: Set by the live overlay while the artist poses: self-collision keeps its last
     #: complete answer (`self_last`) and re-checks only what moved
     #: (`self_collision.object_self_pairs`).
@@ -169,6 +172,7 @@ def renamed(obj: CollisionObject, rig: Rig) -> CollisionObject:
     tree, made once, and its own rig, name and per-frame state."""
     return CollisionObject(rig.name, rig, obj.method, obj.data, obj.reason, obj.vertex_keys,
                            0.0, obj.asked, self_tree=obj.self_tree, _other_data=obj._other_data,
+                           tree_source=obj.tree_source or obj,
                            shared_vertices=obj.shared_vertices)
 
 

@@ -16,6 +16,15 @@ from skin_collide.core import procedural, scan, skinning
 from skin_collide.core.rig import Pose
 from skin_collide.core.scan import between
 
+#: The rule's own minimum count, which the small test meshes here do not reach.
+DEEP_MIN = between.DEEP_MIN
+
+
+@pytest.fixture(autouse=True)
+def _share_decides(monkeypatch):
+    """The test meshes are small: let the share alone decide (`between.DEEP_MIN` 0)."""
+    monkeypatch.setattr(between, "DEEP_MIN", 0)
+
 
 def _placed(pose: Pose, world: np.ndarray) -> Pose:
     return Pose(pose.deform, world @ pose.armature_world, world @ pose.mesh_world)
@@ -86,11 +95,15 @@ def test_deep_overlap_answers_by_the_box_trees_as_every_other_way(monkeypatch, m
     assert seen == deep == len(frames)
 
 
-@pytest.mark.parametrize("x0, deep", [(0.2, False), (-1.0, True)])
-def test_how_deep_decides_the_way(x0, deep):
+@pytest.mark.parametrize("x0, deep", [(0.25, False), (-1.0, True), (None, False)])
+def test_how_deep_decides_the_way(monkeypatch, x0, deep):
     """B lying along x through A's side at height 1.5: only its tip inside A's skin (few
     triangles in the shrunken intersection: paired by boxes), or across A from side to
-    side (about a quarter of both: the two trees). Either way the pairs are brute force's."""
+    side (about a quarter of both: the two trees). Either way the pairs are brute force's.
+    With the rule's minimum count, these small tubes stay on boxes even across."""
+    if x0 is None:
+        monkeypatch.setattr(between, "DEEP_MIN", DEEP_MIN)
+        x0, deep = -1.0, False
     ra = procedural.tube_rig(rings=60, segments=24, n_bones=5, length=2.0, radius=0.3)
     rb = procedural.tube_rig(rings=50, segments=20, n_bones=4, length=2.0, radius=0.2)
     objs = [scan.prepare(ra), scan.prepare(rb)]
