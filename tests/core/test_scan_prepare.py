@@ -114,3 +114,28 @@ def test_copies_of_one_character_share_one_build():
     assert shared.n_pairs > 0
     assert [(i, j, p.tolist()) for i, j, p in shared.pairs] == \
         [(i, j, p.tolist()) for i, j, p in apart.pairs]
+
+
+def test_copies_share_a_self_tree_made_on_first_use(monkeypatch):
+    """Copies built without self trees (a scan without --self) make their exact box tree
+    on first use (the self stage, the deep way between characters, clearance): once for
+    all copies, whichever copy asks first; a rig that differs makes its own."""
+    import dataclasses
+
+    base = procedural.tube_rig(rings=10, segments=8, n_bones=3)
+    copies = [dataclasses.replace(base, name=f"Fox.{k:03d}") for k in range(3)]
+    other = dataclasses.replace(base, name="Other", rest_positions=base.rest_positions * 1.01)
+    objs = scan.prepare_shared(copies + [other])
+    assert all(o.self_tree is None for o in objs)
+    built = []
+    real = sc_carry.aabb_tree.build
+
+    def counting(*args, **kw):
+        built.append(1)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(sc_carry.aabb_tree, "build", counting)
+    tree = sc_carry.for_object(objs[2])                 # a copy asks first
+    assert sc_carry.for_object(objs[0]) is tree and sc_carry.for_object(objs[1]) is tree
+    assert len(built) == 1
+    assert sc_carry.for_object(objs[3]) is not tree and len(built) == 2
