@@ -110,7 +110,7 @@ def test_how_deep_decides_the_way(monkeypatch, x0, deep):
     rest = Pose(np.repeat(np.eye(4)[None], ra.n_bones, 0), np.eye(4), np.eye(4))
     lie = np.eye(4)
     lie[:3, :3] = [[0, 0, 1], [0, 1, 0], [-1, 0, 0]]                 # B's axis along x
-    wb = _move([x0, 0.013, 1.5]) @ lie
+    wb = _move([x0, 0.0131, 1.4973]) @ lie             # off every ring and seam of A
     pb = Pose(np.repeat(np.eye(4)[None], rb.n_bones, 0), wb, wb)
     pos = [skinning.lbs_rig(ra, rest), skinning.lbs_rig(rb, pb)]
     res = scan.query_frame(objs, pos, [rest, pb])
