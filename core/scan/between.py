@@ -54,7 +54,7 @@ DEEP_MIN = 2000
 
 @dataclass
 class _Work:
-    """What the three ways share while answering one frame."""
+    """What the four ways share while answering one frame."""
 
     objects: list[CollisionObject]
     inputs: FrameInputs
@@ -187,7 +187,8 @@ def _deep(w: _Work, trav: np.ndarray, kept: np.ndarray, capped: bool) -> np.ndar
     by the two objects' exact box trees, complete; returns (M,) bool which were answered.
     Each object's boxes are refitted once for all its pairs. A capped query (the live
     overlay) gives each pair the live budget: past it the pair is left to the traversal,
-    whose dense-frame rule stops it (docs/workflow.md, "Limits")."""
+    which answers in full unless its dense-frame rule stops it (docs/workflow.md,
+    "Limits")."""
     inp = w.inputs
     n_tris = np.array([t.shape[0] for t in inp.triangles], np.int64)
     done = kept >= np.maximum(DEEP_SHARE * (n_tris[trav[:, 0]] + n_tris[trav[:, 1]]),
