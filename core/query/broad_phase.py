@@ -328,6 +328,16 @@ def _kept_one_pair(i, j, tri_off, v_off, PT, T, ilo, ihi, rounds, deep_min=None)
     return town, np.concatenate(tg), np.concatenate(C, axis=1), PT, ilo, ihi
 
 
+def deep_threshold(n_triangles: np.ndarray | int, share: float, minimum: int
+                   ) -> np.ndarray | float:
+    """How many triangles (both sides) an object pair must keep in its boxes' shrunken
+    intersection to count as deep in one another: `share` of its two objects'
+    `n_triangles` (their sum, int or (P,) int64), and at least `minimum`. The one rule for
+    `box_filtered_pairs` (which pairs it leaves to the trees) and `core.scan.between`
+    (which of those take the exact box trees)."""
+    return np.maximum(share * np.asarray(n_triangles, np.float64), float(minimum))
+
+
 def box_filtered_pairs(pairs: np.ndarray, tri_off: np.ndarray, v_off: np.ndarray,
                        PT: np.ndarray, T: np.ndarray, olo: np.ndarray, ohi: np.ndarray,
                        max_per_pair: int, rounds: int = 3, axis: int | None = None,
@@ -377,8 +387,8 @@ def box_filtered_pairs(pairs: np.ndarray, tri_off: np.ndarray, v_off: np.ndarray
     if P == 1 and pairs[0, 0] != pairs[0, 1]:
         i, j = int(pairs[0, 0]), int(pairs[0, 1])
         deep_at = (None if deep_share is None else
-                   max(deep_share * (tri_off[i + 1] - tri_off[i] + tri_off[j + 1] - tri_off[j]),
-                       deep_min))
+                   float(deep_threshold(tri_off[i + 1] - tri_off[i] + tri_off[j + 1] - tri_off[j],
+                                        deep_share, deep_min)))
         town, tg, crow, X, ilo, ihi = _kept_one_pair(i, j, tri_off, v_off, PT, T, ilo, ihi,
                                                      rounds, deep_at)
     else:
@@ -390,8 +400,8 @@ def box_filtered_pairs(pairs: np.ndarray, tri_off: np.ndarray, v_off: np.ndarray
     small = (combos > 0) & (ka + kb <= max_per_pair)
     if deep_share is not None:
         sizes = np.diff(tri_off)
-        small &= ka + kb < np.maximum(
-            deep_share * (sizes[pairs[:, 0]] + sizes[pairs[:, 1]]), deep_min)
+        small &= ka + kb < deep_threshold(sizes[pairs[:, 0]] + sizes[pairs[:, 1]],
+                                          deep_share, deep_min)
     big = np.nonzero((combos > 0) & ~small)[0]
     ta = tb = empty
     sel = small[town % P]

@@ -115,9 +115,9 @@ def pairs_between(objects: list[CollisionObject], inputs: FrameInputs, near: Obj
             w.carries(i, j)                 # traversed in full now, kept for the next
     methods: dict[int, str] = {}
     if trav.size and w.deep and not (first_hit and any(f.size for f in w.found)):
-        deep = _deep(w, trav, kept_tris, enough is not None)
+        deep = _deep(w, trav, kept_tris, enough is not None, first_hit)
         trav, blo, bhi = trav[~deep], blo[~deep], bhi[~deep]
-    if trav.size and not (first_hit and w.found and w.found[0].size):
+    if trav.size and not (first_hit and any(f.size for f in w.found)):
         methods = _traversed(w, trav, blo, bhi, mode, first_hit, enough)
     st.extra["traversed_pairs"] = int(trav.shape[0])
     allp = np.concatenate(w.found) if w.found else np.zeros((0, 2), np.int64)
@@ -180,7 +180,8 @@ def _boxed(w: _Work, near: ObjectPairs, todo: np.ndarray
     return big, blo, bhi, kept
 
 
-def _deep(w: _Work, trav: np.ndarray, kept: np.ndarray, capped: bool) -> np.ndarray:
+def _deep(w: _Work, trav: np.ndarray, kept: np.ndarray, capped: bool,
+          first_hit: bool = False) -> np.ndarray:
     """Answer the object pairs left to a traversal that stand deep in one another (at
     least `DEEP_SHARE` of their triangles, and `DEEP_MIN`, kept in the shrunken
     intersection, `kept` (M,))
@@ -188,11 +189,12 @@ def _deep(w: _Work, trav: np.ndarray, kept: np.ndarray, capped: bool) -> np.ndar
     Each object's boxes are refitted once for all its pairs. A capped query (the live
     overlay) gives each pair the live budget: past it the pair is left to the traversal,
     which answers in full unless its dense-frame rule stops it (docs/workflow.md,
-    "Limits")."""
+    "Limits"). With `first_hit` the pairs after the first one with a hit are left
+    undone (the frame's answer is that hit)."""
     inp = w.inputs
     n_tris = np.array([t.shape[0] for t in inp.triangles], np.int64)
-    done = kept >= np.maximum(DEEP_SHARE * (n_tris[trav[:, 0]] + n_tris[trav[:, 1]]),
-                              DEEP_MIN)
+    done = kept >= broad_phase.deep_threshold(n_tris[trav[:, 0]] + n_tris[trav[:, 1]],
+                                              DEEP_SHARE, DEEP_MIN)
     levels: dict[int, list] = {}
 
     def boxes(k: int):
@@ -202,6 +204,9 @@ def _deep(w: _Work, trav: np.ndarray, kept: np.ndarray, capped: bool) -> np.ndar
         return for_object(w.objects[k]), levels[k]
 
     for c in np.flatnonzero(done).tolist():
+        if first_hit and any(f.size for f in w.found):
+            done[c] = False                 # answered already: left, never traversed
+            continue
         i, j = trav[c].tolist()
         limit = multi.live_budget(n_tris[[i, j]]) if capped else None
         try:

@@ -175,3 +175,24 @@ def test_the_live_cap_leaves_a_too_dense_pair_to_the_traversal(monkeypatch):
     assert extra["deep_pairs"] == 0 and extra["traversed_pairs"] == 1 and extra["stopped"]
     got = _pairs(res).get((0, 1), set())
     assert got < _pairs(full)[(0, 1)]
+
+
+def test_first_hit_stops_the_deep_way_at_its_first_hit(monkeypatch):
+    """Three tubes in one another, every pair deep: with `first_hit` the deep way stops at
+    the first pair that has a hit (the answer is that hit, from brute force's set), and
+    the pairs after it are neither answered nor traversed."""
+    frames = _frames(11, 0.0, 0.05, 1)
+    (ra, rb), (pa, pb), (xa, xb) = frames[0]
+    pc = _placed(pb, _move([0.04, 0.0, 0.0]))
+    xc = skinning.lbs_rig(rb, pc)
+    objs = [scan.prepare(ra), scan.prepare(rb), scan.prepare(rb)]
+    pos, poses = [xa, xb, xc], [pa, pb, pc]
+    full = scan.query_frame(objs, pos, poses)
+    assert full.stats[0].extra["deep_pairs"] == 3 and len(full.pairs) == 3
+    first = scan.query_frame(objs, pos, poses, first_hit=True)
+    assert first.stats[0].extra["deep_pairs"] == 1
+    (i, j, p), = first.pairs
+    tris = first.triangles
+    want = {tuple(q) for q in scan.brute_force_pairs(pos[i], tris[i], pos[j],
+                                                     tris[j]).tolist()}
+    assert p.size and {tuple(q) for q in p.tolist()} <= want
