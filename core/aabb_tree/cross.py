@@ -104,7 +104,12 @@ def cross_candidates_moved(tree_a: SelfTree, frame_a: FrameBoxes, moved_a: np.nd
 
 def frame_levels(tree: SelfTree, positions: np.ndarray, tris: np.ndarray) -> list[np.ndarray]:
     """The tree's float32 boxes at this frame, per level (`levels_of`), refitted from the
-    (V, 3) float64 positions and (T, 3) frame triangles (`frame_stack`)."""
+    (V, 3) float64 positions and (T, 3) frame triangles (`frame_stack`). Raises
+    ValueError when the tree was built on another number of triangles (a topology change
+    the caller did not catch): its slots would name the wrong triangles."""
+    if tree.n_triangles != len(tris):
+        raise ValueError(f"the tree was built for {tree.n_triangles} triangles, "
+                         f"the frame has {len(tris)}")
     X = frame_stack(tree, np.asarray(positions, np.float64), np.asarray(tris, np.intp))
     return levels_of(tree, X)
 

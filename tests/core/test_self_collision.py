@@ -278,6 +278,16 @@ def test_equals_old_sphere_query_on_assets(asset_frames, asset):
     assert total > 0
 
 
+def test_frame_levels_refuse_another_topology(tube):
+    """A tree refitted on a frame with another number of triangles would name the wrong
+    triangles in every slot: `frame_levels` says so instead."""
+    rig, _weld, tree = tube
+    levels = sc.frame_levels(tree, rig.rest_positions, rig.triangles)
+    assert levels and levels[0].shape[0] >= 1
+    with pytest.raises(ValueError, match="built for"):
+        sc.frame_levels(tree, rig.rest_positions, rig.triangles[:-1])
+
+
 def test_cross_pairs_equal_brute_force(tube):
     rig, weld, tree = tube
     other = procedural.tube_rig(rings=14, segments=10, n_bones=4, length=1.5, radius=0.2)
