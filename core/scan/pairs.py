@@ -49,7 +49,10 @@ def brute_force_pairs(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray | 
 
     Self-collision when `pos_b` is None: pairs i < j, adjacent pairs (by `keys`, (T, 3)
     per-triangle keys of `tri_a`: ``vertex_keys[tri_a]``) dropped. Pass the frame's
-    triangles (`frame_triangles`), not the rest ones.
+    triangles (`frame_triangles`), not the rest ones. Between two meshes a pair counts
+    only if its float64 boxes meet, the contract of every query path between objects
+    (`ExactTest`; docs/clearance.md): disjoint boxes are disjoint triangles, and the
+    triangle test's tolerance would call a pair a hair (1e-16) apart touching.
     Returns (K, 2) int64 sorted lexicographically.
     """
     self_mode = pos_b is None
@@ -68,6 +71,11 @@ def brute_force_pairs(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray | 
             hit = tri_test.triangle_pairs_intersect(pos_a, tri_a, ia, pos_a, tri_a, ib)
         else:
             hit = tri_test.triangle_pairs_intersect(pos_a, tri_a, ia, pos_b, tri_b, ib)
+            h = np.flatnonzero(hit)
+            ca, cb = pos_a[tri_a[ia[h]]], pos_b[tri_b[ib[h]]]       # (H, 3 corners, 3)
+            meet = ((ca.min(axis=1) <= cb.max(axis=1))
+                    & (cb.min(axis=1) <= ca.max(axis=1))).all(axis=1)
+            hit[h[~meet]] = False
         out.append(np.stack([ia[hit], ib[hit]], 1))
     pairs = np.concatenate(out) if out else np.zeros((0, 2), np.int64)
     return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
