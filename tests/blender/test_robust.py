@@ -469,6 +469,47 @@ def test_degenerate_bones_decompose_only_what_changed_with_the_same_verdicts(dem
     assert seen == {True, False}
 
 
+def test_degenerate_bones_equal_the_decomposition_at_the_threshold(demo):
+    """The determinant bound that spares most bones their SVD must never change a
+    verdict: random rotations times singular values on both sides of the threshold (1e-3,
+    a hair above and below it, far below, uniform and not), against the smallest singular
+    value of each matrix."""
+    import copy
+
+    import numpy as np
+
+    from skin_collide.addon import scanner, storage
+    from skin_collide.core.rig import Pose
+
+    a, _ = demo
+    obj = storage.load(a)
+    used = np.zeros(obj.rig.n_bones, dtype=bool)
+    used[np.unique(obj.rig.weight_bone)] = True
+    rng = np.random.default_rng(8)
+    tol = 1e-3
+    values = [tol * (1 + 1e-6) * f for f in (0.5, 0.999, 1.0, 1.001, 2.0, 3.0, 10.0)]
+    values += [1e-9, 0.0, 1.0, 4.0]
+    names = np.array(obj.rig.bone_names, dtype=object)
+    seen = set()
+    for step in range(30):
+        deform = np.tile(np.eye(4), (obj.rig.n_bones, 1, 1))
+        for j in range(obj.rig.n_bones):
+            q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+            r, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+            big = rng.choice([1.0, 0.01, 5.0])
+            sv = np.array([big, rng.choice(values) if step % 3 else big, rng.choice(values)])
+            deform[j, :3, :3] = q @ np.diag(sv) @ r
+        pose = Pose(deform, np.eye(4), np.eye(4))
+        fresh = copy.copy(obj)
+        fresh.__dict__.pop("_degenerate_last", None)
+        got = scanner.degenerate_bones(fresh, pose, tol)
+        small = np.linalg.svd(deform[used, :3, :3], compute_uv=False)[:, 2]
+        want = [str(n) for n in names[used][small <= tol * (1 + 1e-6)]]
+        assert got == want, step
+        seen.add(bool(got))
+    assert seen == {True, False}
+
+
 def test_pairs_are_capped_with_the_exact_count_kept(demo, monkeypatch):
     import json
 
