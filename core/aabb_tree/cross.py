@@ -130,8 +130,9 @@ def cross_triangle_candidates(tree_a: SelfTree, levels_a: list[np.ndarray], tree
 
 def cross_pairs(tree_a: SelfTree, pos_a: np.ndarray, tris_a: np.ndarray, tree_b: SelfTree,
                 pos_b: np.ndarray, tris_b: np.ndarray) -> np.ndarray:
-    """Every intersecting triangle pair between two meshes (exact float64 test), by the
-    same float32 box trees; no adjacency rule is applied (the caller's).
+    """Every intersecting triangle pair between two meshes (exact float64 test, and the
+    float64 boxes meet: the rule between objects, `core.scan.exact`), by the same float32
+    box trees; no adjacency rule is applied (the caller's).
 
     Args: per mesh, its `SelfTree`, (V, 3) float64 positions and (T, 3) frame triangles.
     Returns: (K, 2) int64 (triangle of A, triangle of B), lexicographically sorted.
@@ -143,5 +144,7 @@ def cross_pairs(tree_a: SelfTree, pos_a: np.ndarray, tris_a: np.ndarray, tree_b:
     ta, tb = cross_triangle_candidates(tree_a, frame_levels(tree_a, pos_a, tris_a),
                                        tree_b, frame_levels(tree_b, pos_b, tris_b))
     hit = tri_test.triangle_pairs_intersect(pos_a, tris_a, ta, pos_b, tris_b, tb)
+    h = np.flatnonzero(hit)
+    hit[h[~tri_test.pair_boxes_meet(pos_a, tris_a, ta[h], pos_b, tris_b, tb[h])]] = False
     pairs = np.stack([ta[hit], tb[hit]], axis=1).astype(np.int64)
     return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]

@@ -17,7 +17,6 @@ from typing import Callable
 import numpy as np
 
 from .. import triangles as tri_test
-from ..query.broad_phase import triangle_boxes
 from ..types import FrameInputs, FrameSeams
 
 
@@ -35,8 +34,8 @@ def share_seam_vertex(G: np.ndarray, va: np.ndarray, vb: np.ndarray) -> np.ndarr
 def boxes_meet(P: np.ndarray, ta: np.ndarray, tb: np.ndarray) -> np.ndarray:
     """(K,) bool: the float64 boxes of triangles ta[k] and tb[k] meet (closed boxes, exact
     comparisons). P (V, 3) float64 positions; ta, tb (K, 3) int vertex rows of P."""
-    (lo_a, hi_a), (lo_b, hi_b) = triangle_boxes(P, ta), triangle_boxes(P, tb)
-    return ((lo_a <= hi_b) & (lo_b <= hi_a)).all(axis=1)
+    rows = np.arange(np.shape(ta)[0])
+    return tri_test.pair_boxes_meet(P, ta, rows, P, tb, rows)
 
 
 class ExactTest:

@@ -97,8 +97,9 @@ def test_generic_traversal_equals_brute_force(rig, method_id):
         va = m.volumes(rig, prepared, Frame(A, tris, pa))
         vb = m.volumes(rig, prepared, Frame(B, tris, pb))
 
-        def cross(ta, tb):
-            return triangles.triangle_pairs_intersect(A, tris, ta, B, tris, tb)
+        def cross(ta, tb):              # the rule between objects (core.scan.exact)
+            return (triangles.triangle_pairs_intersect(A, tris, ta, B, tris, tb)
+                    & triangles.pair_boxes_meet(A, tris, ta, B, tris, tb))
 
         def self_(ta, tb):
             far = ~welds.adjacent_pairs(keys, ta, tb)
@@ -151,8 +152,9 @@ def test_first_hit_returns_a_true_subset(rig):
     for pa, pb in _poses(rig, 4, 5):
         A, B = skinning.lbs_rig(rig, pa), skinning.lbs_rig(rig, pb)
 
-        def cross(ta, tb):
-            return triangles.triangle_pairs_intersect(A, tris, ta, B, tris, tb)
+        def cross(ta, tb):              # the rule between objects (core.scan.exact)
+            return (triangles.triangle_pairs_intersect(A, tris, ta, B, tris, tb)
+                    & triangles.pair_boxes_meet(A, tris, ta, B, tris, tb))
 
         full, _ = traversal.collide(m.volumes(rig, prepared, Frame(A, tris, pa)),
                                     m.volumes(rig, prepared, Frame(B, tris, pb)), cross)
