@@ -117,9 +117,10 @@ def pairs_between(objects: list[CollisionObject], inputs: FrameInputs, near: Obj
     if trav.size and w.deep and not (first_hit and any(f.size for f in w.found)):
         deep = _deep(w, trav, kept_tris, enough is not None, first_hit)
         trav, blo, bhi = trav[~deep], blo[~deep], bhi[~deep]
-    if trav.size and not (first_hit and any(f.size for f in w.found)):
+    traversed = trav.size and not (first_hit and any(f.size for f in w.found))
+    if traversed:
         methods = _traversed(w, trav, blo, bhi, mode, first_hit, enough)
-    st.extra["traversed_pairs"] = int(trav.shape[0])
+    st.extra["traversed_pairs"] = int(trav.shape[0]) if traversed else 0
     allp = np.concatenate(w.found) if w.found else np.zeros((0, 2), np.int64)
     allp = allp[np.lexsort((allp[:, 1], allp[:, 0]))]    # each object pair's pairs sorted
     out = multi.split_pairs(allp, inputs.tri_off)

@@ -191,6 +191,7 @@ def test_first_hit_stops_the_deep_way_at_its_first_hit(monkeypatch):
     assert full.stats[0].extra["deep_pairs"] == 3 and len(full.pairs) == 3
     first = scan.query_frame(objs, pos, poses, first_hit=True)
     assert first.stats[0].extra["deep_pairs"] == 1
+    assert first.stats[0].extra["traversed_pairs"] == 0
     (i, j, p), = first.pairs
     tris = first.triangles
     want = {tuple(q) for q in scan.brute_force_pairs(pos[i], tris[i], pos[j],
