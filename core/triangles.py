@@ -50,7 +50,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["REL_TOL", "triangles_intersect", "triangle_pairs_intersect", "corner_pairs_intersect",
-           "pair_boxes_meet"]
+           "triangle_boxes", "boxes_meet"]
 
 #: Default relative tolerance (see the module docstring): a separation is only
 #: accepted if it exceeds ``REL_TOL * (2 L)**3`` (stages 1-2, determinants) or
@@ -519,6 +519,28 @@ def corner_pairs_intersect(rows_a: np.ndarray, ca: np.ndarray, rows_b: np.ndarra
     return _intersect_blocks(ca.shape[1], rel_of, rel_tol)
 
 
+def triangle_boxes(positions: np.ndarray, triangles: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """(T, 3) lo and hi of each triangle's vertices (exact: min and max round nothing).
+    positions (V, 3) float64, triangles (T, 3) int."""
+    c = positions[triangles]
+    lo = np.minimum(np.minimum(c[:, 0], c[:, 1]), c[:, 2])
+    hi = np.maximum(np.maximum(c[:, 0], c[:, 1]), c[:, 2])
+    return lo, hi
+
+
+def boxes_meet(pos_a: np.ndarray, tris_a: np.ndarray, pos_b: np.ndarray,
+               tris_b: np.ndarray) -> np.ndarray:
+    """(K,) bool: the float64 boxes of triangles ``tris_a[k]`` (vertices of `pos_a`) and
+    ``tris_b[k]`` (of `pos_b`) meet, closed, by exact comparisons. Boxes apart are
+    disjoint triangles, while the pair test above calls a pair a hair apart touching
+    within its tolerance: between two objects a pair counts as intersecting only if both
+    hold, on every path and in the oracle (`core.scan.exact`). pos (V, 3) float64, tris
+    (K, 3) int (the pairs' own triangles, row k against row k)."""
+    (lo_a, hi_a), (lo_b, hi_b) = triangle_boxes(pos_a, tris_a), triangle_boxes(pos_b, tris_b)
+    return ((lo_a <= hi_b) & (lo_b <= hi_a)).all(axis=1)
+
+
 def _benchmark(n: int = 1_000_000, seed: int = 0, repeat: int = 5) -> None:
     """Print the throughput for ``n`` random pairs (three distributions)."""
     import time
@@ -553,29 +575,3 @@ def _benchmark(n: int = 1_000_000, seed: int = 0, repeat: int = 5) -> None:
 
 if __name__ == "__main__":
     _benchmark()
-
-
-def pair_boxes_meet(pos_a: np.ndarray, tri_a: np.ndarray, ia: np.ndarray, pos_b: np.ndarray,
-                    tri_b: np.ndarray, ib: np.ndarray) -> np.ndarray:
-    """(K,) bool: the float64 boxes of triangles ``tri_a[ia[k]]`` (vertices of `pos_a`) and
-    ``tri_b[ib[k]]`` (of `pos_b`) meet, closed, by exact comparisons (min and max round
-    nothing). Boxes apart are disjoint triangles, while the pair test above calls a pair a
-    hair apart touching within its tolerance: between two objects a pair counts as
-    intersecting only if both hold, on every path and in the oracle (`core.scan.exact`).
-    pos (V, 3) float64, tri (T, 3) int, ia, ib (K,) int."""
-    out = np.ones(np.shape(ia)[0], dtype=bool)
-    for pa, pb in zip(_corners(pos_a, tri_a, ia), _corners(pos_b, tri_b, ib)):   # per axis
-        lo_a = np.minimum(np.minimum(pa[0], pa[1]), pa[2])
-        hi_a = np.maximum(np.maximum(pa[0], pa[1]), pa[2])
-        lo_b = np.minimum(np.minimum(pb[0], pb[1]), pb[2])
-        hi_b = np.maximum(np.maximum(pb[0], pb[1]), pb[2])
-        out &= (lo_a <= hi_b) & (lo_b <= hi_a)
-    return out
-
-
-def _corners(pos: np.ndarray, tri: np.ndarray, idx: np.ndarray) -> list:
-    """Per axis x, y, z: (3 corners, K) float64 coordinates of triangles ``tri[idx]``."""
-    c = np.take(np.asarray(pos, np.float64), np.take(np.asarray(tri, np.intp), idx, axis=0).T,
-                axis=0)                                        # (3 corners, K, 3 xyz)
-    return [c[:, :, x] for x in range(3)]
-

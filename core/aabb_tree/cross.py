@@ -145,6 +145,6 @@ def cross_pairs(tree_a: SelfTree, pos_a: np.ndarray, tris_a: np.ndarray, tree_b:
                                        tree_b, frame_levels(tree_b, pos_b, tris_b))
     hit = tri_test.triangle_pairs_intersect(pos_a, tris_a, ta, pos_b, tris_b, tb)
     h = np.flatnonzero(hit)
-    hit[h[~tri_test.pair_boxes_meet(pos_a, tris_a, ta[h], pos_b, tris_b, tb[h])]] = False
+    hit[h[~tri_test.boxes_meet(pos_a, tris_a[ta[h]], pos_b, tris_b[tb[h]])]] = False
     pairs = np.stack([ta[hit], tb[hit]], axis=1).astype(np.int64)
     return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]

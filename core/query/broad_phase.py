@@ -79,15 +79,6 @@ def meeting_pairs(positions: list[np.ndarray]) -> np.ndarray:
     return sweep_pairs(lo, hi)
 
 
-def triangle_boxes(positions: np.ndarray, triangles: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """(T, 3) lo and hi of each triangle's vertices (exact: min and max round nothing)."""
-    c = positions[triangles]
-    lo = np.minimum(np.minimum(c[:, 0], c[:, 1]), c[:, 2])
-    hi = np.maximum(np.maximum(c[:, 0], c[:, 1]), c[:, 2])
-    return lo, hi
-
-
 def _ranges(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Rows of several ranges [start, start + count): (range of each row, value)."""
     owner = np.repeat(np.arange(starts.size), counts)

@@ -31,13 +31,6 @@ def share_seam_vertex(G: np.ndarray, va: np.ndarray, vb: np.ndarray) -> np.ndarr
     return np.any(ka[:, :, None] == kb[:, None, :], axis=(1, 2))
 
 
-def boxes_meet(P: np.ndarray, ta: np.ndarray, tb: np.ndarray) -> np.ndarray:
-    """(K,) bool: the float64 boxes of triangles ta[k] and tb[k] meet (closed boxes, exact
-    comparisons). P (V, 3) float64 positions; ta, tb (K, 3) int vertex rows of P."""
-    rows = np.arange(np.shape(ta)[0])
-    return tri_test.pair_boxes_meet(P, ta, rows, P, tb, rows)
-
-
 class ExactTest:
     """f(ga, gb) -> (K,) bool on stacked triangle indices (`FrameInputs.T` rows) of
     candidate pairs of different objects: True where they intersect and are not adjacent
@@ -63,7 +56,7 @@ class ExactTest:
         hit[idx] = tri_test.triangle_pairs_intersect(P, T, ga[idx], P, T, gb[idx])
         h = np.flatnonzero(hit)                    # few: the boxes of the hits only
         if h.size:
-            hit[h[~boxes_meet(P, T[ga[h]], T[gb[h]])]] = False
+            hit[h[~tri_test.boxes_meet(P, T[ga[h]], P, T[gb[h]])]] = False
         return hit
 
     def between(self, i: int, j: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:

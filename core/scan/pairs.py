@@ -72,7 +72,7 @@ def brute_force_pairs(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray | 
         else:
             hit = tri_test.triangle_pairs_intersect(pos_a, tri_a, ia, pos_b, tri_b, ib)
             h = np.flatnonzero(hit)
-            hit[h[~tri_test.pair_boxes_meet(pos_a, tri_a, ia[h], pos_b, tri_b, ib[h])]] = False
+            hit[h[~tri_test.boxes_meet(pos_a, tri_a[ia[h]], pos_b, tri_b[ib[h]])]] = False
         out.append(np.stack([ia[hit], ib[hit]], 1))
     pairs = np.concatenate(out) if out else np.zeros((0, 2), np.int64)
     return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]

@@ -99,7 +99,7 @@ def test_generic_traversal_equals_brute_force(rig, method_id):
 
         def cross(ta, tb):              # the rule between objects (core.scan.exact)
             return (triangles.triangle_pairs_intersect(A, tris, ta, B, tris, tb)
-                    & triangles.pair_boxes_meet(A, tris, ta, B, tris, tb))
+                    & triangles.boxes_meet(A, tris[ta], B, tris[tb]))
 
         def self_(ta, tb):
             far = ~welds.adjacent_pairs(keys, ta, tb)
@@ -154,7 +154,7 @@ def test_first_hit_returns_a_true_subset(rig):
 
         def cross(ta, tb):              # the rule between objects (core.scan.exact)
             return (triangles.triangle_pairs_intersect(A, tris, ta, B, tris, tb)
-                    & triangles.pair_boxes_meet(A, tris, ta, B, tris, tb))
+                    & triangles.boxes_meet(A, tris[ta], B, tris[tb]))
 
         full, _ = traversal.collide(m.volumes(rig, prepared, Frame(A, tris, pa)),
                                     m.volumes(rig, prepared, Frame(B, tris, pb)), cross)

@@ -210,7 +210,7 @@ def test_obb_equals_brute_force_and_the_sphere_tree(make):
 
         def cross(ta, tb):              # the rule between objects (core.scan.exact)
             return (triangles.triangle_pairs_intersect(A, tris, ta, B, tris, tb)
-                    & triangles.pair_boxes_meet(A, tris, ta, B, tris, tb))
+                    & triangles.boxes_meet(A, tris[ta], B, tris[tb]))
 
         va = m.volumes(rig, prepared, Frame(A, tris, pa))
         vb = m.volumes(rig, prepared, Frame(B, tris, pb))

@@ -94,7 +94,7 @@ def test_pairs_equal_brute_force_and_the_sphere_tree(kind):
 
         def cross(ta, tb):              # the rule between objects (core.scan.exact)
             return (triangles.triangle_pairs_intersect(A, tris, ta, B, tris, tb)
-                    & triangles.pair_boxes_meet(A, tris, ta, B, tris, tb))
+                    & triangles.boxes_meet(A, tris[ta], B, tris[tb]))
 
         va = m.volumes(rig, data, Frame(A, tris, pa))
         vb = m.volumes(rig, data, Frame(B, tris, pb))

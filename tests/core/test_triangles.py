@@ -635,10 +635,10 @@ def test_agrees_with_blender_bvh_overlap(grid: float | None) -> None:
     print(f"\nBlender {len(blender)} pairs, ours {len(ours)}; only ours: {kinds}")
 
 
-def test_pair_boxes_meet_is_the_closed_float64_box_test():
-    """`pair_boxes_meet` equals min/max boxes compared directly: boxes sharing a face
+def test_boxes_meet_is_the_closed_float64_box_test():
+    """`boxes_meet` equals min/max boxes compared directly: boxes sharing a face
     meet, one ulp apart they do not, and random pairs agree."""
-    from skin_collide.core.triangles import pair_boxes_meet
+    from skin_collide.core.triangles import boxes_meet
 
     a = np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]])
     t = np.array([[0, 1, 2]])
@@ -647,7 +647,7 @@ def test_pair_boxes_meet_is_the_closed_float64_box_test():
                     ([-1e-3, -2e-3, -tiny], False)):
         b = a + [0.5, 0.5, 0.0]
         b[:, 2] = z                                     # A lies in z = 0
-        assert pair_boxes_meet(a, t, [0], b, t, [0]).tolist() == [want], z
+        assert boxes_meet(a, t, b, t).tolist() == [want], z
     rng = np.random.default_rng(1)
     pa, pb = rng.normal(size=(40, 3)), rng.normal(size=(50, 3)) + 0.8
     ta, tb = rng.integers(0, 40, (30, 3)), rng.integers(0, 50, (35, 3))
@@ -655,4 +655,4 @@ def test_pair_boxes_meet_is_the_closed_float64_box_test():
     ca, cb = pa[ta[ia]], pb[tb[ib]]
     want = ((ca.min(1) <= cb.max(1)) & (cb.min(1) <= ca.max(1))).all(1)
     assert 0 < want.sum() < want.size
-    assert np.array_equal(pair_boxes_meet(pa, ta, ia, pb, tb, ib), want)
+    assert np.array_equal(boxes_meet(pa, ta[ia], pb, tb[ib]), want)
