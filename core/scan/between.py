@@ -66,6 +66,10 @@ class _Work:
     deep: bool = False                              # deep pairs by the exact box trees
     carrying: list = field(default_factory=list)    # object pairs whose answer is kept
 
+    def has_hit(self) -> bool:
+        """Whether some intersecting pair is found already (first hit stops there)."""
+        return any(f.size for f in self.found)
+
     def carries(self, i: int, j: int) -> None:
         """Bring both objects' kept frames up to this frame (once) and note the pair: its
         complete answer will be kept for the next update."""
@@ -114,10 +118,10 @@ def pairs_between(objects: list[CollisionObject], inputs: FrameInputs, near: Obj
                 and (i, j) not in w.carrying):
             w.carries(i, j)                 # traversed in full now, kept for the next
     methods: dict[int, str] = {}
-    if trav.size and w.deep and not (first_hit and any(f.size for f in w.found)):
+    if trav.size and w.deep and not (first_hit and w.has_hit()):
         deep = _deep(w, trav, kept_tris, enough is not None, first_hit)
         trav, blo, bhi = trav[~deep], blo[~deep], bhi[~deep]
-    traversed = trav.size and not (first_hit and any(f.size for f in w.found))
+    traversed = trav.size and not (first_hit and w.has_hit())
     if traversed:
         methods = _traversed(w, trav, blo, bhi, mode, first_hit, enough)
     st.extra["traversed_pairs"] = int(trav.shape[0]) if traversed else 0
@@ -205,7 +209,7 @@ def _deep(w: _Work, trav: np.ndarray, kept: np.ndarray, capped: bool,
         return for_object(w.objects[k]), levels[k]
 
     for c in np.flatnonzero(done).tolist():
-        if first_hit and any(f.size for f in w.found):
+        if first_hit and w.has_hit():
             done[c] = False                 # answered already: left, never traversed
             continue
         i, j = trav[c].tolist()
@@ -241,7 +245,7 @@ def _traversed(w: _Work, trav: np.ndarray, blo, bhi, mode: str, first_hit: bool,
         st.triangle_tests += st2.triangle_tests
         st.refitted += st2.refitted
     rest = ~own
-    if rest.any() and not (first_hit and sum(f.shape[0] for f in w.found)):
+    if rest.any() and not (first_hit and w.has_hit()):
         # The volumes' own hierarchies; objects without volumes are never reached.
         stk = multi.stacked([v.hierarchy if v is not None else multi.EMPTY for v in vols],
                             [t.shape[0] for t in inp.triangles])
