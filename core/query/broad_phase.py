@@ -278,8 +278,10 @@ def _kept_rows(pairs, tri_off, v_off, PT, T, ilo, ihi, rounds):
 def _kept_one_pair(i, j, tri_off, v_off, PT, T, ilo, ihi, rounds, deep_min=None):
     """`_kept_rows` for one pair of two objects, on the global arrays themselves (each
     object is one side: no rows to make): corners are global vertex ids, columns of
-    `PT`. With `deep_min`, no box is shrunk once at least that many triangles are kept
-    (the pair goes to its trees, which do not start from the box)."""
+    `PT`. With `deep_min`, a pair keeping at least that many triangles in its first box
+    goes to its trees, which start neither from the kept triangles nor from a shrunken
+    box: then no list is made and the last item returned is the (2,) int64 count kept
+    per side (else None, the counts being those of the lists)."""
     sides = (i, j)
     x = [PT[:, v_off[k]:v_off[k + 1]] for k in sides]
     code = np.empty(PT.shape[1], dtype=np.uint8)
@@ -290,14 +292,22 @@ def _kept_one_pair(i, j, tri_off, v_off, PT, T, ilo, ihi, rounds, deep_min=None)
         return code
 
     codes()
-    tg, C = [], []
+    inside = []
     for k in sides:
         Tk = T[tri_off[k]:tri_off[k + 1]]
-        g = np.flatnonzero((code[Tk[:, 0]] & code[Tk[:, 1]] & code[Tk[:, 2]]) == 0)
+        inside.append((code[Tk[:, 0]] & code[Tk[:, 1]] & code[Tk[:, 2]]) == 0)
+    kept = np.array([np.count_nonzero(m) for m in inside], np.int64)
+    if deep_min is not None and kept.sum() >= deep_min:
+        # Deep: the pair goes to its trees, which read neither the kept triangles nor a
+        # shrunken box; only the counts are returned (two characters in one another keep
+        # tens of thousands of triangles, whose lists cost a fifth of the box filter).
+        empty = np.zeros(0, np.int64)
+        return empty, empty, np.zeros((3, 0), np.int64), PT, ilo, ihi, kept
+    tg, C = [], []
+    for k, m in zip(sides, inside):
+        g = np.flatnonzero(m)
         tg.append(g + tri_off[k])
-        C.append(Tk[g].T)
-    if deep_min is not None and tg[0].size + tg[1].size >= deep_min:
-        rounds = 0
+        C.append(T[tri_off[k]:tri_off[k + 1]][g].T)
     for _ in range(rounds):
         slo = np.full((3, 2), np.inf)
         shi = np.full((3, 2), -np.inf)
@@ -316,7 +326,7 @@ def _kept_one_pair(i, j, tri_off, v_off, PT, T, ilo, ihi, rounds, deep_min=None)
         tg = [g[kp] for g, kp in zip(tg, keep)]
         C = [c[:, kp] for c, kp in zip(C, keep)]
     town = np.repeat(np.array([0, 1], dtype=np.int64), [tg[0].size, tg[1].size])
-    return town, np.concatenate(tg), np.concatenate(C, axis=1), PT, ilo, ihi
+    return town, np.concatenate(tg), np.concatenate(C, axis=1), PT, ilo, ihi, None
 
 
 def deep_threshold(n_triangles: np.ndarray | int, share: float, minimum: int
@@ -380,12 +390,14 @@ def box_filtered_pairs(pairs: np.ndarray, tri_off: np.ndarray, v_off: np.ndarray
         deep_at = (None if deep_share is None else
                    float(deep_threshold(tri_off[i + 1] - tri_off[i] + tri_off[j + 1] - tri_off[j],
                                         deep_share, deep_min)))
-        town, tg, crow, X, ilo, ihi = _kept_one_pair(i, j, tri_off, v_off, PT, T, ilo, ihi,
-                                                     rounds, deep_at)
+        town, tg, crow, X, ilo, ihi, k = _kept_one_pair(i, j, tri_off, v_off, PT, T, ilo,
+                                                        ihi, rounds, deep_at)
     else:
         town, tg, crow, X, ilo, ihi = _kept_rows(pairs, tri_off, v_off, PT, T, ilo, ihi,
                                                  rounds)
-    k = np.bincount(town, minlength=2 * P)
+        k = None
+    if k is None:
+        k = np.bincount(town, minlength=2 * P)
     ka, kb = k[:P], k[P:]
     combos = ka * kb
     small = (combos > 0) & (ka + kb <= max_per_pair)

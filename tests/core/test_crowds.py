@@ -219,3 +219,17 @@ def test_box_filtered_pairs_one_pair_and_many_agree_with_brute_force(seed):
     none = broad_phase.box_filtered_pairs(np.zeros((0, 2), np.int64), tri_off, v_off, PT, T,
                                           olo, ohi, 10)
     assert all(x.size == 0 for x in none[:3])
+    # Deep (issue 43): past the deep threshold the pair goes to its trees with the count
+    # of triangles whose boxes meet the unshrunk intersection, and no list is made.
+    ilo, ihi = np.maximum(olo[0], olo[1]), np.minimum(ohi[0], ohi[1])
+    meets = np.all(lo <= ihi, axis=1) & np.all(ilo <= hi, axis=1)
+    count = int(meets[tri_off[0]:tri_off[2]].sum())
+    for share, deep in ((0.01, True), (1.0, False)):
+        ta, tb, big, blo, bhi, kept = broad_phase.box_filtered_pairs(
+            np.array([[0, 1]]), tri_off, v_off, PT, T, olo, ohi, 10**6, counts=True,
+            deep_share=share, deep_min=1)
+        assert big.tolist() == ([0] if deep else []) and (not ta.size) == deep
+        if deep:
+            assert kept.tolist() == [count] and np.array_equal(blo[0], ilo)
+        else:
+            assert set(zip(ta.tolist(), tb.tolist())) == want
