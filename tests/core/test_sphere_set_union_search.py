@@ -237,7 +237,7 @@ def test_later_pair_sweeps_try_only_pairs_near_a_moved_ball(tube, monkeypatch):
     _, st = state(v, t, 6, 5, 10_000)
     st.sweep()
     tried = []
-    monkeypatch.setattr(st, "pair", lambda i, j, splits=9: tried.append((i, j)) or False)
+    monkeypatch.setattr(st, "pair", lambda i, j, splits=5: tried.append((i, j)) or False)
     N = len(st.r)
     st.pair_sweep()
     every = list(tried)

@@ -319,7 +319,7 @@ class UnionState:
         self.sweep(np.union1d(around, got))
 
 
-    def pair(self, i: int, j: int, splits: int = 9) -> bool:
+    def pair(self, i: int, j: int, splits: int = 5) -> bool:
         """Re-divide between balls i and j the S points that only they hold (a refit moves
         one ball with the others fixed, so the border between two balls sharing a limb
         cannot move: neither can shrink before the other grows). Candidates: planes across
