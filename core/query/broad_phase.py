@@ -300,7 +300,7 @@ def _kept_one_pair(i, j, tri_off, v_off, PT, T, ilo, ihi, rounds, deep_min=None)
     if deep_min is not None and kept.sum() >= deep_min:
         # Deep: the pair goes to its trees, which read neither the kept triangles nor a
         # shrunken box; only the counts are returned (two characters in one another keep
-        # tens of thousands of triangles, whose lists cost a fifth of the box filter).
+        # tens of thousands of triangles, whose lists were most of the box filter's time).
         empty = np.zeros(0, np.int64)
         return empty, empty, np.zeros((3, 0), np.int64), PT, ilo, ihi, kept
     tg, C = [], []
@@ -392,11 +392,11 @@ def box_filtered_pairs(pairs: np.ndarray, tri_off: np.ndarray, v_off: np.ndarray
                                         deep_share, deep_min)))
         town, tg, crow, X, ilo, ihi, k = _kept_one_pair(i, j, tri_off, v_off, PT, T, ilo,
                                                         ihi, rounds, deep_at)
+        if k is None:
+            k = np.bincount(town, minlength=2)
     else:
         town, tg, crow, X, ilo, ihi = _kept_rows(pairs, tri_off, v_off, PT, T, ilo, ihi,
                                                  rounds)
-        k = None
-    if k is None:
         k = np.bincount(town, minlength=2 * P)
     ka, kb = k[:P], k[P:]
     combos = ka * kb
