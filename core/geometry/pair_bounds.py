@@ -83,18 +83,45 @@ def _rows(pos: np.ndarray, tri: np.ndarray, many: bool):
     return get
 
 
-def _gap(v: np.ndarray, A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """(n,) the separating gap of corners A, B (3 xyz, 3 corners, n) along v (3, n):
-    min v·b - max v·a over |v| (NaN for v = 0, which proves nothing)."""
+def _norm(v: np.ndarray) -> np.ndarray:
+    """(n,) |v| of v (3, n)."""
+    return np.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+
+
+def _projections(v: np.ndarray, A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(3 corners, n) each: the corners A, B (3 xyz, 3 corners, n) projected on v (3, n)."""
     pa = A[0] * v[0]
     pa += A[1] * v[1]
     pa += A[2] * v[2]
     pb = B[0] * v[0]
     pb += B[1] * v[1]
     pb += B[2] * v[2]
+    return pa, pb
+
+
+def _gap(v: np.ndarray, A: np.ndarray, B: np.ndarray, norm: np.ndarray | None = None
+         ) -> np.ndarray:
+    """(n,) the separating gap of corners A, B (3 xyz, 3 corners, n) along v (3, n):
+    min v·b - max v·a over |v| (NaN for v = 0, which proves nothing). `norm`: |v| when
+    the caller has it (`_norm`, the same bits)."""
+    pa, pb = _projections(v, A, B)
     g = pb.min(axis=0)
     g -= pa.max(axis=0)
-    g /= np.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+    g /= _norm(v) if norm is None else norm
+    return g
+
+
+def _gap_either(v: np.ndarray, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """(n,) the larger of the gaps along v and along -v (`_gap(v, A, B)` and
+    `_gap(v, B, A)`, bit for bit: dividing by |v| > 0 is monotone, so the max commutes
+    with it), from one projection of each triangle's corners."""
+    pa, pb = _projections(v, A, B)
+    g = pb.min(axis=0)
+    g -= pa.max(axis=0)
+    h = pa.min(axis=0)
+    h -= pb.max(axis=0)
+    np.fmax(g, h, out=g)
+    g /= _norm(v)
     return g
 
 
@@ -173,8 +200,8 @@ def pair_bounds(pos_a: np.ndarray, tri_a: np.ndarray, ia: np.ndarray, pos_b: np.
             ca = np.take(A.reshape(3, 3 * n), (w // 3) * n + col, axis=1)   # (3, n)
             cb = np.take(B.reshape(3, 3 * n), (w % 3) * n + col, axis=1)
             v = cb - ca
-            up = np.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
-            g = _gap(v, A, B)
+            up = _norm(v)
+            g = _gap(v, A, B, norm=up)
             cen = B.sum(axis=1)
             cen -= A.sum(axis=1)
             np.fmax(g, _gap(cen, A, B), out=g)                 # NaN (v = 0) loses to a gap
@@ -207,8 +234,7 @@ def plane_lower(pos_a: np.ndarray, tri_a: np.ndarray, ia: np.ndarray, pos_b: np.
                 nrm = np.stack([e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2],
                                 e1[0] * e2[1] - e1[1] * e2[0]])
                 # Either sign: the gap of A below B along -n is B's above A along n.
-                np.fmax(g, _gap(nrm, A, B), out=g)
-                np.fmax(g, _gap(nrm, B, A), out=g)
+                np.fmax(g, _gap_either(nrm, A, B), out=g)
             g -= BOUND_REL_TOL * L
             np.fmax(g, 0.0, out=g)
             lower[s:e] = g
