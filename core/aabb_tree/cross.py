@@ -1,6 +1,6 @@
 """Triangle pairs between two meshes by their two box trees: the overlapping leaf slot
 pairs, descended level by level from the two roots (the deeper tree keeps descending
-alone), whole (`cross_candidates`) or only those with a moved triangle
+alone, several levels at a time), whole (`cross_candidates`) or only those with a moved triangle
 (`cross_candidates_moved`, for carried pairs), and the intersecting triangle pairs
 (`cross_pairs`, exact float64 test). With a `limit`, the traversal is a bounded amount
 of work: it stops (`TooManyPairs`) once a level holds more node pairs than that.
@@ -29,9 +29,10 @@ def cross_candidates(tree_a: SelfTree, boxes_a: list[np.ndarray], tree_b: SelfTr
                      boxes_b: list[np.ndarray], limit: int | None = None
                      ) -> tuple[np.ndarray, np.ndarray]:
     """Leaf slot pairs (slot of A, slot of B) of two trees whose float32 boxes overlap,
-    level by level from the two roots (the deeper tree keeps descending alone). With
-    `limit`, raises `TooManyPairs` as soon as a level (the leaf level included) holds more
-    than `limit` node pairs: the work done is then a few times `limit` per level, however
+    level by level from the two roots (the deeper tree keeps descending alone, `_JUMP`
+    levels at a time). With `limit`, raises `TooManyPairs` as soon as a level it stops at
+    (the leaf level included) holds more than `limit` node pairs: the work done is then
+    a few times `limit` per level (at most 2**`_JUMP` tests per pair on a jump), however
     many pairs the two meshes have."""
     return _cross_descend(tree_a, boxes_a.__getitem__, tree_b,
                           lambda lb: swap_halves(np.ascontiguousarray(boxes_b[lb])),
@@ -63,30 +64,54 @@ def _cross_descend(tree_a: SelfTree, rows_a, tree_b: SelfTree, swapped_b,
     pa, pb = only_moved(pa[ok], pb[ok])
     while pa.size and (la < tree_a.height or lb < tree_b.height):
         da, db = la < tree_a.height, lb < tree_b.height
-        la, lb = la + da, lb + db
-        X = rows_a(la)
-        Y = swapped_b(lb)
         if da and db:
+            la, lb = la + 1, lb + 1
+            X, Y = rows_a(la), swapped_b(lb)
             pa, pb, _ = _children((X, Y, X.reshape(-1, 16).view(_ROW2).ravel(),
                                    Y.reshape(-1, 16).view(_ROW2).ravel()), pa, pb)
-        elif da:
-            ga = np.take(X.reshape(-1, 16).view(_ROW2).ravel(), pa).view(np.float32).reshape(-1, 2, 8)
-            gb = np.take(as_rows(Y), pb).view(np.float32).reshape(-1, 1, 8)
-            k = np.flatnonzero(boxes_overlap(ga, gb))
-            q = k >> 1
-            pa = 2 * np.take(pa, q) + (k & 1)
-            pb = np.take(pb, q)
         else:
-            ga = np.take(as_rows(X), pa).view(np.float32).reshape(-1, 1, 8)
-            gb = np.take(Y.reshape(-1, 16).view(_ROW2).ravel(), pb).view(np.float32).reshape(-1, 2, 8)
+            # One tree descends alone: its nodes `jump` levels down at once, the 2**jump
+            # descendants of a node being one contiguous block of rows. A descendant
+            # whose box overlaps the other node's has ancestors that overlap it too
+            # (parents are the min/max of their children, exactly), so this keeps the
+            # node pairs, in the order, that as many single steps keep; the moved filter
+            # needs no intermediate level either (a moved triangle's ancestors are moved).
+            jump = min(_JUMP, (tree_a.height - la) if da else (tree_b.height - lb))
+            if da:
+                la += jump
+                ga = _blocks_of(rows_a(la), pa, jump)
+                gb = np.take(as_rows(swapped_b(lb)), pb).view(np.float32).reshape(-1, 1, 8)
+            else:
+                lb += jump
+                ga = np.take(as_rows(rows_a(la)), pa).view(np.float32).reshape(-1, 1, 8)
+                gb = _blocks_of(swapped_b(lb), pb, jump)
             k = np.flatnonzero(boxes_overlap(ga, gb))
-            q = k >> 1
-            pa = np.take(pa, q)
-            pb = 2 * np.take(pb, q) + (k & 1)
+            q = k >> jump
+            low = k & ((1 << jump) - 1)
+            if da:
+                pa = (np.take(pa, q) << jump) + low
+                pb = np.take(pb, q)
+            else:
+                pa = np.take(pa, q)
+                pb = (np.take(pb, q) << jump) + low
         pa, pb = only_moved(pa, pb)
         if limit is not None and pa.size > limit:
             raise TooManyPairs(int(pa.size))
     return pa, pb
+
+
+#: Levels one tree descends at once while the other is at its leaves (a block of 2**3
+#: rows, 256 bytes, per node pair).
+_JUMP: int = 3
+
+
+def _blocks_of(X: np.ndarray, nodes: np.ndarray, jump: int) -> np.ndarray:
+    """(m, 2**jump, 8) float32: the rows of the descendants `jump` levels down of the
+    `nodes` (m,) of the level above them, from that level's rows X (n, 8) (C-contiguous:
+    a node's descendants are rows ``[node << jump, (node + 1) << jump)``)."""
+    block = np.dtype((np.void, 32 << jump))
+    return np.take(X.reshape(-1, 8 << jump).view(block).ravel(), nodes) \
+        .view(np.float32).reshape(-1, 1 << jump, 8)
 
 
 def cross_candidates_moved(tree_a: SelfTree, frame_a: FrameBoxes, moved_a: np.ndarray,

@@ -309,6 +309,57 @@ def test_cross_pairs_equal_brute_force(tube):
     assert total > 0
 
 
+def _box_pairs_brute_force(tree_a, fa, tree_b, fb):
+    """Every leaf slot pair (slot of A, slot of B) whose float32 rows overlap, by testing
+    all of them (`boxes_overlap` on the leaf rows of two `FrameBoxes`), sorted."""
+    from skin_collide.core.aabb_tree.boxes import boxes_overlap
+
+    ra, rb = fa.rows[tree_a.height][0], fb.rows[tree_b.height][1]
+    ok = boxes_overlap(ra[:, None, :], rb[None, :, :])
+    return np.argwhere(ok)
+
+
+@pytest.mark.parametrize("rings_b", [3, 6, 14, 40])
+def test_cross_candidates_equal_brute_force_at_any_height_difference(rings_b):
+    """The cross traversal descends one tree alone, several levels at a time, once the
+    other is at its leaves (`aabb_tree.cross._JUMP`): the slot pairs whose boxes overlap
+    are those of testing every leaf pair, whichever tree is the deeper (height
+    differences 1 to 4: one jump of 1, 2 or 3 levels, or a jump and a remainder), and
+    with moved triangles only
+    the pairs holding one (`cross_candidates_moved`)."""
+    from skin_collide.core.aabb_tree import cross
+
+    a = procedural.tube_rig(rings=40, segments=12, n_bones=4, length=1.5, radius=0.2)
+    b = procedural.tube_rig(rings=rings_b, segments=6, n_bones=2, length=0.6, radius=0.25)
+    trees = [sc.build(r.rest_positions, r.triangles, position_ids(r.rest_positions))
+             for r in (a, b)]
+    rng = np.random.default_rng(rings_b)
+    pos = [skinning.lbs_rig(r, procedural.random_pose(r, rng, translate=0.1)) for r in (a, b)]
+    pos[1] += pos[0].mean(axis=0) - pos[1].mean(axis=0)     # make them meet
+    heights = set()
+    for i, j in ((0, 1), (1, 0)):
+        (ra, ta, pa), (rb, tb, pb) = ((a, b)[i], trees[i], pos[i]), ((a, b)[j], trees[j], pos[j])
+        heights.add(ta.height - tb.height)
+        fa = sc.frame_boxes(ta, pa, ra.triangles, position_ids(pa))
+        fb = sc.frame_boxes(tb, pb, rb.triangles, position_ids(pb))
+        want = _box_pairs_brute_force(ta, fa, tb, fb)
+        assert len(want) > 0
+        la = sc.frame_levels(ta, pa, ra.triangles)
+        lb = sc.frame_levels(tb, pb, rb.triangles)
+        sa, sb = cross.cross_candidates(ta, la, tb, lb)
+        got = np.stack([sa, sb], axis=1)
+        assert np.array_equal(got[np.lexsort((sb, sa))], want)
+        for share in (0.05, 0.5):
+            ma = rng.random(ta.n_triangles) < share
+            mb = rng.random(tb.n_triangles) < share
+            sa, sb = sc.cross_candidates_moved(ta, fa, ma, tb, fb, mb)
+            moved = (ma[np.take(ta.slot_tri, want[:, 0])]
+                     | mb[np.take(tb.slot_tri, want[:, 1])])
+            got = np.stack([sa, sb], axis=1)
+            assert np.array_equal(got[np.lexsort((sb, sa))], want[moved])
+    assert max(abs(h) for h in heights) >= 1
+
+
 def test_culling_stats_count_the_surface_that_reaches_an_exact_test(tube):
     """`tested_triangles` (the surface the culling does not remove, as bench_self reports
     it) covers every triangle of every reported pair and no more than the mesh; at rest
