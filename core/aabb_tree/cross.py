@@ -1,7 +1,7 @@
 """Triangle pairs between two meshes by their two box trees: the overlapping leaf slot
 pairs, descended level by level from the two roots (the deeper tree keeps descending
-alone, several levels at a time), whole (`cross_candidates`) or only those with a moved triangle
-(`cross_candidates_moved`, for carried pairs), and the intersecting triangle pairs
+alone, several levels at a time), whole (`cross_candidates`) or only those with a moved
+triangle (`cross_candidates_moved`, for carried pairs), and the intersecting triangle pairs
 (`cross_pairs`, exact float64 test). With a `limit`, the traversal is a bounded amount
 of work: it stops (`TooManyPairs`) once a level holds more node pairs than that.
 """
@@ -70,30 +70,15 @@ def _cross_descend(tree_a: SelfTree, rows_a, tree_b: SelfTree, swapped_b,
             pa, pb, _ = _children((X, Y, X.reshape(-1, 16).view(_ROW2).ravel(),
                                    Y.reshape(-1, 16).view(_ROW2).ravel()), pa, pb)
         else:
-            # One tree descends alone: its nodes `jump` levels down at once, the 2**jump
-            # descendants of a node being one contiguous block of rows. A descendant
-            # whose box overlaps the other node's has ancestors that overlap it too
-            # (parents are the min/max of their children, exactly), so this keeps the
-            # node pairs, in the order, that as many single steps keep; the moved filter
-            # needs no intermediate level either (a moved triangle's ancestors are moved).
-            jump = min(_JUMP, (tree_a.height - la) if da else (tree_b.height - lb))
+            # One tree descends alone, `_JUMP` levels at a time (`_descend_alone`).
             if da:
+                jump = min(_JUMP, tree_a.height - la)
                 la += jump
-                ga = _blocks_of(rows_a(la), pa, jump)
-                gb = np.take(as_rows(swapped_b(lb)), pb).view(np.float32).reshape(-1, 1, 8)
+                pa, pb = _descend_alone(rows_a(la), pa, as_rows(swapped_b(lb)), pb, jump)
             else:
+                jump = min(_JUMP, tree_b.height - lb)
                 lb += jump
-                ga = np.take(as_rows(rows_a(la)), pa).view(np.float32).reshape(-1, 1, 8)
-                gb = _blocks_of(swapped_b(lb), pb, jump)
-            k = np.flatnonzero(boxes_overlap(ga, gb))
-            q = k >> jump
-            low = k & ((1 << jump) - 1)
-            if da:
-                pa = (np.take(pa, q) << jump) + low
-                pb = np.take(pb, q)
-            else:
-                pa = np.take(pa, q)
-                pb = (np.take(pb, q) << jump) + low
+                pb, pa = _descend_alone(swapped_b(lb), pb, as_rows(rows_a(la)), pa, jump)
         pa, pb = only_moved(pa, pb)
         if limit is not None and pa.size > limit:
             raise TooManyPairs(int(pa.size))
@@ -105,13 +90,25 @@ def _cross_descend(tree_a: SelfTree, rows_a, tree_b: SelfTree, swapped_b,
 _JUMP: int = 3
 
 
-def _blocks_of(X: np.ndarray, nodes: np.ndarray, jump: int) -> np.ndarray:
-    """(m, 2**jump, 8) float32: the rows of the descendants `jump` levels down of the
-    `nodes` (m,) of the level above them, from that level's rows X (n, 8) (C-contiguous:
-    a node's descendants are rows ``[node << jump, (node + 1) << jump)``)."""
+def _descend_alone(X: np.ndarray, deep: np.ndarray, rows: np.ndarray, other: np.ndarray,
+                   jump: int) -> tuple[np.ndarray, np.ndarray]:
+    """One tree's nodes `deep` (m,) paired with the other tree's nodes `other` (m,) that
+    stays where it is: the pairs (descendant `jump` levels down, other node) whose boxes
+    overlap, in the order of as many single steps. X (n, 8) float32: the deep tree's
+    rows on the level reached (C-contiguous: a node's descendants are the one block of
+    rows ``[node << jump, (node + 1) << jump)``); rows: the other tree's level as (n,)
+    row records (`as_rows`). Either side may be the swapped one (the test adds them).
+
+    A descendant whose box overlaps the other node's has ancestors that overlap it too
+    (parents are the min/max of their children, exactly), so no pair of the single steps
+    is lost and none added; the moved filter needs no intermediate level either (a moved
+    triangle's ancestors are moved)."""
     block = np.dtype((np.void, 32 << jump))
-    return np.take(X.reshape(-1, 8 << jump).view(block).ravel(), nodes) \
-        .view(np.float32).reshape(-1, 1 << jump, 8)
+    g = np.take(X.reshape(-1, 8 << jump).view(block).ravel(), deep)
+    o = np.take(rows, other).view(np.float32).reshape(-1, 1, 8)
+    k = np.flatnonzero(boxes_overlap(g.view(np.float32).reshape(-1, 1 << jump, 8), o))
+    q = k >> jump
+    return (np.take(deep, q) << jump) + (k & ((1 << jump) - 1)), np.take(other, q)
 
 
 def cross_candidates_moved(tree_a: SelfTree, frame_a: FrameBoxes, moved_a: np.ndarray,

@@ -325,8 +325,7 @@ def test_cross_candidates_equal_brute_force_at_any_height_difference(rings_b):
     other is at its leaves (`aabb_tree.cross._JUMP`): the slot pairs whose boxes overlap
     are those of testing every leaf pair, whichever tree is the deeper (height
     differences 1 to 4: one jump of 1, 2 or 3 levels, or a jump and a remainder), and
-    with moved triangles only
-    the pairs holding one (`cross_candidates_moved`)."""
+    with moved triangles only the pairs holding one (`cross_candidates_moved`)."""
     from skin_collide.core.aabb_tree import cross
 
     a = procedural.tube_rig(rings=40, segments=12, n_bones=4, length=1.5, radius=0.2)
