@@ -177,9 +177,9 @@ def near_contacts(objects: Sequence, near: Sequence, drop=None) -> list[NearCont
             members = order[s:e]
             c = int(cid[members[0]])
             row = rows[first[c]]
+            qa, qb = r.points(np.array([row]))
             made.append(NearContact(oa.name, ob.name, polys[members], float(best[c]),
-                                    np.stack([r.point_a[row], r.point_b[row]]),
-                                    tuple(bones[c])))
+                                    np.concatenate([qa, qb]), tuple(bones[c])))
         made.sort(key=lambda c: tuple(c.pairs[0].tolist()))
         out += made
     return out

@@ -36,7 +36,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["BOUND_REL_TOL", "PairBounds", "pair_bounds", "plane_lower"]
+__all__ = ["BOUND_REL_TOL", "PairBounds", "corner_points", "pair_bounds", "plane_lower"]
 
 #: Taken off the lower bound and added to the upper one, relative to the pair's scale
 #: ``L``: their rounding is a few tens of ulps of ``L`` (module docstring).
@@ -51,19 +51,33 @@ class PairBounds(NamedTuple):
 
     lower: (K,) float64 a lower bound of the distance (>= 0); > 0 proves the pair
         disjoint.
-    upper: (K,) float64 an upper bound of the distance: ``|point_a - point_b|`` plus its
-        rounding allowance.
-    point_a, point_b: (K, 3) float64 the corners of A and of B that far apart (world
-        coordinates, as given).
+    upper: (K,) float64 an upper bound of the distance: the distance of the two corners
+        `corner` names plus its rounding allowance.
+    corner: (K,) uint8 ``3 i + j``: corner i of the pair's triangle of A and corner j of
+        its triangle of B are that far apart (`corner_points` makes them; nothing is made
+        per pair until asked: most rows are never read).
     scale: (K,) float64 ``L``, the largest absolute coordinate of the six corners after
         translating the first corner of A to the origin.
     """
 
     lower: np.ndarray
     upper: np.ndarray
-    point_a: np.ndarray
-    point_b: np.ndarray
+    corner: np.ndarray
     scale: np.ndarray
+
+
+def corner_points(pos_a: np.ndarray, tri_a: np.ndarray, ia: np.ndarray, pos_b: np.ndarray,
+                  tri_b: np.ndarray, ib: np.ndarray, corner: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """(K, 3), (K, 3) float64 the corners that `corner` (K,) int (`PairBounds.corner`)
+    names for the pairs (ia[k] of A, ib[k] of B): the positions as given, bit for bit."""
+    corner = np.asarray(corner, np.intp)
+    out = []
+    for pos, tri, idx, c in ((pos_a, tri_a, ia, corner // 3), (pos_b, tri_b, ib, corner % 3)):
+        tri = np.asarray(tri, np.intp)
+        v = tri.ravel()[np.asarray(idx, np.intp) * 3 + c]
+        out.append(np.asarray(pos, np.float64)[v])
+    return out[0], out[1]
 
 
 def _rows(pos: np.ndarray, tri: np.ndarray, many: bool):
@@ -164,15 +178,15 @@ def pair_bounds(pos_a: np.ndarray, tri_a: np.ndarray, ia: np.ndarray, pos_b: np.
         pos_a: (Va, 3) float64 positions of A (finite); tri_a: (Ta, 3) int triangles of A.
         pos_b, tri_b: the same for B. ia, ib: (K,) int the pairs.
     Returns:
-        `PairBounds` (lower, upper, point_a, point_b, scale), K rows each, with
+        `PairBounds` (lower, upper, corner, scale), K rows each, with
         ``lower <= exact distance <= upper`` for every pair (module docstring).
     """
     k, blocks = _blocks(pos_a, tri_a, ia, pos_b, tri_b, ib)
     lower, upper, scale = np.empty(k), np.empty(k), np.empty(k)
-    pts = np.empty((2, 3, k))
+    corner = np.empty(k, np.uint8)
     rows9 = np.arange(9, dtype=np.int64)[:, None]
     with np.errstate(invalid="ignore", divide="ignore"):
-        for s, e, A, B, o, L in blocks:
+        for s, e, A, B, _, L in blocks:
             n = e - s
             # The nine squared corner distances, row 3 i + j (corner i of A, j of B),
             # row by row on contiguous arrays (broadcast (3, 3, 1, n) - (3, 1, 3, n)
@@ -209,12 +223,8 @@ def pair_bounds(pos_a: np.ndarray, tri_a: np.ndarray, ia: np.ndarray, pos_b: np.
             g -= tol
             np.fmax(g, 0.0, out=g)
             up += tol
-            lower[s:e], upper[s:e], scale[s:e] = g, up, L
-            ca += o
-            cb += o
-            pts[0][:, s:e] = ca
-            pts[1][:, s:e] = cb
-    return PairBounds(lower, upper, pts[0].T, pts[1].T, scale)
+            lower[s:e], upper[s:e], scale[s:e], corner[s:e] = g, up, L, w
+    return PairBounds(lower, upper, corner, scale)
 
 
 def plane_lower(pos_a: np.ndarray, tri_a: np.ndarray, ia: np.ndarray, pos_b: np.ndarray,

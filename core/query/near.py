@@ -54,10 +54,10 @@ from ..aabb_tree.boxes import frame_stack, levels_of
 from ..aabb_tree.cross import TooManyPairs, cross_candidates
 from ..aabb_tree.tree import SelfTree, median_split_slots
 from ..geometry.distance import DIST_REL_TOL, pair_distances
-from ..geometry.pair_bounds import pair_bounds
+from ..geometry.pair_bounds import corner_points, pair_bounds
 from ..keys import argsort_keys
 
-__all__ = ["NearPairs", "TOUCH_REL_TOL", "TooManyPairs", "near_pairs",
+__all__ = ["NearPairs", "TOUCH_REL_TOL", "TooManyPairs", "near_pairs", "near_rows",
            "near_and_intersecting", "near_or_intersecting_pairs", "candidate_pairs",
            "cross_tree", "settle"]
 
@@ -90,14 +90,17 @@ class NearPairs(NamedTuple):
 
 class _Found(NamedTuple):
     """`_query`'s answer: `NearPairs` and, per pair, a closest pair of points (K, 3)
-    float64 each (meaningless for intersecting pairs), a lower bound of the distance
-    (K,) and whether the distance is exact (K,) bool (always, unless bounds decided)."""
+    float64 each where the distance is exact (meaningless for intersecting pairs and
+    on the other rows), a lower bound of the distance (K,), whether the distance is
+    exact (K,) bool (always, unless bounds decided) and, where it is not, the two
+    corners of the upper bound (K,) uint8 (`core.geometry.pair_bounds.PairBounds.corner`)."""
 
     near: NearPairs
     point_a: np.ndarray
     point_b: np.ndarray
     lower: np.ndarray
     known: np.ndarray
+    corner: np.ndarray
 
 
 def cross_tree(positions: np.ndarray, tris: np.ndarray) -> SelfTree:
@@ -283,10 +286,32 @@ def near_pairs(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray, tri_b: n
                with_hits=False, exact=exact, limit=limit)
     out = (r.near.pairs, r.near.dist)
     if points:
-        out += (r.point_a, r.point_b)
+        qa, qb = r.point_a, r.point_b
+        todo = np.flatnonzero(~r.known)
+        if todo.size:               # the corners of the upper bounds, made on request
+            qa[todo], qb[todo] = corner_points(pos_a, tri_a, r.near.pairs[todo, 0], pos_b,
+                                               tri_b, r.near.pairs[todo, 1], r.corner[todo])
+        out += (qa, qb)
     if not exact:
         out += (r.lower, r.known)
     return out
+
+
+def near_rows(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray, tri_b: np.ndarray,
+              d: float, trees: tuple[SelfTree, SelfTree] | None = None,
+              limit: int | None = None) -> tuple[np.ndarray, ...]:
+    """The pairs of `near_pairs(..., points=True, exact=False)` in the form a frame's
+    clearance stage keeps (`core.scan.near.NearResult`): (pairs, dist, point_a, point_b,
+    lower, known, corner), where point_a and point_b hold the closest points of the
+    rows whose distance is exact (`known`) only, and corner (K,) uint8 names, on the
+    other rows, the two corners of the upper bound (`core.geometry.pair_bounds.
+    corner_points` makes them): most rows are never read, so no point is made for them.
+    Arguments as `near_pairs`."""
+    d = _check_d(d)
+    r = _query(np.asarray(pos_a, np.float64), np.asarray(tri_a, np.intp),
+               np.asarray(pos_b, np.float64), np.asarray(tri_b, np.intp), d, trees,
+               with_hits=False, exact=False, limit=limit)
+    return r.near.pairs, r.near.dist, r.point_a, r.point_b, r.lower, r.known, r.corner
 
 
 def near_and_intersecting(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray,
@@ -294,20 +319,19 @@ def near_and_intersecting(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarra
                           trees: tuple[SelfTree, SelfTree] | None = None
                           ) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
     """One query for both stages of a frame with a clearance: the near pairs as
-    `near_pairs(..., points=True, exact=False)` gives them (pairs, dist, point_a,
-    point_b, lower, known) and the intersecting pairs as the intersection query decides
-    them (boxes that meet, and `core.triangles.triangle_pairs_intersect` says so), (H, 2)
-    int64 sorted: `near_or_intersecting_pairs`' answer split in two. The candidates
-    inflated by d include every pair whose boxes meet, so the intersection query's own
-    traversal is not needed (`core.scan.frame`'s clearance fold). Arguments as
-    `near_pairs`."""
+    `near_rows` gives them (pairs, dist, point_a, point_b, lower, known, corner) and
+    the intersecting pairs as the intersection query decides them (boxes that meet,
+    and `core.triangles.triangle_pairs_intersect` says so), (H, 2) int64 sorted:
+    `near_or_intersecting_pairs`' answer split in two. The candidates inflated by d
+    include every pair whose boxes meet, so the intersection query's own traversal is
+    not needed (`core.scan.frame`'s clearance fold). Arguments as `near_pairs`."""
     d = _check_d(d)
     tri_a = np.asarray(tri_a, np.intp)
     tri_b = np.asarray(tri_b, np.intp)
     r = _query(np.asarray(pos_a, np.float64), tri_a, np.asarray(pos_b, np.float64), tri_b,
                d, trees, with_hits=True, exact=False)
     hit = r.near.intersecting
-    near = (r.near.pairs, r.near.dist, r.point_a, r.point_b, r.lower, r.known)
+    near = (r.near.pairs, r.near.dist, r.point_a, r.point_b, r.lower, r.known, r.corner)
     if hit.any():               # most frames have none: no copy of the near rows then
         keep = np.flatnonzero(~hit)
         near = tuple(x[keep] for x in near)
@@ -328,20 +352,25 @@ def settle(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray, tri_b: np.nd
 def _none() -> _Found:
     z = np.zeros(0)
     return _Found(NearPairs(np.zeros((0, 2), np.int64), z, np.zeros(0, dtype=bool)),
-                  np.zeros((0, 3)), np.zeros((0, 3)), z, np.zeros(0, dtype=bool))
+                  np.zeros((0, 3)), np.zeros((0, 3)), z, np.zeros(0, dtype=bool),
+                  np.zeros(0, np.uint8))
 
 
 class _Decided(NamedTuple):
     """One chunk's candidates decided (n rows): near (within d, or within the distance
     tolerance of it), the distance or its upper bound, a lower bound, whether the
     distance is exact, whether the pair is proved disjoint and farther than the touching
-    tolerance (no intersection test needed), and the points (2, n, 3) of ``dist``."""
+    tolerance (no intersection test needed), the corners of the upper bound (n,) uint8
+    where the distance is not exact, and the closest points (2, m, 3) of the near rows
+    whose distance is exact, `exact_rows` (m,) intp ascending."""
 
     near: np.ndarray
     dist: np.ndarray
     lower: np.ndarray
     known: np.ndarray
     proved: np.ndarray
+    corner: np.ndarray
+    exact_rows: np.ndarray
     points: np.ndarray
 
 
@@ -350,10 +379,10 @@ def _exact(pos_a, tri_a, ca, pos_b, tri_b, cb, d: float) -> _Decided:
     r = pair_distances(pos_a, tri_a, ca, pos_b, tri_b, cb, upto=d)
     near = r.dist <= d + DIST_REL_TOL * r.scale
     proved = r.separated & (r.dist > TOUCH_REL_TOL * r.scale)
-    pts = np.zeros((2, ca.size, 3))
     rows = np.flatnonzero(near)
-    pts[:, rows] = _points(pos_a, tri_a, ca, pos_b, tri_b, cb, r, rows, d)
-    return _Decided(near, r.dist, r.dist, np.ones(ca.size, dtype=bool), proved, pts)
+    return _Decided(near, r.dist, r.dist, np.ones(ca.size, dtype=bool), proved,
+                    np.zeros(ca.size, np.uint8), rows,
+                    _points(pos_a, tri_a, ca, pos_b, tri_b, cb, r, rows, d))
 
 
 def _bounded(pos_a, tri_a, ca, pos_b, tri_b, cb, d: float) -> _Decided:
@@ -365,20 +394,22 @@ def _bounded(pos_a, tri_a, ca, pos_b, tri_b, cb, d: float) -> _Decided:
     near = b.upper <= d
     open_ = np.flatnonzero(~near & (b.lower <= d))
     out = _Decided(near, b.upper, b.lower, np.zeros(ca.size, dtype=bool),
-                   b.lower > TOUCH_REL_TOL * b.scale, np.stack([b.point_a, b.point_b]))
-    if open_.size:
-        x = _exact(pos_a, tri_a, ca[open_], pos_b, tri_b, cb[open_], d)
-        for mine, theirs in zip(out[:-1], x[:-1]):
-            mine[open_] = theirs
-        out.points[:, open_] = x.points
-    return out
+                   b.lower > TOUCH_REL_TOL * b.scale, b.corner, np.zeros(0, np.intp),
+                   np.zeros((2, 0, 3)))
+    if not open_.size:
+        return out
+    x = _exact(pos_a, tri_a, ca[open_], pos_b, tri_b, cb[open_], d)
+    for mine, theirs in zip(out[:5], x[:5]):
+        mine[open_] = theirs
+    return out._replace(exact_rows=open_[x.exact_rows], points=x.points)
 
 
 def _query(pos_a, tri_a, pos_b, tri_b, d: float, trees, with_hits: bool,
            exact: bool = True, limit: int | None = None) -> _Found:
     """The pairs of `near_or_intersecting_pairs` (with_hits) or `near_pairs` (without:
     the intersection test then runs only where a near pair could be an intersecting one),
-    with their closest points (or, `exact` False, their corner bounds where those decide)."""
+    with the closest points of the rows whose distance is exact (`exact` False: the
+    others carry their corner bounds, `_Found`)."""
     if not tri_a.shape[0] or not tri_b.shape[0]:
         return _none()
     ia, ib = _candidates(pos_a, tri_a, pos_b, tri_b, d, trees, limit)
@@ -413,19 +444,26 @@ def _query(pos_a, tri_a, pos_b, tri_b, d: float, trees, with_hits: bool,
         if with_hits:
             sel |= hit
         h = hit[sel]
-        parts.append((ca[sel], cb[sel], np.where(h, 0.0, r.dist[sel]), h,
-                      r.points[:, sel], np.where(h, 0.0, r.lower[sel]), r.known[sel] | h))
+        # The exact rows' points, in the answer's rows (an intersecting pair has none).
+        m = int(np.count_nonzero(sel))
+        pts = np.zeros((2, m, 3))
+        ok = ~hit[r.exact_rows]
+        if ok.any():
+            pts[:, (np.cumsum(sel) - 1)[r.exact_rows[ok]]] = r.points[:, ok]
+        parts.append((ca[sel], cb[sel], np.where(h, 0.0, r.dist[sel]), h, pts,
+                      np.where(h, 0.0, r.lower[sel]), r.known[sel] | h, r.corner[sel]))
     if not parts:
         return _none()
-    pa, pb, dist, hits, pts, lower, known = (
-        x[0] if len(parts) == 1 else np.concatenate(x, axis=-2 if k == 4 else 0)
+    pa, pb, dist, hits, pts, lower, known, corner = (
+        x[0] if len(parts) == 1 else np.concatenate(x, axis=1 if k == 4 else 0)
         for k, x in enumerate(zip(*parts)))
     if len(parts) > 1:          # each chunk is sorted; chunks of one A triangle may interleave
         order = argsort_keys(pa * tri_b.shape[0] + pb, top)
-        pa, pb, dist, hits, lower, known = (x[order] for x in (pa, pb, dist, hits, lower, known))
+        pa, pb, dist, hits, lower, known, corner = (
+            x[order] for x in (pa, pb, dist, hits, lower, known, corner))
         pts = pts[:, order]
     pairs = np.stack([pa, pb], axis=1).astype(np.int64)
-    return _Found(NearPairs(pairs, dist, hits), pts[0], pts[1], lower, known)
+    return _Found(NearPairs(pairs, dist, hits), pts[0], pts[1], lower, known, corner)
 
 
 def _points(pos_a, tri_a, ca, pos_b, tri_b, cb, r, rows: np.ndarray, d: float) -> np.ndarray:

@@ -3,7 +3,7 @@ two different objects whose exact float64 distance is at most ``d`` and that doe
 intersect (the intersection stages report those), with its distance and closest points.
 
 Per candidate object pair of the inflated broad phase
-(`core.query.broad_phase.object_pairs_within`), `core.query.near.near_pairs` on the
+(`core.query.broad_phase.object_pairs_within`), `core.query.near.near_rows` on the
 frame's world positions and triangles, with each object's exact box tree kept on the
 object (`core.scan.carry.for_object`, the self tree: built once, shared with the self
 stage). Self-clearance is left out: neighbouring faces of one surface are within any d.
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..geometry.pair_bounds import plane_lower
-from ..query.near import TooManyPairs, near_and_intersecting, near_pairs, settle
+from ..geometry.pair_bounds import corner_points, plane_lower
+from ..query.near import TooManyPairs, near_and_intersecting, near_rows, settle
 from ..types import FrameInputs, FrameSeams, ObjectPairs
 from .carry import for_object
 from .exact import share_seam_vertex
@@ -52,9 +52,11 @@ class NearResult:
     dist: (K,) float64 the distance, within ``DIST_REL_TOL * L`` of the exact one where
         `known`, else an upper bound of it (at most d).
     point_a, point_b: (K, 3) float64 a closest pair of points (world space) where
-        `known`, else the two corners ``dist`` apart.
+        `known`; nothing meaningful elsewhere (read points with `points`).
     lower: (K,) float64 a lower bound of the distance (the distance where `known`).
     known: (K,) bool whether ``dist`` is the distance.
+    corner: (K,) uint8 where not `known`, the two corners ``dist`` bounds
+        (`core.geometry.pair_bounds.PairBounds.corner`): made into points only when read.
     geometry: (positions of A (V, 3), triangles of A (T, 3), the same for B): what
         `settle` measures on.
     """
@@ -65,13 +67,27 @@ class NearResult:
     point_b: np.ndarray
     lower: np.ndarray
     known: np.ndarray
+    corner: np.ndarray
     geometry: tuple
 
     def take(self, rows: np.ndarray) -> "NearResult":
         """The rows `rows` (an index or a mask) as a new result."""
         return NearResult(self.pairs[rows], self.dist[rows], self.point_a[rows],
                           self.point_b[rows], self.lower[rows], self.known[rows],
-                          self.geometry)
+                          self.corner[rows], self.geometry)
+
+    def points(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(K, 3), (K, 3) float64 the points of `rows` (K,) int: a closest pair where the
+        distance is known, else the two corners ``dist`` apart."""
+        rows = np.asarray(rows, np.intp)
+        qa, qb = self.point_a[rows], self.point_b[rows]
+        todo = np.flatnonzero(~self.known[rows])
+        if todo.size:
+            pa, ta, pb, tb = self.geometry
+            t = rows[todo]
+            qa[todo], qb[todo] = corner_points(pa, ta, self.pairs[t, 0], pb, tb,
+                                               self.pairs[t, 1], self.corner[t])
+        return qa, qb
 
     def settle(self, rows: np.ndarray) -> None:
         """Make the distances and points of `rows` (K,) int exact, in place."""
@@ -115,7 +131,7 @@ def near_between(objects: list[CollisionObject], inputs: FrameInputs, near: Obje
         near: the inflated broad phase's object pairs. seams: the seam stage's answer,
             computed for (at least) these pairs.
         d: the clearance, float >= 0, in scene units.
-        limit: the live overlay's work budget, per object pair (`near_pairs`' `limit`):
+        limit: the live overlay's work budget, per object pair (`near_rows`' `limit`):
             raises `core.query.near.TooManyPairs` when one object pair's box traversal
             passes it. None: no budget (scans: every pair, however many).
     Returns:
@@ -152,8 +168,7 @@ def _stage(objects, inputs: FrameInputs, near: ObjectPairs, seams: FrameSeams, d
         if hits:
             found, h = near_and_intersecting(pa, ta, pb, tb, d, trees)
         else:
-            found = near_pairs(pa, ta, pb, tb, d, trees, points=True, exact=False,
-                               limit=limit)
+            found = near_rows(pa, ta, pb, tb, d, trees, limit=limit)
             h = None
         r = NearResult(*found, geometry=(pa, ta, pb, tb))
         seamed = seams.G is not None and seams.hold[i, j]

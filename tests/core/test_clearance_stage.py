@@ -192,6 +192,13 @@ def check(objects, positions, d, size, excluded=None):
             assert (r.lower <= want + tol).all() and (want <= r.dist + tol).all()
             assert (r.dist <= d + tol).all()
             np.testing.assert_allclose(r.dist[r.known], want[r.known], rtol=0, atol=tol)
+            # Every row's points: a closest pair where known, else the corners `dist`
+            # bounds (made only when read).
+            qa, qb = r.points(np.arange(r.pairs.shape[0]))
+            np.testing.assert_allclose(np.linalg.norm(qa - qb, axis=1), r.dist, rtol=0, atol=tol)
+            A, B = pa[ta[r.pairs[:, 0]]], pb[tb[r.pairs[:, 1]]]
+            assert (qa[~r.known, None] == A[~r.known]).all(axis=2).any(axis=1).all()
+            assert (qb[~r.known, None] == B[~r.known]).all(axis=2).any(axis=1).all()
             r = r.settled()
             assert r.known.all()
             np.testing.assert_allclose(r.dist, D[r.pairs[:, 0], r.pairs[:, 1]], rtol=0, atol=tol)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from skin_collide.core.geometry.distance import DIST_REL_TOL, pair_distances
-from skin_collide.core.geometry.pair_bounds import pair_bounds, plane_lower
+from skin_collide.core.geometry.pair_bounds import corner_points, pair_bounds, plane_lower
 from skin_collide.core.triangles import triangle_pairs_intersect
 
 
@@ -37,13 +37,14 @@ def check(pa, ta, ia, pb, tb, ib):
     planes = plane_lower(pa, ta, ia, pb, tb, ib)
     assert (planes >= 0).all() and (planes <= exact + tol).all(), "a plane gap above the distance"
     assert (planes[hit] == 0).all()
-    # The upper bound is the distance of two corners of the pair.
-    assert (np.abs(np.linalg.norm(b.point_a - b.point_b, axis=1) - b.upper)
+    # The upper bound is the distance of the two corners it names, bit for bit corners.
+    qa, qb = corner_points(pa, ta, ia, pb, tb, ib, b.corner)
+    assert b.corner.dtype == np.uint8 and (b.corner < 9).all()
+    assert (np.abs(np.linalg.norm(qa - qb, axis=1) - b.upper)
             <= 4 * tol + 1e-15 * np.abs(pa).max()).all()
     ca, cb = pa[ta[ia]], pb[tb[ib]]
-    ulps = 4e-16 * (1 + np.abs(pa).max() + np.abs(pb).max())   # translated there and back
-    assert (np.abs(ca - b.point_a[:, None]).max(axis=2).min(axis=1) <= ulps).all()
-    assert (np.abs(cb - b.point_b[:, None]).max(axis=2).min(axis=1) <= ulps).all()
+    assert (qa == ca[np.arange(ia.size), b.corner // 3]).all()
+    assert (qb == cb[np.arange(ib.size), b.corner % 3]).all()
     # ... and the smallest of the nine corner distances.
     nine = np.linalg.norm(ca[:, :, None] - cb[:, None], axis=3).reshape(-1, 9).min(axis=1)
     assert (np.abs(b.upper - nine) <= 4 * tol + 1e-15 * np.abs(pa).max()).all()
