@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import triangles as tri_test
-from .boxes import as_rows, boxes_overlap, frame_stack, levels_of, swap_halves
+from .boxes import _no_positive, as_rows, boxes_overlap, frame_stack, levels_of, swap_halves
 from .descend import _ROW2, _children, moved_levels
 from .frame import FrameBoxes
 from .self_tree import SelfTree
@@ -89,6 +89,12 @@ def _cross_descend(tree_a: SelfTree, rows_a, tree_b: SelfTree, swapped_b,
 #: rows, 256 bytes, per node pair).
 _JUMP: int = 3
 
+#: Node pairs of a jump tested at a time (`_descend_alone`): a block's sums (8192 pairs,
+#: 2 MiB) stay in cache and their memory is reused, where one pass over the 48k pairs
+#: under a shirt wrote fresh arrays of 12 MiB each. (The self traversal's `_children`,
+#: 4 tests per pair, measured 2-4% slower in such blocks: left as one pass.)
+_MASK_BLOCK: int = 8192
+
 
 def _descend_alone(X: np.ndarray, deep: np.ndarray, rows: np.ndarray, other: np.ndarray,
                    jump: int) -> tuple[np.ndarray, np.ndarray]:
@@ -103,12 +109,22 @@ def _descend_alone(X: np.ndarray, deep: np.ndarray, rows: np.ndarray, other: np.
     (parents are the min/max of their children, exactly), so no pair of the single steps
     is lost and none added; the moved filter needs no intermediate level either (a moved
     triangle's ancestors are moved)."""
-    block = np.dtype((np.void, 32 << jump))
-    g = np.take(X.reshape(-1, 8 << jump).view(block).ravel(), deep)
-    o = np.take(rows, other).view(np.float32).reshape(-1, 1, 8)
-    k = np.flatnonzero(boxes_overlap(g.view(np.float32).reshape(-1, 1 << jump, 8), o))
+    n = 1 << jump
+    blocks = X.reshape(-1, 8 << jump).view(np.dtype((np.void, 32 << jump))).ravel()
+    m = deep.size
+    ok = np.empty((m, n), bool)
+    # `_MASK_BLOCK` pairs at a time into one mask (the same order as one pass), and the
+    # other node's row repeated once per descendant (32-byte copies) so that the sum is
+    # one contiguous (8 m, 8) add: a broadcast (m, 8, 8) + (m, 1, 8) runs numpy's inner
+    # loop 8 floats at a time. Under a shirt (48k pairs, 389k tests) 2x faster.
+    for s in range(0, m, _MASK_BLOCK):
+        e = min(s + _MASK_BLOCK, m)
+        g = np.take(blocks, deep[s:e]).view(np.float32).reshape(-1, 8)
+        g += np.repeat(np.take(rows, other[s:e]), n).view(np.float32).reshape(-1, 8)
+        ok[s:e] = _no_positive(g).reshape(-1, n)
+    k = np.flatnonzero(ok)
     q = k >> jump
-    return (np.take(deep, q) << jump) + (k & ((1 << jump) - 1)), np.take(other, q)
+    return (np.take(deep, q) << jump) + (k & (n - 1)), np.take(other, q)
 
 
 def cross_candidates_moved(tree_a: SelfTree, frame_a: FrameBoxes, moved_a: np.ndarray,

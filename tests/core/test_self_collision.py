@@ -319,15 +319,20 @@ def _box_pairs_brute_force(tree_a, fa, tree_b, fb):
     return np.argwhere(ok)
 
 
+@pytest.mark.parametrize("mask_block", [8192, 5])
 @pytest.mark.parametrize("rings_b", [3, 6, 14, 40])
-def test_cross_candidates_equal_brute_force_at_any_height_difference(rings_b):
+def test_cross_candidates_equal_brute_force_at_any_height_difference(rings_b, mask_block,
+                                                                     monkeypatch):
     """The cross traversal descends one tree alone, several levels at a time, once the
     other is at its leaves (`aabb_tree.cross._JUMP`): the slot pairs whose boxes overlap
     are those of testing every leaf pair, whichever tree is the deeper (height
     differences 1 to 4: one jump of 1, 2 or 3 levels, or a jump and a remainder), and
-    with moved triangles only the pairs holding one (`cross_candidates_moved`)."""
+    with moved triangles only the pairs holding one (`cross_candidates_moved`); the
+    jumps' tests made a block of node pairs at a time (`_MASK_BLOCK`: one block, or
+    many)."""
     from skin_collide.core.aabb_tree import cross
 
+    monkeypatch.setattr(cross, "_MASK_BLOCK", mask_block)
     a = procedural.tube_rig(rings=40, segments=12, n_bones=4, length=1.5, radius=0.2)
     b = procedural.tube_rig(rings=rings_b, segments=6, n_bones=2, length=0.6, radius=0.25)
     trees = [sc.build(r.rest_positions, r.triangles, position_ids(r.rest_positions))
