@@ -7,15 +7,22 @@ bounded non-negative key by 16-bit digits, least significant first: each pass is
 of numpy's stable radix sorts, and stability makes the passes compose (an LSD radix
 sort). Measured on a frame's 173k candidate pairs under the bench's shirt (27-bit keys,
 two passes): 3.5 ms against 14.5 ms for `np.argsort` (docs/benchmarks.md, "Clearance").
+`unique_keys` is ``np.unique`` of such keys by a mark per possible key where those are
+few (no sort at all).
 """
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["argsort_keys"]
+__all__ = ["argsort_keys", "unique_keys"]
 
 #: Below this many keys a comparison sort is as fast and the passes not worth it.
 _RADIX_MIN: int = 2048
+
+#: `unique_keys` marks when the possible keys are at most this many times the keys (plus
+#: `_MARK_SLACK`): a mark array and its scan cost about what a sort of that many keys does.
+_MARK_RATIO: int = 8
+_MARK_SLACK: int = 1 << 16
 
 #: Keys wider than this many bits take numpy's own stable sort (four passes or more
 #: lose the advantage, and no pair key of the project's meshes is that wide).
@@ -45,3 +52,20 @@ def argsort_keys(key: np.ndarray, top: int) -> np.ndarray:
         o = np.argsort(digit, kind="stable")
         order = o if order is None else np.take(order, o)
     return order
+
+
+def unique_keys(key: np.ndarray, top: int) -> np.ndarray:
+    """The sorted distinct values of `key`: equal to ``np.unique(key)`` (int64).
+
+    Args:
+        key: (n,) integer array with ``0 <= key < top``.
+        top: an exclusive upper bound of the keys.
+    Returns:
+        (m,) int64 ascending, each value of `key` once.
+    """
+    key = np.asarray(key)
+    if top > _MARK_RATIO * key.size + _MARK_SLACK:
+        return np.unique(key.astype(np.int64, copy=False))
+    mark = np.zeros(top, dtype=bool)
+    mark[key] = True
+    return np.flatnonzero(mark).astype(np.int64, copy=False)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..keys import unique_keys
+
 
 def _expand(ptr: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """CSR rows `items`: (row position, index into the CSR's values) for each value."""
@@ -43,12 +45,12 @@ def _bone_sums(rig, groups: np.ndarray, polys: np.ndarray, n_groups: int) -> np.
     # Each (group, polygon) once: a polygon is in many pairs of its contact, and the
     # (group, vertex) keys below are made unique anyway, so the sums are the same.
     P = rig.n_polygons
-    gp = np.unique(groups.astype(np.int64) * P + polys.astype(np.int64))
+    gp = unique_keys(groups.astype(np.int64) * P + polys.astype(np.int64), n_groups * P)
     groups, polys = gp // P, gp % P
     rowpos, loop = _expand(rig.poly_ptr, polys)
     g = groups[rowpos]
     verts = rig.poly_verts[loop].astype(np.int64)
-    key = np.unique(g * rig.n_vertices + verts)
+    key = unique_keys(g * rig.n_vertices + verts, n_groups * rig.n_vertices)
     g, verts = key // rig.n_vertices, key % rig.n_vertices
     rowpos, infl = _expand(rig.weight_ptr, verts)
     w = _normalized_weights(rig)[infl]

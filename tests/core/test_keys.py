@@ -27,3 +27,19 @@ def test_argsort_keys_keeps_ties_in_order_across_digits():
 def test_argsort_keys_takes_int32_keys():
     k = np.random.default_rng(5).integers(0, 1 << 30, 10000).astype(np.int32)
     assert np.array_equal(keys.argsort_keys(k, 1 << 30), np.argsort(k, kind="stable"))
+
+
+@pytest.mark.parametrize("top", [1, 2, 1000, 65536, 1 << 20, 1 << 40])
+@pytest.mark.parametrize("n", [0, 1, 50, 5000, 200000])
+def test_unique_keys_is_np_unique(top, n):
+    # Both branches: the mark (possible keys few) and numpy's sort (many).
+    rng = np.random.default_rng(top % 997 + n)
+    k = rng.integers(0, top, n)
+    got = keys.unique_keys(k, top)
+    assert got.dtype == np.int64 and np.array_equal(got, np.unique(k))
+
+
+def test_unique_keys_takes_int32_and_duplicates():
+    k = np.array([5, 3, 5, 0, 3, 9], np.int32)
+    assert keys.unique_keys(k, 10).tolist() == [0, 3, 5, 9]
+    assert keys.unique_keys(k, 1 << 40).tolist() == [0, 3, 5, 9]
