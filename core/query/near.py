@@ -17,26 +17,29 @@ Steps, each sound (derivations in docs/clearance.md):
    triangle in the tree's slot order (`core.aabb_tree.boxes.frame_stack`): min, max and
    both roundings are monotone, so these are the same bits as the triangle's inflated
    float64 box rounded outward.
-2. **Euclidean box gap.** The distance between two triangles is at least the distance
-   between their boxes; pairs whose box gap exceeds ``d`` by more than its rounding
-   (a factor ``1 + 1e-12``) are dropped.
-3. **Bounds first** (``exact=False``, what a frame's clearance stage runs,
+2. **Bounds first** (``exact=False``, what a frame's clearance stage runs,
    `core.geometry.pair_bounds`): a pair whose lower bound exceeds ``d`` is dropped, one
    whose corner upper bound is at most ``d`` is kept with that bound, not its distance;
-   the rest go on to step 4. The exact distance of a kept pair is computed only when
+   the rest go on to step 3. The exact distance of a kept pair is computed only when
    asked (`settle`). docs/clearance.md, "Bounds before distances".
-4. **Exact distances** (`core.geometry.distance.pair_distances`): the 18 vertex–edge
+3. **Exact distances** (`core.geometry.distance.pair_distances`): the 18 vertex–edge
    candidates, then all 33 for the pairs not yet proved; pairs proved farther than ``d``
    stop after the first pass. Each distance is within ``DIST_REL_TOL * L`` of the exact one
    (``L``: the pair's local scale), so pairs with ``dist <= d + DIST_REL_TOL * L`` are kept:
    no pair within ``d`` is lost, none farther than ``d + 2 DIST_REL_TOL L`` is kept.
-5. **Intersecting pairs** (distance 0; their vertex–edge–face minimum is meaningless) are
+4. **Intersecting pairs** (distance 0; their vertex–edge–face minimum is meaningless) are
    those of the intersection query: boxes that meet, and the exact, conservative test
-   `core.triangles.triangle_pairs_intersect` says so. That test runs on the pairs whose
-   boxes meet and that the distance step (or the lower bound) could not prove disjoint
-   (a separating direction whose gap matches the distance), or that are closer than
+   `core.triangles.triangle_pairs_intersect` says so. That test runs on the pairs that
+   the distance step (or the lower bound) could not prove disjoint (a separating
+   direction whose gap matches the distance), or that are closer than
    `TOUCH_REL_TOL * L`, where it may call touching pairs intersecting (its tolerance,
-   measured, is at most a few 1e-10 L). A pair whose boxes are apart is disjoint.
+   measured, is at most a few 1e-10 L); of those it calls intersecting, the ones whose
+   float64 boxes are apart are disjoint (`core.triangles.boxes_meet`, the rule between
+   objects), tested on those few only.
+
+A Euclidean gap between the float64 boxes used to drop candidates before step 2 (13% of
+them under a garment); the bounds' own lower gap drops 99% of those, and the boxes cost
+more to gather than the bounds of the rest (docs/benchmarks.md, "Clearance").
 
 Cost is the box traversal (output sensitive) plus, per candidate pair, 1 to 3 µs with
 exact distances or about 0.4 µs of bounds (measured in docs/clearance.md); the trees are
@@ -66,12 +69,9 @@ __all__ = ["NearPairs", "TOUCH_REL_TOL", "TooManyPairs", "near_pairs", "near_row
 #: tolerance, measured at most a few 1e-10 L) is never also a near pair.
 TOUCH_REL_TOL: float = 1e-8
 
-#: Candidate pairs per chunk (box gap, distances, classification): bounds the memory of
+#: Candidate pairs per chunk (bounds, distances, classification): bounds the memory of
 #: the per-pair arrays whatever the number of candidates.
 _CHUNK: int = 1 << 18
-
-#: Relative margin of the Euclidean box gap test: covers its float64 rounding (< 8 ulps).
-_GAP_SLACK: float = 1e-12
 
 
 class NearPairs(NamedTuple):
@@ -166,49 +166,6 @@ def _candidates(pos_a, tri_a, pos_b, tri_b, d: float, trees, limit: int | None =
     sa, sb = cross_candidates(ta, levels_of(ta, frame_stack(ta, pos_a, tri_a, d)),
                               tb, levels_of(tb, frame_stack(tb, pos_b, tri_b)), limit=limit)
     return np.take(ta.slot_tri, sa), np.take(tb.slot_tri, sb)
-
-
-def axis_boxes(pos: np.ndarray, tri: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(3, T) lo and hi float64 of each triangle's vertices, one contiguous row per axis
-    (exact: min and max round nothing). pos (V, 3) float64, tri (T, 3) intp. Per axis
-    rows: the reductions and `_box_gaps`' gathers run along memory (3x faster than over
-    a (T, 3, 3) gather)."""
-    P = np.ascontiguousarray(pos.T)
-    c = [np.take(P, np.ascontiguousarray(tri[:, k]), axis=1) for k in range(3)]
-    return (np.minimum(np.minimum(c[0], c[1]), c[2]),
-            np.maximum(np.maximum(c[0], c[1]), c[2]))
-
-
-def _box_source(pos: np.ndarray, tri: np.ndarray, k: int):
-    """A function giving the float64 boxes ((3, m) lo, hi) of triangles `idx` (m,): from
-    every triangle's box made once (`axis_boxes`) when the pairs are as many as the
-    triangles (K = `k`), else from the pairs' own triangles (nothing of the whole mesh
-    made: two characters passing close have a few thousand pairs)."""
-    if k >= tri.shape[0]:
-        lo, hi = axis_boxes(pos, tri)
-        return lambda idx: (np.take(lo, idx, axis=1), np.take(hi, idx, axis=1))
-    return lambda idx: axis_boxes(pos, np.take(tri, idx, axis=0))
-
-
-def _box_gaps(box_a, box_b, d: float) -> tuple[np.ndarray, np.ndarray]:
-    """For K pairs with float64 boxes `box_a`, `box_b` ((3, K) lo, hi each): whether the
-    Euclidean distance between the two boxes is at most d up to rounding (never False for
-    a pair within d; docs/clearance.md), and whether the boxes meet (the pairs the
-    intersection query tests), (K,) bool each."""
-    (lo_a, hi_a), (lo_b, hi_b) = box_a, box_b
-    meet = np.ones(lo_a.shape[1], dtype=bool)
-    s = np.zeros(lo_a.shape[1])
-    for x in range(3):
-        g = np.maximum(lo_b[x] - hi_a[x], lo_a[x] - hi_b[x])
-        meet &= g <= 0.0
-        if d:
-            np.maximum(g, 0.0, out=g)
-            g /= d
-            g *= g
-            s += g                   # x, then y, then z: the sum's order as before
-    if d == 0.0:                    # the candidate test was this very test
-        return meet, meet
-    return s <= 1.0 + _GAP_SLACK, meet
 
 
 def near_or_intersecting_pairs(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray,
@@ -415,31 +372,31 @@ def _query(pos_a, tri_a, pos_b, tri_b, d: float, trees, with_hits: bool,
     ia, ib = _candidates(pos_a, tri_a, pos_b, tri_b, d, trees, limit)
     if not ia.size:
         return _none()
-    boxes_a, boxes_b = _box_source(pos_a, tri_a, ia.size), _box_source(pos_b, tri_b, ia.size)
     top = tri_a.shape[0] * tri_b.shape[0]                   # pair keys a * T_b + b below it
     decide = _exact if exact else _bounded
     parts = []
     for s in range(0, ia.size, _CHUNK):
         ca, cb = ia[s:s + _CHUNK], ib[s:s + _CHUNK]
-        keep, meet = _box_gaps(boxes_a(ca), boxes_b(cb), d)
         # Sorted by (a, b) here, so that every later selection keeps the order (the
         # answer's) and the gathers of A's corners run along memory. The keys are
         # bounded integers: a radix sort (`core.keys`) takes a quarter of `np.argsort`.
-        keep = np.flatnonzero(keep)
-        keep = keep[argsort_keys(ca[keep] * tri_b.shape[0] + cb[keep], top)]
-        ca, cb, meet = ca[keep], cb[keep], meet[keep]
+        order = argsort_keys(ca * tri_b.shape[0] + cb, top)
+        ca, cb = ca[order], cb[order]
         r = decide(pos_a, tri_a, ca, pos_b, tri_b, cb, d)
-        # The exact intersection test, on pairs whose boxes meet (the intersection
-        # query's; a pair with boxes apart is disjoint) that are not proved disjoint and
-        # farther than that test's touching tolerance can reach; without hits, only
-        # where the pair would be a near one.
-        doubt = meet & ~r.proved
+        # The exact intersection test, on pairs not proved disjoint and farther than
+        # that test's touching tolerance can reach (without hits, only where the pair
+        # would be a near one); a pair it calls intersecting is one of the intersection
+        # query's when its float64 boxes meet (a pair with boxes apart is disjoint).
+        doubt = ~r.proved
         if not with_hits:
             doubt &= r.near
         hit = np.zeros(ca.size, dtype=bool)
         t = np.flatnonzero(doubt)
         if t.size:
             hit[t] = tri_test.triangle_pairs_intersect(pos_a, tri_a, ca[t], pos_b, tri_b, cb[t])
+            h = np.flatnonzero(hit)
+            if h.size:
+                hit[h] = tri_test.boxes_meet(pos_a, tri_a[ca[h]], pos_b, tri_b[cb[h]])
         sel = r.near & ~hit
         if with_hits:
             sel |= hit

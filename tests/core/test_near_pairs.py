@@ -17,7 +17,7 @@ from skin_collide.core.aabb_tree import build
 from skin_collide.core.geometry.distance import DIST_REL_TOL, pair_distances
 from skin_collide.core.query import near
 from skin_collide.core.query.near import candidate_pairs, cross_tree, near_or_intersecting_pairs, near_pairs
-from skin_collide.core.triangles import triangle_pairs_intersect
+from skin_collide.core.triangles import boxes_meet, triangle_pairs_intersect
 
 
 def posed_tube(rng, rings=7, segments=9):
@@ -199,3 +199,21 @@ def test_a_limit_stops_the_traversal_past_it_and_changes_nothing_below_it():
     with pytest.raises(near.TooManyPairs) as info:
         near_pairs(pa, ta, pb, tb, d, exact=False, limit=ia.size - 1)
     assert info.value.count >= ia.size
+
+
+def test_a_touching_pair_with_boxes_apart_is_near_not_intersecting():
+    """Two parallel triangles 1e-13 apart: the exact intersection test calls them touching
+    (its tolerance), but their float64 boxes are apart, so by the rule between objects
+    they do not intersect (as `cross_pairs` decides): a near pair at its distance, in
+    both queries that tell intersecting pairs apart."""
+    pa = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], float)
+    pb = np.array([[0.1, 0.1, 1e-13], [0.9, 0.1, 1e-13], [0.1, 0.9, 1e-13]])
+    t = np.array([[0, 1, 2]])
+    one = np.array([0])
+    assert triangle_pairs_intersect(pa, t, one, pb, t, one).all()
+    assert not boxes_meet(pa, t, pb, t).any()
+    r = near_or_intersecting_pairs(pa, t, pb, t, 0.01)
+    assert r.pairs.tolist() == [[0, 0]] and not r.intersecting.any()
+    assert abs(r.dist[0] - 1e-13) <= 1e-20
+    found, hits = near.near_and_intersecting(pa, t, pb, t, 0.01)
+    assert hits.shape == (0, 2) and found[0].tolist() == [[0, 0]]
