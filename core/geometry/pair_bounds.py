@@ -21,14 +21,15 @@ bounds decide about nine in ten of them for a fraction of the exact kernel's cos
   Any direction gives a valid bound, so a sliver's badly rounded normal costs tightness,
   never soundness.
 
-Rounding (docs/clearance.md, "Bounds before distances"): the corners are translated to
-the pair's first corner of A (exact differences up to one rounding each, so nothing
-depends on the distance from the origin) and ``L`` is the largest absolute coordinate
-after it, as `core.geometry.distance.pair_distances`' ``scale``. Every quantity is then a
-short sum of products of numbers at most ``2 L``: the corner distances are within a few
-ulps of ``L`` of the exact ones, and each gap within a few tens of ulps of ``L``;
-`BOUND_REL_TOL` ``* L`` (about ten thousand times that) is taken off the lower bound and
-added to the upper one, so both hold for the exact triangles.
+Rounding (docs/clearance.md, "Bounds before distances"): the corners are used as given.
+A corner difference is one rounded subtraction (relative error at most u = 2⁻⁵³), so a
+corner distance is within a few u of itself, relatively: `UPPER_REL_TOL` times it is
+added to the upper bound, which then holds for the float64 triangles and decides "within
+d" soundly whatever the distance from the origin. A gap's projections are short sums
+of products of a direction's coordinates and the corners', at most ``L`` (the largest
+absolute coordinate of either mesh): each gap is within a few tens of ulps of ``L``, and
+`BOUND_REL_TOL` ``* L`` (about ten thousand times that; a nanometre 1 km from the
+origin) is taken off the lower bound.
 """
 from __future__ import annotations
 
@@ -36,11 +37,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["BOUND_REL_TOL", "PairBounds", "corner_points", "pair_bounds", "plane_lower"]
+__all__ = ["BOUND_REL_TOL", "PairBounds", "UPPER_REL_TOL", "corner_points", "pair_bounds",
+           "plane_lower"]
 
-#: Taken off the lower bound and added to the upper one, relative to the pair's scale
-#: ``L``: their rounding is a few tens of ulps of ``L`` (module docstring).
+#: Taken off the lower bound, relative to the meshes' scale ``L``: a gap's rounding is a
+#: few tens of ulps of ``L`` (module docstring).
 BOUND_REL_TOL: float = 1e-12
+
+#: Added to the upper bound, relative to itself: a corner distance's rounding is a few
+#: ulps of that distance (module docstring).
+UPPER_REL_TOL: float = 1e-12
 
 #: Pairs per block: the block's (3, 3, n) arrays stay in cache.
 _BLOCK: int = 4096
@@ -56,14 +62,14 @@ class PairBounds(NamedTuple):
     corner: (K,) uint8 ``3 i + j``: corner i of the pair's triangle of A and corner j of
         its triangle of B are that far apart (`corner_points` makes them; nothing is made
         per pair until asked: most rows are never read).
-    scale: (K,) float64 ``L``, the largest absolute coordinate of the six corners after
-        translating the first corner of A to the origin.
+    scale: float ``L``, the largest absolute coordinate of the two meshes (the lower
+        bounds' rounding is relative to it).
     """
 
     lower: np.ndarray
     upper: np.ndarray
     corner: np.ndarray
-    scale: np.ndarray
+    scale: float
 
 
 def corner_points(pos_a: np.ndarray, tri_a: np.ndarray, ia: np.ndarray, pos_b: np.ndarray,
@@ -140,10 +146,9 @@ def _gap_either(v: np.ndarray, A: np.ndarray, B: np.ndarray) -> np.ndarray:
 
 
 def _blocks(pos_a, tri_a, ia, pos_b, tri_b, ib):
-    """The pairs (ia[k] of A, ib[k] of B) a block at a time: K, and an iterator of
-    (start, stop, A, B, o, L) with A, B (3 xyz, 3 corners, n) float64 the block's corners
-    translated to each pair's first corner of A, o (3, n) that corner and L (n,) the
-    pair's scale (the largest absolute translated coordinate)."""
+    """The pairs (ia[k] of A, ib[k] of B) a block at a time: K, ``L`` (the largest
+    absolute coordinate of the two meshes, float) and an iterator of (start, stop, A, B)
+    with A, B (3 xyz, 3 corners, n) float64 the block's corners."""
     pos_a = np.asarray(pos_a, np.float64)
     pos_b = np.asarray(pos_b, np.float64)
     tri_a = np.asarray(tri_a, np.intp)
@@ -155,19 +160,13 @@ def _blocks(pos_a, tri_a, ia, pos_b, tri_b, ib):
     k = ia.size
     many = k >= tri_a.shape[0] + tri_b.shape[0]
     get_a, get_b = _rows(pos_a, tri_a, many), _rows(pos_b, tri_b, many)
+    L = max((float(np.abs(p).max()) for p in (pos_a, pos_b) if p.size), default=0.0)
 
     def blocks():
         for s in range(0, k, _BLOCK):
             e = min(s + _BLOCK, k)
-            n = e - s
-            A, B = get_a(ia[s:e]), get_b(ib[s:e])              # (3 xyz, 3 corners, n)
-            o = A[:, 0].copy()                                 # the first corner of A
-            A -= o[:, None]
-            B -= o[:, None]
-            L = np.maximum(np.abs(A).reshape(9, n).max(axis=0),
-                           np.abs(B).reshape(9, n).max(axis=0))
-            yield s, e, A, B, o, L
-    return k, blocks()
+            yield s, e, get_a(ia[s:e]), get_b(ib[s:e])         # (3 xyz, 3 corners, n)
+    return k, L, blocks()
 
 
 def pair_bounds(pos_a: np.ndarray, tri_a: np.ndarray, ia: np.ndarray, pos_b: np.ndarray,
@@ -181,12 +180,13 @@ def pair_bounds(pos_a: np.ndarray, tri_a: np.ndarray, ia: np.ndarray, pos_b: np.
         `PairBounds` (lower, upper, corner, scale), K rows each, with
         ``lower <= exact distance <= upper`` for every pair (module docstring).
     """
-    k, blocks = _blocks(pos_a, tri_a, ia, pos_b, tri_b, ib)
-    lower, upper, scale = np.empty(k), np.empty(k), np.empty(k)
+    k, L, blocks = _blocks(pos_a, tri_a, ia, pos_b, tri_b, ib)
+    lower, upper = np.empty(k), np.empty(k)
     corner = np.empty(k, np.uint8)
+    tol = BOUND_REL_TOL * L
     rows9 = np.arange(9, dtype=np.int64)[:, None]
     with np.errstate(invalid="ignore", divide="ignore"):
-        for s, e, A, B, _, L in blocks:
+        for s, e, A, B in blocks:
             n = e - s
             # The nine squared corner distances, row 3 i + j (corner i of A, j of B),
             # row by row on contiguous arrays (broadcast (3, 3, 1, n) - (3, 1, 3, n)
@@ -219,12 +219,11 @@ def pair_bounds(pos_a: np.ndarray, tri_a: np.ndarray, ia: np.ndarray, pos_b: np.
             cen = B.sum(axis=1)
             cen -= A.sum(axis=1)
             np.fmax(g, _gap(cen, A, B), out=g)                 # NaN (v = 0) loses to a gap
-            tol = BOUND_REL_TOL * L
             g -= tol
             np.fmax(g, 0.0, out=g)
-            up += tol
-            lower[s:e], upper[s:e], scale[s:e], corner[s:e] = g, up, L, w
-    return PairBounds(lower, upper, corner, scale)
+            up *= 1.0 + UPPER_REL_TOL
+            lower[s:e], upper[s:e], corner[s:e] = g, up, w
+    return PairBounds(lower, upper, corner, L)
 
 
 def plane_lower(pos_a: np.ndarray, tri_a: np.ndarray, ia: np.ndarray, pos_b: np.ndarray,
@@ -232,10 +231,10 @@ def plane_lower(pos_a: np.ndarray, tri_a: np.ndarray, ia: np.ndarray, pos_b: np.
     """(K,) float64 a lower bound of the distance of the pairs (ia[k] of A, ib[k] of B):
     the larger separating gap along the two triangles' normals (module docstring), less
     its rounding allowance, clamped at 0. Arguments as `pair_bounds`."""
-    k, blocks = _blocks(pos_a, tri_a, ia, pos_b, tri_b, ib)
+    k, L, blocks = _blocks(pos_a, tri_a, ia, pos_b, tri_b, ib)
     lower = np.empty(k)
     with np.errstate(invalid="ignore", divide="ignore"):
-        for s, e, A, B, _, L in blocks:
+        for s, e, A, B in blocks:
             n = e - s
             g = np.zeros(n)
             for T in (A, B):
