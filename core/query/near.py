@@ -400,15 +400,20 @@ def _query(pos_a, tri_a, pos_b, tri_b, d: float, trees, with_hits: bool,
         sel = r.near & ~hit
         if with_hits:
             sel |= hit
-        h = hit[sel]
+        # The kept rows by index (one nonzero for all the gathers below).
+        idx = np.flatnonzero(sel)
+        h = np.take(hit, idx)
+        dist, lower, known = (np.take(x, idx) for x in (r.dist, r.lower, r.known))
+        if h.any():
+            dist[h] = lower[h] = 0.0
+            known |= h
         # The exact rows' points, in the answer's rows (an intersecting pair has none).
-        m = int(np.count_nonzero(sel))
-        pts = np.zeros((2, m, 3))
+        pts = np.zeros((2, idx.size, 3))
         ok = ~hit[r.exact_rows]
         if ok.any():
-            pts[:, (np.cumsum(sel) - 1)[r.exact_rows[ok]]] = r.points[:, ok]
-        parts.append((ca[sel], cb[sel], np.where(h, 0.0, r.dist[sel]), h, pts,
-                      np.where(h, 0.0, r.lower[sel]), r.known[sel] | h, r.corner[sel]))
+            pts[:, np.searchsorted(idx, r.exact_rows[ok])] = r.points[:, ok]
+        parts.append((np.take(ca, idx), np.take(cb, idx), dist, h, pts, lower, known,
+                      np.take(r.corner, idx)))
     if not parts:
         return _none()
     pa, pb, dist, hits, pts, lower, known, corner = (
@@ -419,7 +424,7 @@ def _query(pos_a, tri_a, pos_b, tri_b, d: float, trees, with_hits: bool,
         pa, pb, dist, hits, lower, known, corner = (
             x[order] for x in (pa, pb, dist, hits, lower, known, corner))
         pts = pts[:, order]
-    pairs = np.stack([pa, pb], axis=1).astype(np.int64)
+    pairs = np.stack([pa, pb], axis=1).astype(np.int64, copy=False)
     return _Found(NearPairs(pairs, dist, hits), pts[0], pts[1], lower, known, corner)
 
 
