@@ -18,9 +18,12 @@ from .self_tree import SelfTree
 _ROW2 = np.dtype((np.void, 64))
 
 
-def _children(rows, qa: np.ndarray, qb: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+def _children(rows, qa: np.ndarray, qb: np.ndarray, block: int | None = None
+              ) -> tuple[np.ndarray, np.ndarray, int]:
     """The child pairs (on the level of `rows`) of parent pairs (qa, qb) whose boxes
-    overlap, and the number of box tests."""
+    overlap, and the number of box tests. `block`: test that many parents at a time
+    (the same pairs in the same order; the temporaries of a block stay in cache), or
+    all at once (None)."""
     # Both children of each parent in one gather (a sibling pair of rows is one
     # contiguous 64-byte record). The four child pairs are two contiguous (m, 16) sums,
     # [a0 b0 | a1 b1] and [a0 b1 | a1 b0], the second with B's record halves exchanged
@@ -28,12 +31,17 @@ def _children(rows, qa: np.ndarray, qb: np.ndarray) -> tuple[np.ndarray, np.ndar
     # write into every third column, runs numpy's inner loop a few values at a time and
     # cost several times as much.
     m = qa.size
-    a = np.take(rows[2], qa).view(np.float32).reshape(m, 16)
-    b = np.take(rows[3], qb)
-    flipped = np.take(b.view(np.complex128).reshape(m, 4), _HALVES, axis=1)
     ok = np.empty((2, m, 2), bool)                # [diagonal, crossed][pair][child of A]
-    np.equal((a + b.view(np.float32).reshape(m, 16) <= 0).view(np.uint64), _ALL, out=ok[0])
-    np.equal((a + flipped.view(np.float32) <= 0).view(np.uint64), _ALL, out=ok[1])
+    step = m if block is None else block
+    for s in range(0, m, max(step, 1)):
+        e = min(s + step, m)
+        c = e - s
+        a = np.take(rows[2], qa[s:e]).view(np.float32).reshape(c, 16)
+        b = np.take(rows[3], qb[s:e])
+        flipped = np.take(b.view(np.complex128).reshape(c, 4), _HALVES, axis=1)
+        np.equal((a + b.view(np.float32).reshape(c, 16) <= 0).view(np.uint64), _ALL,
+                 out=ok[0, s:e])
+        np.equal((a + flipped.view(np.float32) <= 0).view(np.uint64), _ALL, out=ok[1, s:e])
     k = np.flatnonzero(ok)
     crossed = k >= 2 * m
     r = k - crossed * (2 * m)

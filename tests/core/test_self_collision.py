@@ -328,8 +328,8 @@ def test_cross_candidates_equal_brute_force_at_any_height_difference(rings_b, ma
     are those of testing every leaf pair, whichever tree is the deeper (height
     differences 1 to 4: one jump of 1, 2 or 3 levels, or a jump and a remainder), and
     with moved triangles only the pairs holding one (`cross_candidates_moved`); the
-    jumps' tests made a block of node pairs at a time (`_MASK_BLOCK`: one block, or
-    many)."""
+    jumps' and steps' tests made a block of node pairs at a time (`_MASK_BLOCK`: one
+    block, or many)."""
     from skin_collide.core.aabb_tree import cross
 
     monkeypatch.setattr(cross, "_MASK_BLOCK", mask_block)
