@@ -31,10 +31,10 @@ __all__ = ["LIVE_LIMIT", "NearResult", "TooManyPairs", "near_and_hits_between",
            "near_between"]
 
 #: The live overlay's work budget for the clearance stage, per object pair: node pairs on
-#: one level of the box traversal (`near_pairs`' `limit`). A shirt 0.5% of the height
-#: over MakeHuman's torso has 173k candidate pairs at D = 1% of the height (about 0.2 s),
-#: 725k at 3% (0.6 s); at 6% the traversal passes a million node pairs and stops after
-#: 0.2 s instead of running 2 s and more (docs/clearance.md, "Live budget"). Scans have
+#: one level of the box traversal (`near_rows`' `limit`). A shirt 0.5% of the height
+#: over MakeHuman's torso has 173k candidate pairs at D = 1% of the height (67 ms),
+#: 725k at 3% (0.25 s); at 6% the traversal passes a million node pairs and stops after
+#: 40 ms instead of running seconds (docs/clearance.md, "Live budget"). Scans have
 #: none.
 LIVE_LIMIT: int = 1_000_000
 
