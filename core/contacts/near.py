@@ -116,6 +116,12 @@ def polygon_near_pairs(obj_a, obj_b, r) -> tuple[np.ndarray, np.ndarray, np.ndar
 _SETTLE_FIRST: int = 256
 _SETTLE_BATCH: int = 2048
 
+#: Rows in doubt past which a first batch is settled before the normals' gaps: the gaps
+#: cost about 0.08 µs a row, a batch about 0.6 ms, and the batch pays when it leaves
+#: far fewer rows (shirt frames with 38k rows in doubt: 15.5 -> 13.0 ms of near contacts;
+#: with 10k the batch cost 0.1-0.7 ms more than it saved).
+_SETTLE_EARLY: int = 16384
+
 
 def _settle_closest(r, rows: np.ndarray, comp: np.ndarray, C: int) -> None:
     """Settle (`NearResult.settle`) the rows `rows` of `r` that may attain their group's
@@ -123,7 +129,8 @@ def _settle_closest(r, rows: np.ndarray, comp: np.ndarray, C: int) -> None:
 
     A group's minimum is at most ``U``, the smallest distance or upper bound of its rows,
     and a row whose lower bound exceeds ``U`` cannot attain it. The rows still in doubt
-    get the tighter bound along their normals (`NearResult.tighten`), then are settled
+    (after a first batch of the smallest lower bounds, when they are many) get the
+    tighter bound along their normals (`NearResult.tighten`), then are settled
     in ascending order of their lower bounds, a batch at a time, each batch
     lowering ``U`` to the exact distances it found, so that rows whose lower bound is
     above the group's true minimum are mostly never computed (on a garment the corners
@@ -132,6 +139,16 @@ def _settle_closest(r, rows: np.ndarray, comp: np.ndarray, C: int) -> None:
     upper, _ = _group_min(r.dist[rows], comp, C)
     todo = np.flatnonzero(~r.known[rows])
     todo = todo[r.lower[rows[todo]] <= upper[comp[todo]]]
+    if todo.size > _SETTLE_EARLY:
+        # The rows of smallest lower bound first, chosen by a partition (no sort): their
+        # exact distances bring ``U`` near the true minimum, and the normals' gaps then
+        # run on the rows still in doubt only (on the shirt 38k -> 12k rows).
+        first = np.argpartition(r.lower[rows[todo]], _SETTLE_FIRST)[:_SETTLE_FIRST]
+        batch = todo[first]
+        r.settle(rows[batch])
+        np.minimum.at(upper, comp[batch], r.dist[rows[batch]])
+        todo = todo[r.lower[rows[todo]] <= upper[comp[todo]]]
+        todo = todo[~r.known[rows[todo]]]
     r.tighten(rows[todo])                 # the normals' gaps: a fraction of a settle's cost
     todo = todo[r.lower[rows[todo]] <= upper[comp[todo]]]
     todo = todo[np.argsort(r.lower[rows[todo]], kind="stable")]

@@ -340,14 +340,19 @@ def test_contacts_csv_has_near_rows_with_min_distance():
         assert np.allclose(mid, c.points.mean(axis=0), rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("first", [256, 1])
 @pytest.mark.parametrize("seed", range(3))
-def test_near_contacts_settle_only_what_can_be_closest(seed):
+def test_near_contacts_settle_only_what_can_be_closest(seed, first, monkeypatch):
     """A near contact's closest distance and points are the same whether every pair of
-    the frame was settled first or only those its bounds leave in doubt; on a layered
-    character whose triangles are about the clearance's size (as a garment's are), most
-    rows stay unsettled."""
+    the frame was settled first or only those its bounds leave in doubt (with the first
+    batch of smallest lower bounds settled before the normals' gaps when the rows in
+    doubt are many: `_SETTLE_FIRST` 1 settles one row first); on a layered character whose
+    triangles are about the clearance's size (as a garment's are), most rows stay
+    unsettled."""
     from skin_collide.core.contacts import near as near_contacts
 
+    monkeypatch.setattr(near_contacts, "_SETTLE_FIRST", first)
+    monkeypatch.setattr(near_contacts, "_SETTLE_EARLY", 4 * first)
     rigs, positions, _ = layered(seed, rings=48, segments=40)
     objects = [scan.prepare(r) for r in rigs]
     lazy = scan.query_frame(objects, positions, [None, None], clearance=0.05).near
@@ -499,3 +504,54 @@ def test_a_hair_apart_is_near_on_every_path_never_intersecting(method, path, mon
             (i, j, r), = res.near
             assert {tuple(p) for p in r.pairs.tolist()} == quads
             assert (r.settled().dist < 1e-15).all()
+
+
+class _Rows:
+    """A stand-in for `NearResult` with chosen bounds: `true` (K,) the distances, `dist`
+    upper bounds above them, `lower` bounds below them; `settle` makes rows exact,
+    `tighten` raises their lower bounds (still below the truth)."""
+
+    def __init__(self, true, lower, upper):
+        self.true, self.lower, self.dist = true, lower.copy(), upper.copy()
+        self.known = np.zeros(true.size, dtype=bool)
+        self.settled_rows = 0
+
+    def settle(self, rows):
+        rows = rows[~self.known[rows]]
+        self.dist[rows] = self.lower[rows] = self.true[rows]
+        self.known[rows] = True
+        self.settled_rows += rows.size
+
+    def tighten(self, rows):
+        self.lower[rows] = np.maximum(self.lower[rows], 0.5 * self.true[rows])
+
+
+@pytest.mark.parametrize("first", [256, 4])
+@pytest.mark.parametrize("seed", range(4))
+def test_settle_closest_finds_every_groups_minimum(seed, first, monkeypatch):
+    """`_settle_closest` leaves every group's minimum attained by an exact row, whatever
+    the bounds' order (the smallest lower bound is often not the closest row here), with
+    the first batch settled before the normals' gaps or not, and settles fewer rows
+    than there are."""
+    from skin_collide.core.contacts import near as near_contacts
+
+    monkeypatch.setattr(near_contacts, "_SETTLE_FIRST", first)
+    if first < 256:     # the first batch before the normals' gaps (else: the gaps first)
+        monkeypatch.setattr(near_contacts, "_SETTLE_EARLY", 4 * first)
+    rng = np.random.default_rng(seed)
+    K, C = 6000, 5
+    true = rng.uniform(0.1, 1.0, K)
+    # Half the rows with tight lower bounds, half with weak ones in no useful order.
+    lower = true * np.where(rng.random(K) < 0.5, rng.uniform(0.85, 1.0, K),
+                            rng.uniform(0.0, 1.0, K) ** 3)
+    upper = true * rng.uniform(1.0, 1.3, K)
+    comp = rng.integers(0, C, K)
+    r = _Rows(true, lower, upper)
+    rows = np.arange(K)
+    near_contacts._settle_closest(r, rows, comp, C)
+    for c in range(C):
+        mine = comp == c
+        best = r.dist[mine].min()
+        assert best == true[mine].min()
+        assert r.known[mine][r.dist[mine] == best].all()
+    assert 0 < r.settled_rows < K
