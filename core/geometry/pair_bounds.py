@@ -48,8 +48,10 @@ BOUND_REL_TOL: float = 1e-12
 #: ulps of that distance (module docstring).
 UPPER_REL_TOL: float = 1e-12
 
-#: Pairs per block: the block's (3, 3, n) arrays stay in cache.
-_BLOCK: int = 4096
+#: Pairs per block: the block's (3, 3, n) arrays stay in cache. 4096 was best while each
+#: block also translated its corners (2048, 8192, 16384 slower); without that, 8192
+#: (the whole clearance frame on the shirt 1.07x faster than 4096, alternating).
+_BLOCK: int = 8192
 
 
 class PairBounds(NamedTuple):
