@@ -14,7 +14,6 @@ from typing import Sequence
 import numpy as np
 
 from ..core import scan as core_scan
-from ..core.contacts.near import polygon_pairs_of
 
 #: The panel's hint when Clearance is on but fewer than two characters take part.
 NEEDS_TWO = ("Clearance needs two characters (self-clearance is not computed): "
@@ -53,10 +52,11 @@ def near_triangles(objects: Sequence, near: Sequence, found: Sequence,
 
     Args:
         objects: the frame's `CollisionObject`s (their `name` is what the contacts name).
-        near: the clearance stage's answer, per object pair (i, j, `NearResult`) with
-            (K, 2) int64 triangle pairs of the frame's triangles.
+        near: the clearance stage's answer, per object pair (i, j, `NearResult`): its
+            rows are polygon pairs.
         found: the reported near contacts (`core.contacts.near.NearContact`, after the
-            filters): only the triangle pairs of their polygon pairs are drawn.
+            filters): only their polygon pairs are drawn, each with the triangles of its
+            parts (a pair proved within D as a whole, both faces).
         hit_triangles: per object (H,) int64 its intersecting triangles; they keep the
             intersection colour, so they are left out here.
     Returns:
@@ -69,14 +69,15 @@ def near_triangles(objects: Sequence, near: Sequence, found: Sequence,
     parts: list[list[np.ndarray]] = [[] for _ in objects]
     for i, j, r in near:
         got = wanted.get((names[i], names[j]))
-        if not got or not r.pairs.size:
+        if not got or not r.polys.size:
             continue
         want = np.concatenate(got)
-        polys, inv = polygon_pairs_of(objects[i], objects[j], r.pairs)
-        m = int(max(polys[:, 1].max(), want[:, 1].max())) + 1   # a polygon pair as one integer
-        sel = np.isin(polys[:, 0] * m + polys[:, 1], want[:, 0] * m + want[:, 1])[inv]
-        parts[i].append(r.pairs[sel, 0])
-        parts[j].append(r.pairs[sel, 1])
+        m = int(max(r.polys[:, 1].max(), want[:, 1].max())) + 1   # a polygon pair as one integer
+        rows = np.flatnonzero(np.isin(r.polys[:, 0] * m + r.polys[:, 1],
+                                      want[:, 0] * m + want[:, 1]))
+        ta, tb = r.triangles(rows)
+        parts[i].append(ta)
+        parts[j].append(tb)
     out = []
     for k, p in enumerate(parts):
         t = np.unique(np.concatenate(p)).astype(np.int64) if p else np.zeros(0, np.int64)

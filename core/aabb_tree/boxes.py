@@ -146,12 +146,19 @@ def frame_stack(tree: SelfTree, positions: np.ndarray, tris: np.ndarray,
     """`stacked_boxes(tree, triangle_boxes(positions, tris))`, bit for bit, made in slot
     order: each leaf row is the min of its triangle's three vertex rows, gathered by slot
     (`slot_corners`) and written in place (a scatter of the triangles' rows into their
-    slots cost as much as the whole gather). positions (V, 3) float64, tris (T, 3) intp.
-    `pad` >= 0: the triangles' boxes inflated by it (`vertex_rows`)."""
+    slots cost as much as the whole gather). positions (V, 3) float64, tris (T, 3) intp,
+    or (T, k) the corners of a tree of faces (`core.query.near_faces`: a leaf's box
+    holds its k corners). `pad` >= 0: the boxes inflated by it (`vertex_rows`)."""
     S = tree.n_slots
     out = np.empty((2 * S, 8), np.float32)
-    idx = np.take(np.asarray(tris, np.intp).ravel(), slot_corners(tree))
-    min_of_three(vertex_rows(positions, pad), idx, out=out[S:])
+    tris = np.asarray(tris, np.intp)
+    k = tris.shape[1]
+    idx = np.take(tris.ravel(), slot_corners(tree, k))
+    v = vertex_rows(positions, pad)
+    leaf = min_of_three(v, idx[:3 * S], out=out[S:])
+    for c in range(3, k):                   # a face's further corners
+        np.minimum(leaf, np.take(as_rows(v), idx[c * S:(c + 1) * S]).view(np.float32)
+                   .reshape(-1, 8), out=leaf)
     return _fill_levels(tree, out)
 
 
@@ -182,15 +189,16 @@ def _fill_levels(tree: SelfTree, out: np.ndarray) -> np.ndarray:
 _SPLIT_ROWS = 128
 
 
-def slot_corners(tree: SelfTree) -> np.ndarray:
-    """(3 S,) intp flat indices into a (T, 3) triangle array: corner k of the triangle in
-    slot s at ``k S + s`` (an empty slot takes triangle 0's, overwritten by
-    `_fill_levels`). Made once, kept on the tree."""
-    c = getattr(tree, "_slot_corners", None)
+def slot_corners(tree: SelfTree, k: int = 3) -> np.ndarray:
+    """(k S,) intp flat indices into a (T, k) corner array: corner c of the leaf in slot
+    s at ``c S + s`` (an empty slot takes leaf 0's, overwritten by `_fill_levels`). Made
+    once per k, kept on the tree."""
+    cache = tree.__dict__.setdefault("_slot_corner_tables", {})
+    c = cache.get(k)
     if c is None:
         t = np.maximum(tree.slot_tri, 0)
-        c = (3 * t[None, :] + np.arange(3)[:, None]).ravel()
-        tree._slot_corners = c
+        c = (k * t[None, :] + np.arange(k)[:, None]).ravel()
+        cache[k] = c
     return c
 
 

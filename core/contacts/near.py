@@ -1,12 +1,14 @@
 """Near contacts (issue 42, `scan --clearance D`): a frame's near pairs (the clearance
-stage's non-intersecting triangle pairs of two different objects within D,
-`core.scan.near`) grouped like intersection contacts, and their episodes. Pure numpy.
+stage's polygon pairs of two different objects with a non-intersecting triangle pair
+within D, `core.scan.near`) grouped like intersection contacts, and their episodes. Pure
+numpy.
 
-Per object pair (A, B), the near triangle pairs map to polygon pairs (a pair of polygons
-is near at the minimum distance over its triangle pairs) and group into the connected
-components of the graph where each pair joins its two polygons and two polygons of one
-side that share a vertex (weld ids) are joined: `core.contacts.groups`' rule and its
-helpers (`_components_of`, `_bones`), not a copy. Each **near contact** carries:
+Per object pair (A, B), the near polygon pairs (the stage's rows, `core.scan.near.NearResult`:
+a pair of polygons is near at the minimum distance over its triangle pairs) group into
+the connected components of the graph where each pair joins its two polygons and two
+polygons of one side that share a vertex (weld ids) are joined: `core.contacts.groups`'
+rule and its helpers (`_components_of`, `_bones`), not a copy. Each **near contact**
+carries:
 
 * ``pairs``: its polygon pairs [polygon of A, polygon of B] (sorted; in the report only
   with `--near-pairs`, ``n_pairs`` always);
@@ -62,31 +64,6 @@ class NearContact:
         return out
 
 
-def polygon_pairs_of(obj_a, obj_b, tri_pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The polygon pairs of triangle pairs (K, 2) int64 between `obj_a` and `obj_b`:
-    (N, 2) int64 the distinct polygon pairs, sorted, and (K,) intp each triangle pair's
-    row among them."""
-    pa = obj_a.rig.tri_polygon[tri_pairs[:, 0]].astype(np.int64)
-    pb = obj_b.rig.tri_polygon[tri_pairs[:, 1]].astype(np.int64)
-    if not pa.size:
-        return np.zeros((0, 2), np.int64), np.zeros(0, np.intp)
-    m = int(pb.max()) + 1                       # a polygon pair as one integer
-    code = pa * m + pb
-    # np.unique's sort, stable: the clearance stage's pairs are sorted by triangle of A and
-    # a polygon's triangles are consecutive, so the codes come in long sorted runs, which
-    # a stable (run-merging) sort orders in a third of a quicksort's time. The same
-    # answer as np.unique(code, return_inverse=True).
-    order = np.argsort(code, kind="stable")
-    sc = code[order]
-    new = np.empty(sc.size, dtype=bool)
-    new[0] = True
-    np.not_equal(sc[1:], sc[:-1], out=new[1:])
-    uniq = sc[new]
-    inv = np.empty(code.size, np.intp)
-    inv[order] = np.cumsum(new) - 1
-    return np.stack([uniq // m, uniq % m], 1), inv
-
-
 def _group_min(values: np.ndarray, group: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Per group 0..n-1 of the rows (`group` (K,) intp), the smallest of `values` (K,)
     and the first row attaining it: (n,) float64, (n,) intp (-1 for empty groups)."""
@@ -103,11 +80,9 @@ def polygon_near_pairs(obj_a, obj_b, r) -> tuple[np.ndarray, np.ndarray, np.ndar
     """The polygon pairs of an object pair's near result `r` (`core.scan.near.NearResult`,
     every row settled here: this is the exact, per-pair answer): (N, 2) int64 polygon
     pairs sorted, (N,) float64 each one's minimum distance over its triangle pairs, and
-    (N,) intp the row of `r` attaining it."""
+    (N,) intp the row of `r` attaining it (its own: `r`'s rows are polygon pairs)."""
     r.settled()
-    polys, inv = polygon_pairs_of(obj_a, obj_b, r.pairs)
-    dist, rows = _group_min(r.dist, inv, polys.shape[0])
-    return polys, dist, rows
+    return r.polys, r.dist, np.arange(r.polys.shape[0])
 
 
 #: Rows settled at a time by `_settle_closest`: the first batch small (it usually holds
@@ -167,13 +142,13 @@ def near_contacts(objects: Sequence, near: Sequence, drop=None) -> list[NearCont
     their first polygon pair. `drop`: optional f(i, j, (N, 2) polygon pairs) -> (N,) bool
     of the polygon pairs not to report (the allow-list, ignore zones).
 
-    Only the triangle pairs that may be a contact's closest get their exact distance
+    Only the rows that may be a contact's closest get their exact distance
     (`_settle_closest`)."""
     out: list[NearContact] = []
     for i, j, r in near:
         oa, ob = objects[i], objects[j]
-        polys, inv = polygon_pairs_of(oa, ob, r.pairs)
-        rows = np.arange(inv.size)
+        polys = r.polys                        # one row per polygon pair, sorted
+        inv = rows = np.arange(polys.shape[0])
         if drop is not None and polys.size:
             keep = ~drop(i, j, polys)
             new = np.cumsum(keep) - 1

@@ -370,6 +370,16 @@ def _query(pos_a, tri_a, pos_b, tri_b, d: float, trees, with_hits: bool,
     if not tri_a.shape[0] or not tri_b.shape[0]:
         return _none()
     ia, ib = _candidates(pos_a, tri_a, pos_b, tri_b, d, trees, limit)
+    return decide_pairs(pos_a, tri_a, ia, pos_b, tri_b, ib, d, with_hits, exact)
+
+
+def decide_pairs(pos_a: np.ndarray, tri_a: np.ndarray, ia: np.ndarray, pos_b: np.ndarray,
+                 tri_b: np.ndarray, ib: np.ndarray, d: float, with_hits: bool,
+                 exact: bool = True) -> _Found:
+    """Steps 2-4 of the module docstring on given candidate pairs (ia[k] of A, ib[k] of
+    B; (K,) intp, distinct, any order): `_query`'s answer as if the traversal had found
+    exactly these (the face stage, `core.query.near_faces`, hands over the triangle pairs
+    of the face pairs its bounds do not decide). Positions float64, triangles intp."""
     if not ia.size:
         return _none()
     top = tri_a.shape[0] * tri_b.shape[0]                   # pair keys a * T_b + b below it

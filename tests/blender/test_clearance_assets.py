@@ -52,15 +52,32 @@ def _check_state(sc, positions, poses, d: float, size: float) -> int:
     maybe = {tuple(k) for k, h in zip(keys.tolist(), hit) if not h}
     must = {k for k in maybe if brute[k] <= d - tol}
     r = got.get((0, 1))
-    pairs = set() if r is None else {tuple(p) for p in r.pairs.tolist()}
-    assert must <= pairs and pairs <= maybe
+    # The stage's rows: polygon pairs, each at the smallest distance of its triangle pairs
+    # that count (`maybe`).
+    poly_a, poly_b = (o.rig.tri_polygon for o in sc.objects)
+    best: dict = {}
+    for a, b in maybe:
+        key = (int(poly_a[a]), int(poly_b[b]))
+        best[key] = min(best.get(key, np.inf), brute[(a, b)])
+    need = {(int(poly_a[a]), int(poly_b[b])) for a, b in must}
+    rows = set() if r is None else {tuple(p) for p in r.polys.tolist()}
+    assert need <= rows and rows <= set(best)
     if r is None:
+        assert not must
         return 0
-    want = np.array([brute[tuple(p)] for p in r.pairs.tolist()])
-    # Pairs the corner bound decided carry that bound (within d) and a lower bound;
-    # settled, every distance is the brute force's.
+    want = np.array([best[tuple(p)] for p in r.polys.tolist()])
     assert (r.lower <= want + tol).all() and (want <= r.dist + tol).all()
     assert np.abs(r.dist - want)[r.known].max(initial=0) <= tol
+    # Their triangle pairs, as the triangle query reports them.
+    t = r.triangle_rows(d)
+    pairs = {tuple(p) for p in t.pairs.tolist()}
+    assert must <= pairs and pairs <= maybe
+    want_t = np.array([brute[tuple(p)] for p in t.pairs.tolist()])
+    # Pairs the corner bound decided carry that bound (within d) and a lower bound;
+    # settled, every distance is the brute force's.
+    assert (t.lower <= want_t + tol).all() and (want_t <= t.dist + tol).all()
+    assert np.abs(t.dist - want_t)[t.known].max(initial=0) <= tol
+    assert np.abs(t.settled().dist - want_t).max() <= tol
     assert np.abs(r.settled().dist - want).max() <= tol
     return len(pairs)
 

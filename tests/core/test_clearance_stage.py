@@ -6,10 +6,11 @@ regions, segment–segment by clamped parameters), written here and sharing noth
 a layered character (a copy pushed out along the normals, same weights, same armature)
 and two characters passing close; a character split into two parts along a seam.
 
-Judged: no pair within d (beyond the tolerance) missed, every distance within 1e-9 of
-the character's size of the brute force, none farther than d (beyond it) reported, the
-closest points on their triangles and as far apart as the distance; no intersecting
-pair and no pair sharing a seam vertex reported."""
+Judged, for the stage's rows (polygon pairs) and for their triangle pairs: no pair within
+d (beyond the tolerance) missed, every distance within 1e-9 of the character's size of the
+brute force (a polygon pair's the smallest of its triangle pairs'), none farther than d
+(beyond it) reported, the closest points on their triangles and as far apart as the
+distance; no intersecting pair and no pair sharing a seam vertex reported."""
 from __future__ import annotations
 
 import math
@@ -163,7 +164,9 @@ def passing(seed: int):
 
 
 def check(objects, positions, d, size, excluded=None):
-    """Run the stage and judge it against the brute force; returns the near pairs count."""
+    """Run the stage and judge it against the brute force: its rows (polygon pairs at
+    the smallest distance of their triangle pairs) and their triangle pairs
+    (`NearResult.triangle_rows`); returns the near triangle pairs count."""
     res = scan.query_frame(objects, positions, [None] * len(objects), clearance=d)
     tris = res.triangles
     got = {(i, j): r for i, j, r in res.near}
@@ -181,33 +184,77 @@ def check(objects, positions, d, size, excluded=None):
             maybe = {(a, b) for a, b in zip(ia[keep].tolist(), ib[keep].tolist())}
             must = {(a, b) for a, b in maybe if D[a, b] <= d - tol}
             r = got.get((i, j))
-            pairs = set() if r is None else {tuple(p) for p in r.pairs.tolist()}
+            check_polygons(objects[i].rig, objects[j].rig, r, D, maybe, must, d, tol,
+                           (pa, ta, pb, tb))
+            t = None if r is None else r.triangle_rows(d)
+            pairs = set() if t is None else {tuple(p) for p in t.pairs.tolist()}
             assert must <= pairs, f"missed {len(must - pairs)} pairs within d"
             assert pairs <= maybe, f"{len(pairs - maybe)} pairs reported beyond d or intersecting"
-            if r is None:
+            if t is None:
                 continue
             total += len(pairs)
             # Rows the bounds decided carry an upper bound within d and a lower one.
-            want = D[r.pairs[:, 0], r.pairs[:, 1]]
-            assert (r.lower <= want + tol).all() and (want <= r.dist + tol).all()
-            assert (r.dist <= d + tol).all()
-            np.testing.assert_allclose(r.dist[r.known], want[r.known], rtol=0, atol=tol)
+            want = D[t.pairs[:, 0], t.pairs[:, 1]]
+            assert (t.lower <= want + tol).all() and (want <= t.dist + tol).all()
+            assert (t.dist <= d + tol).all()
+            np.testing.assert_allclose(t.dist[t.known], want[t.known], rtol=0, atol=tol)
             # Every row's points: a closest pair where known, else the corners `dist`
             # bounds (made only when read).
-            qa, qb = r.points(np.arange(r.pairs.shape[0]))
-            np.testing.assert_allclose(np.linalg.norm(qa - qb, axis=1), r.dist, rtol=0, atol=tol)
-            A, B = pa[ta[r.pairs[:, 0]]], pb[tb[r.pairs[:, 1]]]
-            assert (qa[~r.known, None] == A[~r.known]).all(axis=2).any(axis=1).all()
-            assert (qb[~r.known, None] == B[~r.known]).all(axis=2).any(axis=1).all()
-            r = r.settled()
-            assert r.known.all()
-            np.testing.assert_allclose(r.dist, D[r.pairs[:, 0], r.pairs[:, 1]], rtol=0, atol=tol)
-            np.testing.assert_allclose(np.linalg.norm(r.point_a - r.point_b, axis=1), r.dist,
+            qa, qb = t.points(np.arange(t.pairs.shape[0]))
+            np.testing.assert_allclose(np.linalg.norm(qa - qb, axis=1), t.dist, rtol=0, atol=tol)
+            A, B = pa[ta[t.pairs[:, 0]]], pb[tb[t.pairs[:, 1]]]
+            assert (qa[~t.known, None] == A[~t.known]).all(axis=2).any(axis=1).all()
+            assert (qb[~t.known, None] == B[~t.known]).all(axis=2).any(axis=1).all()
+            t = t.settled()
+            assert t.known.all()
+            np.testing.assert_allclose(t.dist, D[t.pairs[:, 0], t.pairs[:, 1]], rtol=0, atol=tol)
+            np.testing.assert_allclose(np.linalg.norm(t.point_a - t.point_b, axis=1), t.dist,
                                        rtol=0, atol=tol)
-            A, B = pa[ta[r.pairs[:, 0]]], pb[tb[r.pairs[:, 1]]]
-            assert on_triangle(r.point_a, *A.transpose(1, 0, 2)).max() <= tol
-            assert on_triangle(r.point_b, *B.transpose(1, 0, 2)).max() <= tol
+            A, B = pa[ta[t.pairs[:, 0]]], pb[tb[t.pairs[:, 1]]]
+            assert on_triangle(t.point_a, *A.transpose(1, 0, 2)).max() <= tol
+            assert on_triangle(t.point_b, *B.transpose(1, 0, 2)).max() <= tol
     return total, res
+
+
+def check_polygons(rig_a, rig_b, r, D, maybe, must, d, tol, geometry):
+    """The stage's rows against the brute force: every polygon pair with a triangle pair
+    of `must` is a row, every row has one of `maybe`; each row's bounds hold for the
+    smallest distance of its triangle pairs in `maybe` (the pairs that count), its
+    points are that far apart, and once settled it is that distance, its points on the
+    two polygons' triangles."""
+    pa, ta, pb, tb = geometry
+    qa_of, qb_of = rig_a.tri_polygon, rig_b.tri_polygon
+    best: dict = {}
+    for a, b in maybe:
+        key = (int(qa_of[a]), int(qb_of[b]))
+        best[key] = min(best.get(key, np.inf), D[a, b])
+    need = {(int(qa_of[a]), int(qb_of[b])) for a, b in must}
+    rows = set() if r is None else {tuple(p) for p in r.polys.tolist()}
+    assert need <= rows, f"missed {len(need - rows)} polygon pairs within d"
+    assert rows <= set(best), f"{len(rows - set(best))} polygon pairs reported beyond d"
+    if r is None:
+        return
+    assert (np.diff(r.polys[:, 0] * (r.polys[:, 1].max() + 1) + r.polys[:, 1]) > 0).all()
+    want = np.array([best[tuple(p)] for p in r.polys.tolist()])
+    assert (r.lower <= want + tol).all() and (want <= r.dist + tol).all()
+    assert (r.dist <= d + tol).all()
+    np.testing.assert_allclose(r.dist[r.known], want[r.known], rtol=0, atol=tol)
+    qa, qb = r.points(np.arange(r.polys.shape[0]))
+    np.testing.assert_allclose(np.linalg.norm(qa - qb, axis=1), r.dist, rtol=0, atol=tol)
+    r.settled()
+    assert r.known.all()
+    np.testing.assert_allclose(r.dist, want, rtol=0, atol=tol)
+    np.testing.assert_allclose(np.linalg.norm(r.point_a - r.point_b, axis=1), r.dist,
+                               rtol=0, atol=tol)
+    for pts, pos, tri, own, col in ((r.point_a, pa, ta, qa_of, 0), (r.point_b, pb, tb, qb_of, 1)):
+        off = np.full(pts.shape[0], np.inf)
+        for t in range(tri.shape[0]):
+            mine = r.polys[:, col] == own[t]
+            if mine.any():
+                T = pos[tri[t]]
+                off[mine] = np.minimum(off[mine], on_triangle(
+                    pts[mine], *(np.repeat(T[None, k], mine.sum(), axis=0) for k in range(3))))
+        assert off.max() <= tol, "a closest point off its polygon"
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -269,7 +316,8 @@ def test_parts_along_a_seam_skip_pairs_sharing_a_seam_vertex(seed):
         return np.any(ka[:, :, None] == kb[:, None, :], axis=(1, 2))
 
     for i, j, r in res.near:
-        assert not shares_seam(i, j, r.pairs[:, 0], r.pairs[:, 1]).any()
+        t = r.triangle_rows(0.2)
+        assert not shares_seam(i, j, t.pairs[:, 0], t.pairs[:, 1]).any()
     n, _ = check(objects, positions, 0.2, 2.0, excluded=shares_seam)
     assert n > 0
 
@@ -287,7 +335,8 @@ def test_near_contacts_partition_the_polygon_pairs_at_their_minimum():
     rows = near_contacts.near_pair_rows(objects, found, res.near)
     want: dict = {}
     for i, j, r in res.near:
-        for (ta, tb), d in zip(r.pairs.tolist(), r.dist.tolist()):
+        t = r.triangle_rows(0.1).settled()
+        for (ta, tb), d in zip(t.pairs.tolist(), t.dist.tolist()):
             key = (objects[i].name, int(objects[i].rig.tri_polygon[ta]), objects[j].name,
                    int(objects[j].rig.tri_polygon[tb]))
             want[key] = min(want.get(key, np.inf), d)
@@ -381,17 +430,17 @@ def test_a_clearance_budget_stops_the_stage_and_leaves_intersections_alone(seed)
     objects = [scan.prepare(r) for r in rigs]
     d = 0.05
     full = scan.query_frame(objects, positions, [None, None], clearance=d)
-    n = sum(r.pairs.shape[0] for _, _, r in full.near)
+    n = sum(r.polys.shape[0] for _, _, r in full.near)
     assert n > 0 and full.near_stopped == 0
     roomy = scan.query_frame(objects, positions, [None, None], clearance=d,
                              clearance_limit=10 ** 9)
     assert roomy.near_stopped == 0 and len(roomy.near) == len(full.near)
     for (i, j, a), (k, m, b) in zip(full.near, roomy.near):
         assert (i, j) == (k, m)
-        np.testing.assert_array_equal(a.pairs, b.pairs)
+        np.testing.assert_array_equal(a.polys, b.polys)
         np.testing.assert_array_equal(a.dist, b.dist)
-    # The near pairs are among the traversal's last level: a limit under their number
-    # must stop it.
+    # Each near polygon pair has a unit pair on the traversal's last level: a limit under
+    # their number must stop it.
     tight = scan.query_frame(objects, positions, [None, None], clearance=d,
                              clearance_limit=n - 1)
     assert tight.near == [] and tight.near_stopped > n - 1
@@ -455,7 +504,7 @@ def test_a_scan_with_clearance_finds_the_intersections_in_the_same_traversal(mak
     assert len(apart.near) == len(folded.near)
     for (i, j, a), (k, m, b) in zip(apart.near, folded.near):
         assert (i, j) == (k, m)
-        np.testing.assert_array_equal(a.pairs, b.pairs)
+        np.testing.assert_array_equal(a.polys, b.polys)
         np.testing.assert_array_equal(a.dist, b.dist)
         np.testing.assert_array_equal(a.lower, b.lower)
 
@@ -501,8 +550,8 @@ def test_a_hair_apart_is_near_on_every_path_never_intersecting(method, path, mon
         res = scan.query_frame(objects, positions, [None, None], **kw)
         assert res.pairs == [], kw
         if kw:
-            (i, j, r), = res.near
-            assert {tuple(p) for p in r.pairs.tolist()} == quads
+            (i, j, r), = res.near           # one polygon a triangle here
+            assert {tuple(p) for p in r.polys.tolist()} == quads
             assert (r.settled().dist < 1e-15).all()
 
 

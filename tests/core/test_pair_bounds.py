@@ -101,3 +101,60 @@ def test_parallel_layers_are_decided_by_the_bounds():
     assert far.any() and (b.lower[far] > 1.0).all()
     # Along the normals the layers' gap is the bound: every pair is at least 0.5 apart.
     assert (plane_lower(pos, tri, ia, top, tri, ib) >= 0.5 - 1e-10).all()
+
+
+@pytest.mark.parametrize("offset", [0.0, 1000.0])
+def test_face_bounds_hold_for_every_split_of_two_quads(offset):
+    """Four-corner tables (quads, and triangles with a repeated corner): the bounds hold
+    for every triangle pair of the two faces, whichever diagonal splits each quad, and
+    the upper bound is the distance of the two corners it names."""
+    rng = np.random.default_rng(11)
+    n = 400
+    centres = rng.uniform(-1.0, 1.0, (n, 1, 3))
+    pa = (centres + rng.normal(scale=0.15, size=(n, 4, 3))).reshape(-1, 3) + offset
+    pb = (centres + rng.normal(scale=0.15, size=(n, 4, 3))
+          + rng.normal(scale=0.05, size=(n, 1, 3))).reshape(-1, 3) + offset
+    qa = np.arange(4 * n).reshape(n, 4)
+    qb = qa.copy()
+    qb[:50, 3] = qb[:50, 0]                         # triangles padded with their corner 0
+    ia, ib = rng.integers(0, n, 5000), rng.integers(0, n, 5000)
+    ia[:n], ib[:n] = np.arange(n), np.arange(n)     # the faces over one another
+    b = pair_bounds(pa, qa, ia, pb, qb, ib)
+    splits = ([[0, 1, 2], [0, 2, 3]], [[0, 1, 3], [1, 2, 3]])
+    best = np.full(ia.size, np.inf)
+    for sa in splits:
+        for sb in splits:
+            for x in sa:
+                for y in sb:
+                    ta, tb = qa[:, x], qb[:, y]
+                    r = pair_distances(pa, ta, ia, pb, tb, ib)
+                    hit = triangle_pairs_intersect(pa, ta, ia, pb, tb, ib)
+                    exact = np.where(hit, 0.0, r.dist)
+                    tol = DIST_REL_TOL * r.scale
+                    assert (b.lower <= exact + tol).all(), "a lower bound above a split's distance"
+                    planes = plane_lower(pa, qa, ia, pb, qb, ib)
+                    assert (planes <= exact + tol).all()
+                    best = np.minimum(best, exact)
+    # The upper bound is at least each split's face distance (some triangle pair of
+    # every split is that close or closer: the corners are points of both splits).
+    one = np.full(ia.size, np.inf)
+    for x in splits[0]:
+        for y in splits[0]:
+            r = pair_distances(pa, qa[:, x], ia, pb, qb[:, y], ib)
+            hit = triangle_pairs_intersect(pa, qa[:, x], ia, pb, qb[:, y], ib)
+            one = np.minimum(one, np.where(hit, 0.0, r.dist))
+    assert (b.upper >= one - 1e-9).all()
+    assert b.corner.dtype == np.uint8 and (b.corner < 16).all()
+    ca, cb = corner_points(pa, qa, ia, pb, qb, ib, b.corner)
+    assert (ca == pa[qa[ia, b.corner // 4]]).all() and (cb == pb[qb[ib, b.corner % 4]]).all()
+    sixteen = np.linalg.norm(pa[qa[ia]][:, :, None] - pb[qb[ib]][:, None], axis=3)
+    small = sixteen.reshape(-1, 16).min(axis=1)
+    assert (np.abs(b.upper - small) <= 1e-11 * small + 1e-15 * (1 + offset)).all()
+    assert (b.lower > 0).any() and (b.upper < 0.3).any()
+    # Mixed tables (triangles of A, faces of B) hold too.
+    tri = qa[:, :3]
+    m = pair_bounds(pa, tri, ia, pb, qb, ib)
+    r = pair_distances(pa, tri, ia, pb, qb[:, :3], ib)
+    hit = triangle_pairs_intersect(pa, tri, ia, pb, qb[:, :3], ib)
+    assert (m.lower <= np.where(hit, 0.0, r.dist) + DIST_REL_TOL * r.scale).all()
+    assert (m.corner < 12).all()
