@@ -135,13 +135,26 @@ class NearTriangles:
         return self
 
 
-def _group_order(code: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The rows by (code, value) and where each code's run starts: (K,) intp order,
-    (N + 1,) intp starts of the N distinct codes in it."""
-    order = np.lexsort((value, code))
+def _group_order(code: np.ndarray, value: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows grouped by their integer `code`, and in each group the row of least `value`
+    (the first such in the given order): (K,) intp the rows by code (a stable order),
+    (N + 1,) intp where each of the N distinct codes' run starts in it, and (N,) intp
+    each group's row of least value. The face rows come sorted and the triangle rows
+    after them, so numpy's stable sort (which merges sorted runs) takes a fifth of a
+    radix order's time here."""
+    order = np.argsort(code, kind="stable")
     c = code[order]
     start = np.flatnonzero(np.r_[True, c[1:] != c[:-1]]) if c.size else np.zeros(0, np.intp)
-    return order, np.r_[start, c.size].astype(np.intp)
+    start = np.r_[start, c.size].astype(np.intp)
+    if c.size == start.size - 1:                 # one row per code (most frames)
+        return order, start, order
+    v = value[order]
+    least = np.minimum.reduceat(v, start[:-1])
+    hit = np.flatnonzero(v == np.repeat(least, np.diff(start)))
+    group = np.searchsorted(start, hit, side="right") - 1
+    first = hit[np.r_[True, group[1:] != group[:-1]]]
+    return order, start, order[first]
 
 
 @dataclass
@@ -196,8 +209,7 @@ class NearResult:
         pb = np.concatenate([np.take(fb.unit_poly, fp.units[:, 1]),
                              np.take(fb.tri_poly, tri.pairs[:, 1])])
         up = np.concatenate([fp.upper, tri.dist])
-        order, start = _group_order(pa * base + pb, up)
-        first = order[start[:-1]]                        # each row's part of least upper
+        order, start, first = _group_order(pa * base + pb, up)     # first: least upper
         row = np.empty(M + K, np.intp)
         row[order] = np.repeat(np.arange(start.size - 1), np.diff(start))
         low = np.concatenate([fp.lower, tri.lower])[order]
@@ -268,8 +280,7 @@ class NearResult:
         dist = np.concatenate([d, self.tri.dist[t]])
         qa = np.concatenate([qa, self.tri.point_a[t]])
         qb = np.concatenate([qb, self.tri.point_b[t]])
-        order, start = _group_order(owner, dist)
-        best = order[start[:-1]]
+        _, _, best = _group_order(owner, dist)
         r = owner[best]
         self.dist[r], self.point_a[r], self.point_b[r] = dist[best], qa[best], qb[best]
         self.lower[r] = dist[best]
