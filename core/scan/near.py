@@ -175,9 +175,12 @@ class NearResult:
         (within ``DIST_REL_TOL * L``).
     point_a, point_b: (N, 3) float64 a closest pair of points where `known` (read points
         with `points`).
-    units: (M, 2) int64 the face rows' unit pairs, u_upper, u_lower (M,) float64 their
-        bounds, u_corner (M,) uint8 the corners of u_upper, u_row (M,) intp their row.
+    units: (M, 2) int64 the face rows' unit pairs, u_lower (M,) float64 their lower
+        bounds, u_corner (M,) uint8 the corners of their upper bounds (the row's `dist`
+        where `best` names one), u_row (M,) intp their row.
     tri: `NearTriangles`, t_row: (K,) intp the row of each triangle row.
+    best: (N,) intp the part whose upper bound is `dist` (a face row m < M, else the
+        triangle row ``best - M``).
     faces: (`Faces` of A, of B); corners: the frame's corner tables (`FacePairs.corners`).
     """
 
@@ -188,12 +191,12 @@ class NearResult:
     point_a: np.ndarray
     point_b: np.ndarray
     units: np.ndarray
-    u_upper: np.ndarray
     u_lower: np.ndarray
     u_corner: np.ndarray
     u_row: np.ndarray
     tri: NearTriangles
     t_row: np.ndarray
+    best: np.ndarray
     faces: tuple
     corners: tuple
 
@@ -226,8 +229,8 @@ class NearResult:
             t = first[k] - M
             pt[0, k], pt[1, k] = tri.point_a[t], tri.point_b[t]
         return cls(np.stack([pa[first], pb[first]], axis=1), up[first], lower, known,
-                   pt[0], pt[1], fp.units, fp.upper.copy(), fp.lower.copy(), fp.corner,
-                   row[:M], tri, row[M:], faces, fp.corners)
+                   pt[0], pt[1], fp.units, fp.lower.copy(), fp.corner,
+                   row[:M], tri, row[M:], first, faces, fp.corners)
 
     @property
     def geometry(self) -> tuple:
@@ -242,24 +245,22 @@ class NearResult:
 
     def points(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(n, 3), (n, 3) float64 the points of `rows` (n,) int: a closest pair where the
-        distance is known, else two corners ``dist`` apart (of the part that bounds it)."""
+        distance is known, else the two corners ``dist`` bounds (of the part `best`
+        names: a face row's corners, or a triangle row's points)."""
         rows = np.asarray(rows, np.intp)
         qa, qb = self.point_a[rows], self.point_b[rows]
         todo = np.flatnonzero(~self.known[rows])
-        for k in todo.tolist():
-            r = rows[k]
-            u, t = self._parts(np.array([r]))
-            cand = [(self.u_upper[x], 0, x) for x in u.tolist()] + \
-                [(self.tri.dist[x], 1, x) for x in t.tolist()]
-            _, kind, x = min(cand)
-            if kind == 0:
-                pa, _, pb, _ = self.geometry
-                ca, cb = self.corners
-                a, b = corner_points(pa, ca, self.units[x:x + 1, 0], pb, cb,
-                                     self.units[x:x + 1, 1], self.u_corner[x:x + 1])
-            else:
-                a, b = self.tri.points(np.array([x]))
-            qa[k], qb[k] = a[0], b[0]
+        part = self.best[rows[todo]]
+        M = self.units.shape[0]
+        face = part < M
+        if face.any():
+            x = part[face]
+            pa, _, pb, _ = self.geometry
+            ca, cb = self.corners
+            qa[todo[face]], qb[todo[face]] = corner_points(
+                pa, ca, self.units[x, 0], pb, cb, self.units[x, 1], self.u_corner[x])
+        if (~face).any():
+            qa[todo[~face]], qb[todo[~face]] = self.tri.points(part[~face] - M)
         return qa, qb
 
     def settle(self, rows: np.ndarray) -> None:
@@ -284,9 +285,7 @@ class NearResult:
         r = owner[best]
         self.dist[r], self.point_a[r], self.point_b[r] = dist[best], qa[best], qb[best]
         self.lower[r] = dist[best]
-        self.known[r] = True
-        # The face rows' bounds of the settled rows follow (no part is read again).
-        self.u_upper[u] = self.u_lower[u] = self.dist[self.u_row[u]]
+        self.known[r] = True                  # their parts are not read again
 
     def tighten(self, rows: np.ndarray) -> None:
         """Raise the lower bounds of `rows` (n,) int by the gaps along their parts'
