@@ -38,8 +38,9 @@ __all__ = ["LIVE_LIMIT", "NearResult", "NearTriangles", "TooManyPairs", "faces_f
 #: The live overlay's work budget for the clearance stage, per object pair: node pairs on
 #: one level of the box traversal of the two objects' units (`face_pairs`' `limit`). A
 #: shirt 0.5% of the height over MakeHuman's torso has 49k candidate face pairs at D = 1%
-#: of the height; at 6% the traversal passes a million node pairs and stops instead of
-#: running seconds (docs/clearance.md, "Live budget"). Scans have none.
+#: of the height (51 ms), 423k polygon pairs within 6% (0.22 s); at 12% the traversal
+#: passes a million node pairs and stops instead of running seconds (docs/clearance.md,
+#: "Live budget"). Scans have none.
 LIVE_LIMIT: int = 1_000_000
 
 
