@@ -112,8 +112,16 @@ def build_faces(rest_positions: np.ndarray, triangles: np.ndarray, tri_polygon: 
     # of a larger polygon (a polygon without triangles is drawn as nothing: no unit).
     has = np.zeros(n.size, dtype=bool)
     has[tri_poly] = True
-    small = np.flatnonzero(has & (n <= CORNERS))
-    big_tri = np.flatnonzero(n[tri_poly] > CORNERS)
+    fits = has & (n <= CORNERS)
+    # A polygon whose triangles use a vertex that is not one of its corners (topology
+    # handed in otherwise than Blender's) has its triangles as units of their own: a
+    # unit's corners must hold its triangles.
+    first = ptr[:-1][tri_poly][:, None] + np.arange(CORNERS)
+    own = verts[np.minimum(first, np.maximum(ptr[1:][tri_poly][:, None] - 1, 0))]
+    inside = (tris[:, :, None] == own[:, None, :]).any(axis=2).all(axis=1)
+    fits[tri_poly[~inside]] = False
+    small = np.flatnonzero(fits)
+    big_tri = np.flatnonzero(~fits[tri_poly])
     U = small.size + big_tri.size
     unit_of_poly = np.full(n.size, -1, np.intp)
     unit_of_poly[small] = np.arange(small.size)

@@ -101,3 +101,19 @@ def test_face_pairs_equal_the_triangle_query_per_polygon(seed, d):
             tol = 1e-9
             assert (fp.lower <= least + tol).all() and (least <= fp.upper + tol).all()
             assert (fp.upper <= d).all()
+
+
+def test_a_polygon_whose_triangles_leave_its_corners_is_split_into_triangle_units():
+    """Topology handed in otherwise than Blender's (a quad's triangles using a vertex
+    that is not among its corners): its triangles become units of their own, so that
+    every unit's corners still hold its triangles."""
+    pos = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0], [2, 0, 0], [2, 1, 0.]])
+    tris = np.array([[0, 1, 2], [0, 2, 3], [1, 4, 5], [1, 5, 2]])
+    tri_poly = np.array([0, 0, 1, 1])
+    ptr = np.array([0, 4, 8])
+    verts = np.array([0, 1, 2, 3, 1, 4, 5, 3])          # polygon 1 names 3, not 2
+    f = build_faces(pos, tris, tri_poly, ptr, verts)
+    assert f.n_units == 3 and sorted(f.unit_poly.tolist()) == [0, 1, 1]
+    for u in range(f.n_units):
+        for t in f.unit_tris[f.tri_ptr[u]:f.tri_ptr[u + 1]].tolist():
+            assert set(tris[t].tolist()) <= set(f.frame_corners(tris)[u].tolist())
