@@ -80,9 +80,28 @@ def evaluated_positions(ob, depsgraph, world: bool = True) -> np.ndarray:
         me.vertices.foreach_get("co", buf)
     pos = buf.reshape(V, 3).astype(np.float64)
     if world:
-        M = matrix_to_np(ob_eval.matrix_world)
-        pos = pos @ M[:3, :3].T + M[:3, 3]
+        pos = to_world(pos, matrix_to_np(ob_eval.matrix_world))
     return pos
+
+
+def to_world(local: np.ndarray, M: np.ndarray) -> np.ndarray:
+    """(V, 3) float64 ``local @ M[:3, :3].T + M[:3, 3]``: points (V, 3) float64 through the
+    4x4 matrix M. A character's mesh often sits under its armature with no turn (MakeHuman,
+    Fox: the identity): where the 3x3 part is a permutation with signs, each world
+    coordinate is one local coordinate, signed, plus the translation, the values the
+    product gives (x * 1 + y * 0 + z * 0 is x exactly; only a zero's sign might differ),
+    for a fraction of its time on every frame."""
+    R, t = M[:3, :3], M[:3, 3]
+    nz = R != 0
+    if nz.sum(axis=1).tolist() == [1, 1, 1] and nz.sum(axis=0).tolist() == [1, 1, 1] \
+            and (np.abs(R[nz]) == 1).all():
+        col = np.argmax(nz, axis=1)
+        out = np.empty_like(local)
+        for j in range(3):
+            np.multiply(local[:, col[j]], R[j, col[j]], out=out[:, j])
+            out[:, j] += t[j]
+        return out
+    return local @ R.T + t
 
 
 def evaluated_frame(ob, depsgraph, rig: Rig) -> tuple[np.ndarray, np.ndarray]:
@@ -95,8 +114,7 @@ def evaluated_frame(ob, depsgraph, rig: Rig) -> tuple[np.ndarray, np.ndarray]:
     """
     ob_eval = ob.evaluated_get(depsgraph)
     local = evaluated_positions(ob, depsgraph, world=False)
-    M = matrix_to_np(ob_eval.matrix_world)
-    world = local @ M[:3, :3].T + M[:3, 3]
+    world = to_world(local, matrix_to_np(ob_eval.matrix_world))
     if triangulation.quads_of(rig).has_ngons:
         tris, _ = read_loop_triangles(ob_eval.data)
         if tris.shape != rig.triangles.shape:
