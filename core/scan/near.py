@@ -277,8 +277,17 @@ class NearResult:
         pa, ta, pb, tb = self.geometry
         fa, fb = self.faces
         xa, xb, src = unit_triangle_pairs(fa, self.units[u, 0], fb, self.units[u, 1])
-        d, qa, qb = settle(pa, ta, pb, tb, np.stack([xa, xb], axis=1))
-        self.tri.settle(t)
+        # The face rows' triangle pairs and the triangle rows not yet exact in one call of
+        # the exact kernel (its fixed cost is a few hundred numpy calls).
+        tri = self.tri
+        tn = t[~tri.known[t]]
+        d, qa, qb = settle(pa, ta, pb, tb, np.concatenate([np.stack([xa, xb], axis=1),
+                                                           tri.pairs[tn]]))
+        k = xa.size
+        tri.dist[tn], tri.point_a[tn], tri.point_b[tn] = d[k:], qa[k:], qb[k:]
+        tri.lower[tn] = d[k:]
+        tri.known[tn] = True
+        d, qa, qb = d[:k], qa[:k], qb[:k]
         owner = np.concatenate([self.u_row[u][src], self.t_row[t]])
         dist = np.concatenate([d, self.tri.dist[t]])
         qa = np.concatenate([qa, self.tri.point_a[t]])
