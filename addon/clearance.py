@@ -41,7 +41,7 @@ def note(scene, n_meshes: int, stopped: int = 0) -> str:
 
 def too_many_text(scene, d: float) -> str:
     """The panel's line when the live clearance stage stopped at its budget."""
-    return (f"Clearance {distance_text(scene, d)}: too many triangle pairs that close to "
+    return (f"Clearance {distance_text(scene, d)}: too many faces that close to "
             f"check live (more than {core_scan.LIVE_LIMIT:,} pairs of boxes), so no near "
             "contacts are shown; lower the distance, or use Scan Frame Range")
 

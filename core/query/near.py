@@ -60,9 +60,9 @@ from ..geometry.distance import DIST_REL_TOL, pair_distances
 from ..geometry.pair_bounds import corner_points, pair_bounds
 from ..keys import argsort_keys
 
-__all__ = ["NearPairs", "TOUCH_REL_TOL", "TooManyPairs", "near_pairs", "near_rows",
+__all__ = ["NearPairs", "TOUCH_REL_TOL", "TooManyPairs", "near_pairs",
            "near_and_intersecting", "near_or_intersecting_pairs", "candidate_pairs",
-           "cross_tree", "settle"]
+           "cross_tree", "decide_pairs", "settle"]
 
 #: Pairs proved disjoint but closer than ``TOUCH_REL_TOL * L`` still go through the exact
 #: intersection test, so that a pair it calls intersecting (touching within its
@@ -254,29 +254,14 @@ def near_pairs(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray, tri_b: n
     return out
 
 
-def near_rows(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray, tri_b: np.ndarray,
-              d: float, trees: tuple[SelfTree, SelfTree] | None = None,
-              limit: int | None = None) -> tuple[np.ndarray, ...]:
-    """The pairs of `near_pairs(..., points=True, exact=False)` in the form a frame's
-    clearance stage keeps (`core.scan.near.NearResult`): (pairs, dist, point_a, point_b,
-    lower, known, corner), where point_a and point_b hold the closest points of the
-    rows whose distance is exact (`known`) only, and corner (K,) uint8 names, on the
-    other rows, the two corners of the upper bound (`core.geometry.pair_bounds.
-    corner_points` makes them): most rows are never read, so no point is made for them.
-    Arguments as `near_pairs`."""
-    d = _check_d(d)
-    r = _query(np.asarray(pos_a, np.float64), np.asarray(tri_a, np.intp),
-               np.asarray(pos_b, np.float64), np.asarray(tri_b, np.intp), d, trees,
-               with_hits=False, exact=False, limit=limit)
-    return r.near.pairs, r.near.dist, r.point_a, r.point_b, r.lower, r.known, r.corner
-
-
 def near_and_intersecting(pos_a: np.ndarray, tri_a: np.ndarray, pos_b: np.ndarray,
                           tri_b: np.ndarray, d: float,
                           trees: tuple[SelfTree, SelfTree] | None = None
                           ) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
-    """One query for both stages of a frame with a clearance: the near pairs as
-    `near_rows` gives them (pairs, dist, point_a, point_b, lower, known, corner) and
+    """One query for both stages of a frame with a clearance: the near pairs (pairs,
+    dist, point_a, point_b, lower, known, corner: `near_pairs(..., points=True,
+    exact=False)`'s, the points only where the distance is known, the other rows'
+    upper bounds named by their corners, `core.geometry.pair_bounds.corner_points`) and
     the intersecting pairs as the intersection query decides them (boxes that meet,
     and `core.triangles.triangle_pairs_intersect` says so), (H, 2) int64 sorted:
     `near_or_intersecting_pairs`' answer split in two. The candidates inflated by d

@@ -67,6 +67,7 @@ class Faces:
         tri_poly: (T,) int64 each triangle's polygon.
         ngon_units: (G,) intp the units that are one triangle of a larger polygon, and
             ngon_tris: (G,) intp that triangle.
+        n_polygons: the mesh's polygon count (a polygon pair's code base).
     """
 
     tree: object
@@ -77,6 +78,7 @@ class Faces:
     tri_poly: np.ndarray
     ngon_units: np.ndarray
     ngon_tris: np.ndarray
+    n_polygons: int
 
     @property
     def n_units(self) -> int:
@@ -138,7 +140,7 @@ def build_faces(rest_positions: np.ndarray, triangles: np.ndarray, tri_polygon: 
     pos = np.asarray(rest_positions, np.float64)
     tree = cross_tree(pos, corners)
     return Faces(tree, corners, unit_poly, tri_ptr, order.astype(np.intp), tri_poly,
-                 np.arange(small.size, U, dtype=np.intp), big_tri.astype(np.intp))
+                 np.arange(small.size, U, dtype=np.intp), big_tri.astype(np.intp), int(n.size))
 
 
 class FacePairs(NamedTuple):

@@ -208,7 +208,7 @@ class NearResult:
         seam rule), faces (`Faces` of A, of B)."""
         fa, fb = faces
         M, K = fp.units.shape[0], tri.pairs.shape[0]
-        base = max(int(fb.unit_poly.max(initial=0)), int(fb.tri_poly.max(initial=0))) + 1
+        base = max(fb.n_polygons, 1)
         pa = np.concatenate([np.take(fa.unit_poly, fp.units[:, 0]),
                              np.take(fa.tri_poly, tri.pairs[:, 0])])
         pb = np.concatenate([np.take(fb.unit_poly, fp.units[:, 1]),
