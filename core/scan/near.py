@@ -57,6 +57,13 @@ def faces_for(obj: CollisionObject) -> Faces:
     return obj.face_units
 
 
+def _open_rows(known: np.ndarray, rows) -> np.ndarray:
+    """(m,) intp the rows of `rows` (an int sequence) whose distance is not yet known
+    (`known` (K,) bool): what `settle` and `tighten` work on."""
+    rows = np.asarray(rows, np.intp)
+    return rows[~known[rows]]
+
+
 @dataclass
 class NearTriangles:
     """Near triangle pairs of one object pair (K rows, sorted by (triangle of A, of B)):
@@ -109,8 +116,7 @@ class NearTriangles:
 
     def settle(self, rows: np.ndarray) -> None:
         """Make the distances and points of `rows` (K,) int exact, in place."""
-        rows = np.asarray(rows, np.intp)
-        rows = rows[~self.known[rows]]
+        rows = _open_rows(self.known, rows)
         if not rows.size:
             return
         pa, ta, pb, tb = self.geometry
@@ -122,8 +128,7 @@ class NearTriangles:
     def tighten(self, rows: np.ndarray) -> None:
         """Raise the lower bounds of `rows` (K,) int by the gaps along the triangles'
         normals (`core.geometry.pair_bounds.plane_lower`), in place."""
-        rows = np.asarray(rows, np.intp)
-        rows = rows[~self.known[rows]]
+        rows = _open_rows(self.known, rows)
         if not rows.size:
             return
         pa, ta, pb, tb = self.geometry
@@ -269,8 +274,7 @@ class NearResult:
         """Make the distances and points of `rows` (n,) int exact, in place: the smallest
         exact distance over the triangle pairs of their parts (a face row's every
         triangle pair, a triangle row itself)."""
-        rows = np.asarray(rows, np.intp)
-        rows = np.unique(rows[~self.known[rows]])
+        rows = np.unique(_open_rows(self.known, rows))
         if not rows.size:
             return
         u, t = self._parts(rows)
@@ -301,8 +305,7 @@ class NearResult:
     def tighten(self, rows: np.ndarray) -> None:
         """Raise the lower bounds of `rows` (n,) int by the gaps along their parts'
         normals (`core.geometry.pair_bounds.plane_lower`), in place."""
-        rows = np.asarray(rows, np.intp)
-        rows = rows[~self.known[rows]]
+        rows = _open_rows(self.known, rows)
         if not rows.size:
             return
         u, t = self._parts(rows)
