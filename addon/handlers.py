@@ -164,6 +164,7 @@ def on_load_post(*_args) -> None:
     Data of meshes deleted or joined away (in files saved before `on_save_pre` existed)
     is removed."""
     STATE.pending = ""
+    STATE.shared_bases.clear()         # the closed file's decoded builds of copies
     for scene in bpy.data.scenes:
         session.forget(scene)
     session.forget_checks()

@@ -40,6 +40,9 @@ class State:
         # after that object): a link and an override of one asset may share a Text.
         self.objects: dict = {}
         self.missing_data: set[str] = set()   # meshes to rebuild when first needed
+        # Text full name -> (build id, the object decoded from the bytes it holds): what
+        # copies of one character sharing them decode once (`storage.shared`).
+        self.shared_bases: dict = {}
         # (Text full name, object pointer) -> (build id, the Future of its decoding in the
         # background after a file was opened: `storage.prefetch`).
         self.prefetched: dict = {}

@@ -88,8 +88,12 @@ class SKINCOLLIDE_OT_build(TimerSteps, bpy.types.Operator):
 
     def _store(self, context, meshes, objects):
         # Only now is the file changed: a failure or Esc before this point changes nothing.
+        # Copies of one character (one build, `obj.data` the same) store its bytes once: the
+        # first copy's Text holds them, the others their own fields (`storage.shared`).
+        holders: dict[int, object] = {}
         for ob, obj in zip(meshes, objects):
-            storage.save(ob, obj)
+            storage.save(ob, obj, holder=holders.get(id(obj.data)))
+            holders.setdefault(id(obj.data), storage.text_of(ob))
         # The check every use makes (weights and rest shape against the build) is made
         # now, while building, not on the first pose update; a mesh edited while a modal
         # build ran is named here, as the overlay will name it.

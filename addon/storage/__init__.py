@@ -6,8 +6,9 @@ Text's custom properties; `texts` decides which Text an object uses and owns (co
 links and library overrides) and reads what is recorded on it; `encoding` turns a build
 into those bytes and back and names what is stored; `validity` tells whether a stored
 build still fits its mesh; `disk` keeps builds in the disk cache; `store` saves, loads
-and rebuilds; `background` decodes ahead after a file is opened; `rest` keeps a
-character's rest contacts with its data. Patching a name here reaches callers outside the
+and rebuilds; `shared` lets copies of one character share one build's bytes;
+`background` decodes ahead after a file is opened; `rest` keeps a character's rest
+contacts with its data. Patching a name here reaches callers outside the
 package only: patch the submodule that uses it.
 """
 from __future__ import annotations
@@ -24,12 +25,15 @@ from .keys import (
     CACHE_SUFFIX,
     METHOD_KEY,
     OPTIONS_KEY,
+    OWN_KEY,
     OWNER_ID_KEY,
     OWNER_KEY,
     REST_KEY,
     RIGID_KEY,
     SET_KEY,
     SHAPE_KEY,
+    SHARED_BUILD_KEY,
+    SHARED_KEY,
     SIGNATURE_KEY,
     SOURCE_KEY,
     TEXT_PREFIX,
@@ -62,8 +66,8 @@ from .validity import shape_signature, stale_reason, state_signature
 # id, which no string outside core.methods may spell (tests/core/test_architecture.py).
 __all__ = [
     "BLOB_KEY", "BODY", "BUILD_KEY", "CACHE_DIR", "CACHE_KEY", "CACHE_SUFFIX", "METHOD_KEY",
-    "OPTIONS_KEY", "OWNER_ID_KEY", "OWNER_KEY", "REST_KEY", "RIGID_KEY", "SET_KEY",
-    "SHAPE_KEY", "SIGNATURE_KEY", "SOURCE_KEY", "TEXT_PREFIX", "UID_KEY",
+    "OPTIONS_KEY", "OWN_KEY", "OWNER_ID_KEY", "OWNER_KEY", "REST_KEY", "RIGID_KEY", "SET_KEY",
+    "SHAPE_KEY", "SHARED_BUILD_KEY", "SHARED_KEY", "SIGNATURE_KEY", "SOURCE_KEY", "TEXT_PREFIX", "UID_KEY",
     "adopt", "built_signature", "cache_dir", "cache_path", "clear", "drop_rest_partners",
     "has_data", "inherited", "load", "location", "needs_rebuild", "owns", "prefetch",
     "ready_for_self_collision", "relocate", "remove_orphans", "rest_contacts_of",

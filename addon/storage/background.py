@@ -11,7 +11,7 @@ from ...core.scan import CollisionObject
 from ...core.scan.carry import for_object
 from ...core.storage import persist
 from ..state import STATE
-from .keys import BLOB_KEY
+from .keys import BLOB_KEY, OWN_KEY
 from .texts import session_key, text_of
 
 _PREFETCH: ThreadPoolExecutor | None = None
@@ -33,8 +33,8 @@ def prefetch(scenes) -> int:
             continue
         for ob in scene.objects:
             text = text_of(ob) if ob.type == "MESH" else None
-            if text is None or text.get(BLOB_KEY) is None:
-                continue
+            if text is None or text.get(BLOB_KEY) is None or OWN_KEY in text:
+                continue                  # (a copy's: decoded once from what it shares)
             cache_key, key = session_key(ob, text)
             if cache_key in jobs or STATE.objects.get(cache_key, (None,))[0] == key:
                 continue

@@ -14,8 +14,9 @@ import uuid
 from ...core.scan import CollisionObject
 from ...core.storage import persist
 from ..state import STATE
-from .encoding import set_bytes
-from .keys import BLOB_KEY, BUILD_KEY, CACHE_KEY, CACHE_SUFFIX
+from .encoding import as_stored, set_bytes
+from .keys import BLOB_KEY, BUILD_KEY, CACHE_KEY, CACHE_SUFFIX, OWN_KEY
+from .shared import hand_over, holder_of, unshare
 from .texts import has_data, signature_of_text, text_of
 
 
@@ -83,6 +84,8 @@ def needs_rebuild(ob) -> bool:
     """Whether `ob` is built but its data must be rebuilt before use (disk cache missing,
     stale or foreign; or the file is unsaved). Cheap: no decoding."""
     text = text_of(ob)
+    if text is not None and OWN_KEY in text:
+        return holder_of(text) is None      # a copy whose shared bytes are gone
     if text is None or text.get(BLOB_KEY) is not None:
         return False
     if not text.get(CACHE_KEY):
@@ -118,7 +121,24 @@ def relocate(blend_path: str | None = None) -> int:
         if text is None or text.library is not None:
             continue                  # the asset file's build stays where its file has it
         blob = text.get(BLOB_KEY)
-        if wants_disk(ob, blend_path) and blob is not None:
+        if wants_disk(ob, blend_path) and OWN_KEY in text:
+            # A copy sharing another's bytes (or holding them for copies): its own whole
+            # build goes to its own cache file; the bytes it held stay with the copies.
+            from .store import load
+
+            obj = load(ob) if holder_of(text) is not None else None
+            if obj is not None:
+                signature = signature_of_text(ob, text)
+                write_cache(cache_path(signature, blend_path),
+                            persist.to_bytes(as_stored(obj, ob)))
+                hand_over(text)
+                if BLOB_KEY in text:
+                    del text[BLOB_KEY]
+                unshare(text)
+                text[CACHE_KEY] = signature
+                moved += 1
+        elif wants_disk(ob, blend_path) and blob is not None:
+            hand_over(text)           # the copies sharing its bytes keep them in the file
             signature = signature_of_text(ob, text)
             write_cache(cache_path(signature, blend_path), bytes(blob))
             del text[BLOB_KEY]

@@ -21,6 +21,9 @@ REST_KEY = "skin_collide_rest"          # the character's rest contacts (addon/r
 RIGID_KEY = "skin_collide_rigid"        # what moves a rigid prop ("" or absent: skinned)
 SOURCE_KEY = "skin_collide_source"      # the signature of the mesh's own rig, when the
                                         # data is of its evaluated surface
+SHARED_KEY = "skin_collide_shared"      # a copy's: the data Text holding the bytes it shares
+SHARED_BUILD_KEY = "skin_collide_shared_build"  # ... and that Text's build id when shared
+OWN_KEY = "skin_collide_own"            # a copy's own rig fields (`persist.own_bytes`)
 CACHE_DIR = "//skin_collide_cache/"
 CACHE_SUFFIX = ".skcb"
 BODY = ("skin_collide collision data for '{}': binary, in this Text's custom property or "

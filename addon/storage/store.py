@@ -21,6 +21,7 @@ from ...core.scan import CollisionObject
 from ...core.storage import persist
 from .. import identity
 from ..state import STATE
+from . import shared
 from .background import take_prefetched
 from .disk import cache_path, read_cache, wants_disk, write_cache
 from .encoding import as_stored, bind, decode_text, set_bytes
@@ -31,6 +32,7 @@ from .keys import (
     CACHE_KEY,
     METHOD_KEY,
     OPTIONS_KEY,
+    OWN_KEY,
     OWNER_ID_KEY,
     OWNER_KEY,
     RIGID_KEY,
@@ -45,26 +47,38 @@ from .texts import data_texts, forget_session, session_key, stored_moved, stored
 from .validity import state_signature
 
 
-def save(ob, obj: CollisionObject) -> None:
+def save(ob, obj: CollisionObject, holder=None) -> None:
     """Store `obj` for mesh object `ob` (replacing earlier data of its own; a copied
     pointer to another object's data, or the asset file's data, is replaced by a new local
-    Text), in the file or in the disk cache as the scene says."""
+    Text), in the file or in the disk cache as the scene says.
+
+    `holder`: the data Text of a copy of the same build stored just before (the Build
+    operator's copies of one character, `obj.data` the same): in the file, `ob`'s Text
+    then shares its bytes and holds only `ob`'s own fields (`shared`)."""
     text = text_of(ob)
     if text is not None and text.library is not None:
         text = None                   # the asset file's data: linked, never written here
     if text is None:
         text = data_texts().new(TEXT_PREFIX + ob.name)
         text[UID_KEY] = uuid.uuid4().hex
+    shared.hand_over(text)            # bytes it holds for copies stay theirs
     stored = as_stored(obj, ob)
-    data = persist.to_bytes(stored)
     signature = persist.rig_signature(stored.rig)
+    copy_of = None
     if wants_disk(ob):
-        write_cache(cache_path(signature), data)
+        write_cache(cache_path(signature), persist.to_bytes(stored))
         if BLOB_KEY in text:
             del text[BLOB_KEY]
+        shared.unshare(text)
         text[CACHE_KEY] = signature
     else:
-        set_bytes(text, data)
+        if (holder is not None and holder != text and holder.library is None
+                and BLOB_KEY in holder and not shared.is_copy(holder)):
+            copy_of = holder
+            shared.share(text, holder, persist.own_bytes(stored))
+        else:
+            set_bytes(text, persist.to_bytes(stored))
+            shared.unshare(text)
         if CACHE_KEY in text:
             del text[CACHE_KEY]
     text.from_string(BODY.format(ob.name))
@@ -97,8 +111,43 @@ def save(ob, obj: CollisionObject) -> None:
     # bytes just written), made without the codec: the first use after a build neither
     # decodes megabytes nor builds again what the build already made on it (self trees).
     cache_key, key = session_key(ob, text)
-    STATE.objects[cache_key] = (key, bind(persist.stored_form(stored), ob))
+    if copy_of is None:
+        kept = persist.stored_form(stored)
+        if BLOB_KEY in text:
+            STATE.shared_bases[text.name_full] = (str(text[BUILD_KEY]), kept)
+    else:
+        kept = persist.with_own(_shared_base(copy_of), text[OWN_KEY])
+    STATE.objects[cache_key] = (key, bind(kept, ob))
     STATE.missing_data.discard(ob.name_full)
+
+
+def _shared_base(holder) -> CollisionObject:
+    """The object decoded from the bytes `holder` holds, once per session and build (a
+    copy's own fields go on a copy of it: `persist.with_own` never changes it)."""
+    build = str(holder.get(BUILD_KEY))
+    hit = STATE.shared_bases.get(holder.name_full)
+    if hit is not None and hit[0] == build:
+        return hit[1]
+    # Decoded in the background for the holder's own object (`prefetch`), or here.
+    ahead = [k for k in STATE.prefetched if k[0] == holder.name_full]
+    base = take_prefetched(ahead[0], build) if ahead else None
+    if base is None:
+        base = persist.from_bytes(bytes(holder[BLOB_KEY]))
+    STATE.shared_bases[holder.name_full] = (build, base)
+    return base
+
+
+def _load_copy(ob, text) -> CollisionObject:
+    """A copy's data: its own fields on the bytes it shares; rebuilt when those are gone
+    (as a missing disk cache is). Raises ValueError naming `ob` when they cannot be read."""
+    holder = shared.holder_of(text)
+    if holder is None:
+        return rebuild(ob)
+    try:
+        return persist.with_own(_shared_base(holder), text[OWN_KEY])
+    except ValueError as exc:
+        raise ValueError(f"the collision data of '{ob.name_full}' cannot be read ({exc})"
+                         ) from None
 
 
 def load(ob) -> CollisionObject | None:
@@ -113,8 +162,20 @@ def load(ob) -> CollisionObject | None:
     hit = STATE.objects.get(cache_key)
     if hit is not None and hit[0] == key:
         return bind(hit[1], ob)          # cheap; follows a rename
+    if shared.is_copy(text):
+        obj = _load_copy(ob, text)
+        text = text_of(ob)                # a new local Text when it was rebuilt
+        cache_key, key = session_key(ob, text)
+        STATE.objects[cache_key] = (key, bind(obj, ob))
+        STATE.missing_data.discard(ob.name_full)
+        return obj
     blob = text.get(BLOB_KEY)
-    obj = take_prefetched(cache_key, key) if blob is not None else None
+    obj = None
+    if blob is not None:
+        # Decoded already for the copies sharing these bytes, or in the background.
+        hit = STATE.shared_bases.get(text.name_full)
+        obj = hit[1] if hit is not None and hit[0] == str(text.get(BUILD_KEY)) else \
+            take_prefetched(cache_key, key)
     if obj is None and blob is None and text.get(CACHE_KEY):
         obj = read_cache(ob, text)
         if obj is None:
@@ -123,6 +184,9 @@ def load(ob) -> CollisionObject | None:
             cache_key, key = session_key(ob, text)
     elif obj is None:
         obj = decode_text(ob, text, blob)
+    if blob is not None:
+        # The copies sharing these bytes take their own fields on this object.
+        STATE.shared_bases[text.name_full] = (str(text.get(BUILD_KEY)), obj)
     STATE.objects[cache_key] = (key, bind(obj, ob))
     STATE.missing_data.discard(ob.name_full)
     return obj

@@ -49,6 +49,7 @@ from .keys import (
     SOURCE_KEY,
     UID_KEY,
 )
+from .shared import hand_over
 
 
 def data_texts():
@@ -257,6 +258,7 @@ def session_key(ob, text) -> tuple[tuple, str]:
 def forget_session(text) -> None:
     for key in [k for k in STATE.objects if k[0] == text.name_full]:
         del STATE.objects[key]
+    STATE.shared_bases.pop(text.name_full, None)
 
 
 def clear(ob) -> None:
@@ -270,6 +272,7 @@ def clear(ob) -> None:
         props.signature = ""
         props.shape = ""
     if mine:
+        hand_over(text)                  # the copies sharing its bytes keep them
         forget_session(text)
         data_texts().remove(text)
 
@@ -286,7 +289,9 @@ def remove_orphans() -> int:
             for t in (pointed_text(ob),) if t is not None}
     gone = [t for t in bpy.data.texts if t.library is None and t.get(UID_KEY) is not None
             and t.name_full not in used]
+    names = {t.name_full for t in gone}
     for t in gone:
+        hand_over(t, exclude=names)      # the copies still used keep the bytes they share
         forget_session(t)
         bpy.data.texts.remove(t)
     # A kept Text whose owner was deleted (kept alive only by this pointer): hand it to the

@@ -11,6 +11,7 @@ arrays) is stored losslessly as it is.
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import io
 
@@ -19,7 +20,7 @@ import numpy as np
 from .. import welds
 from ..methods import registry
 from ..rig import Rig
-from ..scan import CollisionObject
+from ..scan import CollisionObject, renamed
 from . import blob
 
 # 4: a `core.storage.blob` container; node vertex sets and bounds (but their corner rows)
@@ -123,6 +124,47 @@ def from_bytes(data: bytes) -> CollisionObject:
     if int(d.get("format", -1)) not in _READABLE:
         raise ValueError("collision data of an unknown format; rebuild it")
     return from_arrays(d)
+
+
+#: What a copy of a character may have of its own among `all_arrays` (its name, its
+#: armature's, where the armature holds the mesh, notes, what moves a prop, the surface's
+#: description): everything else is fixed by `core.scan.build_key`, which copies share,
+#: so copies built as one (`core.scan.prepare_shared`) store the rest once (`own_bytes`,
+#: `with_own`; docs/storage.md, "Copies of one character").
+OWN_KEYS = ("rig.name", "rig.armature", "rig.mesh_to_armature", "rig.notes", "rig.surface",
+            "rig.source_signature", "rig.rigid", "reason", "build_seconds", "asked")
+
+
+def own_bytes(obj: CollisionObject) -> bytes:
+    """The arrays of `obj` (as stored) that a copy of the same build may differ in
+    (`OWN_KEYS`), as a small `core.storage.blob` container: a few hundred bytes."""
+    arrays = all_arrays(obj)
+    own = {k: arrays[k] for k in OWN_KEYS if k in arrays}
+    own["format"] = np.array(FORMAT)
+    return blob.encode(own, codec="zlib")
+
+
+def with_own(base: CollisionObject, own: bytes) -> CollisionObject:
+    """The object of a copy: the data, weld ids and self tree of `base` (the object decoded
+    from the bytes the copies share, never changed here) and its own rig fields from
+    `own` (`own_bytes` of the copy). Raises ValueError for damaged bytes."""
+    try:
+        d = blob.decode(bytes(own))
+    except Exception as exc:              # noqa: BLE001 - damaged bytes
+        raise ValueError(f"unreadable collision data ({exc}); rebuild it") from None
+    if int(d.get("format", -1)) not in _READABLE:
+        raise ValueError("collision data of an unknown format; rebuild it")
+    rig = copy.copy(base.rig)
+    rig.name = str(d["rig.name"])
+    rig.armature = str(d["rig.armature"])
+    rig.mesh_to_armature = np.asarray(d["rig.mesh_to_armature"], np.float64)
+    rig.notes = [str(s) for s in d["rig.notes"].tolist()]
+    for key in ("surface", "source_signature", "rigid"):
+        setattr(rig, key, str(d[f"rig.{key}"]) if f"rig.{key}" in d else "")
+    out = renamed(base, rig)
+    out.reason, out.asked = str(d["reason"]), str(d["asked"])
+    out.build_seconds = float(d["build_seconds"])
+    return out
 
 
 def stored_form(obj: CollisionObject) -> CollisionObject:

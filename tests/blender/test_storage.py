@@ -251,15 +251,17 @@ def test_a_build_keeps_its_stored_form_for_the_session(demo, monkeypatch):
     assert calls == {"decode": 0, "tree": 2}
     assert kept.n_pairs > 0                              # frame 5: the tubes cross
     STATE.objects.clear()                                # as after reopening the file
+    STATE.shared_bases.clear()
     fresh = session.query(scene, dg, [a, b])
-    assert calls == {"decode": 2, "tree": 4}
+    # The two tubes are copies of one build (`storage.shared`): decoded once, one tree.
+    assert calls == {"decode": 1, "tree": 3}
     assert fresh.polygon_pairs == kept.polygon_pairs
     # Undo of a rebuild, as Blender's undo does it to the Text: the earlier bytes and
     # build id come back, and the object kept for the new build is not used for them.
     text = storage.text_of(a)
     old_id, old_bytes = str(text[storage.BUILD_KEY]), bytes(text[storage.BLOB_KEY])
     assert bpy.ops.skin_collide.build() == {"FINISHED"}
-    assert calls["decode"] == 2                          # the rebuild decoded nothing
+    assert calls["decode"] == 1                          # the rebuild decoded nothing
     assert storage.text_of(a) == text and str(text[storage.BUILD_KEY]) != old_id
     text[storage.BUILD_KEY] = old_id
     storage.set_bytes(text, old_bytes)
@@ -290,7 +292,7 @@ def test_opening_a_file_decodes_the_live_characters_in_the_background(demo, tmp_
     monkeypatch.setattr(handlers, "_prefetch_on_load", lambda: True)    # interactive
     reopen(path)
     jobs = dict(STATE.prefetched)
-    assert len(jobs) == 2
+    assert len(jobs) == 1                       # the two tubes share one build's bytes
     for _, future in jobs.values():
         obj = future.result()
         assert obj.self_tree is not None
@@ -304,19 +306,111 @@ def test_opening_a_file_decodes_the_live_characters_in_the_background(demo, tmp_
     assert calls == {"decode": 0, "tree": 0} and not STATE.prefetched
     assert ahead.n_pairs > 0
     STATE.objects.clear()
+    STATE.shared_bases.clear()
     on_the_spot = session.query(scene, dg, [a, b])
-    assert calls == {"decode": 2, "tree": 2}
+    assert calls == {"decode": 1, "tree": 1}
     assert on_the_spot.polygon_pairs == ahead.polygon_pairs
     # A decoding that failed: decoded again on this thread.
     STATE.objects.clear()
+    STATE.shared_bases.clear()
     failed = Future()
     failed.set_exception(ValueError("damaged"))
     key = next(iter(jobs))
     STATE.prefetched[key] = (jobs[key][0], failed)
     assert session.query(scene, dg, [a, b]).polygon_pairs == ahead.polygon_pairs
-    assert calls["decode"] == 4 and not STATE.prefetched
+    assert calls["decode"] == 2 and not STATE.prefetched
     # The overlay off: nothing is decoded ahead.
     bpy.context.scene.skin_collide.live = False
     bpy.ops.wm.save_as_mainfile(filepath=str(path))
     reopen(path)
     assert not STATE.prefetched
+
+
+def fresh_session() -> None:
+    """Forget every decoded build, as opening the file again does."""
+    STATE.objects.clear()
+    STATE.shared_bases.clear()
+
+
+def test_copies_of_one_character_store_one_build(demo, tmp_path):
+    """The two tubes are copies of one build (`core.scan.shared_builds`): the first's Text
+    holds the bytes, the second's only its own fields and the holder; reopened, each is
+    named as its own object and the scan is the one before."""
+    from skin_collide.addon import storage
+    from skin_collide.addon.extract import modifier_report
+
+    a, b = demo
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    ta, tb = storage.text_of(a), storage.text_of(b)
+    assert ta != tb and storage.BLOB_KEY in ta and storage.BLOB_KEY not in tb
+    assert tb[storage.SHARED_KEY] == ta and len(tb[storage.OWN_KEY]) < 2000
+    assert len(ta[storage.BLOB_KEY]) > 5 * len(tb[storage.OWN_KEY])
+    assert storage.location(b) == "FILE" and not storage.needs_rebuild(b)
+    before = scan()
+    path = tmp_path / "copies.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    reopen(path)
+    a, b = bpy.data.objects["Left"], bpy.data.objects["Right"]
+    oa, ob_ = storage.load(a), storage.load(b)
+    assert (oa.name, ob_.name) == ("Left", "Right")
+    assert ob_.rig.armature == modifier_report(b).armature.name_full != oa.rig.armature
+    assert ob_.data is oa.data                  # decoded once for both
+    assert scan() == before
+
+
+def test_the_bytes_copies_share_outlive_their_holder(demo, monkeypatch):
+    """Rebuilding, clearing or deleting the copy whose Text holds the bytes leaves the other
+    copy its data (handed over, never rebuilt)."""
+    from skin_collide.addon import storage
+    from skin_collide.addon.storage import store
+
+    a, b = demo
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    before = scan()
+    rebuilt = []
+    real = store.rebuild
+    monkeypatch.setattr(store, "rebuild", lambda ob: rebuilt.append(ob.name) or real(ob))
+    # The holder built again alone: the copy takes the bytes it shared.
+    for ob in bpy.context.scene.objects:
+        ob.select_set(ob == a)
+    bpy.context.view_layer.objects.active = a
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    tb = storage.text_of(b)
+    assert storage.BLOB_KEY in tb and storage.SHARED_KEY not in tb
+    fresh_session()
+    assert storage.load(b).name == "Right" and not rebuilt
+    # Both built again, then the holder cleared: the same.
+    for ob in (a, b):
+        ob.select_set(True)
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    assert storage.SHARED_KEY in storage.text_of(b)
+    storage.clear(a)
+    fresh_session()
+    assert storage.load(b).name == "Right" and not rebuilt
+    # The holder's object deleted, its data removed with it.
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    bpy.data.objects.remove(a)
+    storage.remove_orphans()
+    fresh_session()
+    assert storage.BLOB_KEY in storage.text_of(b)
+    assert storage.load(b).name == "Right" and not rebuilt
+    for ob in bpy.context.scene.objects:
+        ob.select_set(True)
+    assert bpy.ops.skin_collide.scan() == {"FINISHED"}
+    assert frames_pairs() == [(f, []) for f, _ in before]    # Right alone: no pair
+
+
+def test_a_copy_whose_holder_is_gone_is_rebuilt_when_first_needed(demo):
+    from skin_collide.addon import storage
+
+    a, b = demo
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    before = scan()
+    bpy.data.texts.remove(storage.text_of(a))     # not by the add-on: nothing handed over
+    fresh_session()
+    assert not storage.has_data(a) and storage.has_data(b) and storage.needs_rebuild(b)
+    obj = storage.load(b)
+    assert obj.name == "Right" and storage.BLOB_KEY in storage.text_of(b)
+    assert storage.SHARED_KEY not in storage.text_of(b) and not storage.needs_rebuild(b)
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    assert scan() == before

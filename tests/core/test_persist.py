@@ -98,3 +98,40 @@ def test_other_format_and_unknown_method_are_refused(rig):
         np.savez_compressed(buf, **bad)
         with pytest.raises(ValueError, match=message):
             persist.from_bytes(buf.getvalue())
+
+
+def test_a_copy_stores_only_what_it_has_of_its_own(rig):
+    """Copies of one build (`scan.prepare_shared`) store their own rig fields alone
+    (`own_bytes`); `with_own` on the decoded shared bytes gives each copy's object as
+    decoding its whole build would, sharing the decoded data."""
+    import dataclasses
+
+    copy_rig = dataclasses.replace(
+        rig, name="Copy", armature="Armature.copy",
+        mesh_to_armature=np.diag([1.0, 1.0, 1.0, 1.0]) + np.eye(4, k=3) * 0.0,
+        notes=["a copy's note"], rigid="")
+    copy_rig.mesh_to_armature[0, 3] = 2.5          # its armature holds it elsewhere
+    first, second = scan.prepare_shared([rig, copy_rig], "sphere-tree")
+    assert second.data is first.data
+    base = persist.from_bytes(persist.to_bytes(first))
+    own = persist.own_bytes(second)
+    assert len(own) < 2000 < len(persist.to_bytes(second))
+    got = persist.with_own(base, own)
+    whole = persist.from_bytes(persist.to_bytes(second))
+    assert got.data is base.data and got.tree_source is base
+    assert (got.name, got.rig.name, got.rig.armature, got.rig.notes, got.method, got.asked) == \
+        (whole.name, whole.rig.name, whole.rig.armature, whole.rig.notes, whole.method,
+         whole.asked)
+    for k, v in persist.all_arrays(whole).items():
+        np.testing.assert_array_equal(persist.all_arrays(got)[k], v, err_msg=k)
+    # The weld ids are the base's (as `scan.renamed` shares them): the same partition of
+    # the vertices, numbered in the base's armature space.
+    n = np.unique(np.stack([got.vertex_keys, whole.vertex_keys], 1), axis=0).shape[0]
+    assert n == np.unique(got.vertex_keys).size == np.unique(whole.vertex_keys).size
+    assert persist.rig_signature(got.rig) == persist.rig_signature(second.rig) != \
+        persist.rig_signature(first.rig)
+    # The decoded base is never changed by its copies.
+    assert base.rig.name == rig.name and base.rig.mesh_to_armature[0, 3] == \
+        rig.mesh_to_armature[0, 3]
+    with pytest.raises(ValueError, match="rebuild"):
+        persist.with_own(base, b"not a container")
