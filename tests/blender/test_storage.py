@@ -414,3 +414,25 @@ def test_a_copy_whose_holder_is_gone_is_rebuilt_when_first_needed(demo):
     assert storage.SHARED_KEY not in storage.text_of(b) and not storage.needs_rebuild(b)
     assert bpy.ops.skin_collide.build() == {"FINISHED"}
     assert scan() == before
+
+
+def test_a_copy_linked_alone_brings_the_bytes_it_shares(demo, tmp_path):
+    """Linking only the copy whose Text shares the other's bytes: the holder Text comes
+    with it (an ID pointer of its Text), and its data loads under its own name."""
+    from skin_collide.addon import storage
+
+    assert bpy.ops.skin_collide.build() == {"FINISHED"}
+    lib = tmp_path / "lib.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(lib))
+    bpy.ops.wm.read_homefile(use_empty=True)
+    fresh_session()
+    with bpy.data.libraries.load(str(lib), link=True) as (_src, dst):
+        dst.objects = ["Right"]
+    for ob in dst.objects:
+        bpy.context.scene.collection.objects.link(ob)
+    right = dst.objects[0]
+    text = storage.text_of(right)
+    assert text is not None and text.library is not None and storage.inherited(right)
+    assert storage.SHARED_KEY in text and not storage.needs_rebuild(right)
+    obj = storage.load(right)
+    assert obj.name == right.name_full and obj.rig.armature.startswith("Right_rig")
