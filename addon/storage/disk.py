@@ -124,9 +124,9 @@ def relocate(blend_path: str | None = None) -> int:
         if wants_disk(ob, blend_path) and OWN_KEY in text:
             # A copy sharing another's bytes (or holding them for copies): its own whole
             # build goes to its own cache file; the bytes it held stay with the copies.
-            from .store import load
-
-            obj = load(ob) if holder_of(text) is not None else None
+            holder = holder_of(text)
+            obj = None if holder is None else \
+                persist.with_own(persist.from_bytes(bytes(holder[BLOB_KEY])), text[OWN_KEY])
             if obj is not None:
                 signature = signature_of_text(ob, text)
                 write_cache(cache_path(signature, blend_path),
