@@ -13,7 +13,7 @@ Every method uses the triangles Blender draws at the frame (deformed quads are r
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -158,6 +158,11 @@ class Scanner:
         #: frame (`contact_groups.frame_contacts`' memo): the live overlay keeps one per
         #: scene while the artist poses; None: contacts are computed afresh.
         self.contacts_memo: dict | None = None
+        #: answers of frames already seen (`core.scan.FrameMemo`): the live overlay keeps
+        #: one per scene and settings, so that a frame whose inputs are bit for bit those of
+        #: one answered before (playback looping, scrubbing back) is answered from it.
+        #: None: every frame is queried.
+        self.frame_memo: core_scan.FrameMemo | None = None
 
     def refit_label(self, obj) -> str:
         """The method this scan uses for `obj`, in words: id, label and, when the asked
@@ -312,6 +317,19 @@ class Scanner:
         except DegeneratePose as exc:
             rec = FrameRecord(f, [], 0.0, eval_ms, [], not_checked=str(exc))
             return FrameOutcome([], [], [], rec)
+        memo = self.frame_memo
+        if memo is not None:
+            t0 = time.perf_counter()
+            seen = memo.get(f, positions, self.triangles)
+            if seen is not None:
+                # The inputs of a frame answered before, bit for bit: its answer
+                # (core.scan.memo). Only complete answers are kept.
+                self.stopped = self.dense = False
+                self.near, self.near_stopped = seen.near, 0
+                rec = replace(seen.record, eval_ms=eval_ms,
+                              ms=(time.perf_counter() - t0) * 1000.0)
+                return replace(seen, positions=positions, poses=poses,
+                               triangles=self.triangles, record=rec)
         tri_pairs, ms, modes = self._query_whole(positions, poses)
         t0 = time.perf_counter()
         kept = contact_filters.drop_zone_pairs(self.objects, self.keep(tri_pairs), self.zones)
@@ -323,7 +341,10 @@ class Scanner:
         if self.clearance is not None:
             rec.near_contacts, rec.near_pairs = self._near_contacts(near)
         rec.ms = ms + (time.perf_counter() - t0) * 1000.0
-        return FrameOutcome(positions, self.triangles, kept, rec, poses, near)
+        out = FrameOutcome(positions, self.triangles, kept, rec, poses, near)
+        if memo is not None and not (self.stopped or self.dense or self.near_stopped):
+            memo.put(f, positions, self.triangles, out)
+        return out
 
     def _near_contacts(self, near) -> tuple[list, list | None]:
         """The frame's near contacts after the filters that apply to them, and with

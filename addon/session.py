@@ -366,6 +366,37 @@ def _mesh_was_changed(me) -> bool:
     return me.as_pointer() in STATE.changed_meshes
 
 
+def _frame_memo(scene, sc: scanner.Scanner) -> core_scan.FrameMemo:
+    """The scene's memo of frames answered (`core.scan.FrameMemo`), kept while what the
+    answers depend on besides the frame's positions and triangles stays: the same built
+    objects (by identity: a build or a reload makes new ones) under the same names and
+    armatures, and the same settings and filters (rest contacts and ignore zones by the
+    identity of their decoded index and masks, which are made anew when they change).
+    Anything else starts a new memo."""
+    same = (tuple(sc.objects), sc.ignore if sc.ignore else None,
+            tuple((k, sc.zones[k]) for k in sorted(sc.zones)))
+    values = (tuple(sc.ids), tuple((o.name, o.rig.armature) for o in sc.objects), sc.method,
+              sc.query_mode, sc.self_collision, sc.first_hit, sc.clearance, sc.near_pairs,
+              sc.max_pairs, sc.clearance_limit, tuple(sorted(sc.allow_polygons)),
+              repr(sc.contact_filter.describe()))
+    memo = STATE.frame_memos.get(scene.name_full)
+    if memo is None or not _same_memo_key(memo.key, (same, values)):
+        memo = STATE.frame_memos[scene.name_full] = core_scan.FrameMemo((same, values))
+    return memo
+
+
+def _same_memo_key(a: tuple, b: tuple) -> bool:
+    """Two `_frame_memo` keys: the objects, index and masks by identity, the rest by value."""
+    (ids_a, va), (ids_b, vb) = a, b
+    return va == vb and _same_identities(ids_a, ids_b)
+
+
+def _same_identities(a, b) -> bool:
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_same_identities(x, y) for x, y in zip(a, b))
+    return a is b or (isinstance(a, int) and isinstance(b, int) and a == b)
+
+
 def query(scene, depsgraph, meshes: list, objects: list | None = None,
           first_hit: bool = False, exact_count: bool = False,
           carry: bool = False) -> LiveResult:
@@ -405,8 +436,10 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
         sc.clearance_limit = core_scan.LIVE_LIMIT   # a clearance too large stops early
     if carry and not exact_count:   # contacts of object pairs whose pairs did not change
         sc.contacts_memo = STATE.contacts_memo.setdefault(scene.name_full, {})
+        sc.frame_memo = _frame_memo(scene, sc)      # and frames seen before
     else:
         STATE.contacts_memo.pop(scene.name_full, None)
+        STATE.frame_memos.pop(scene.name_full, None)
     try:
         out = sc.current(scene, depsgraph)
     except extract.RigError as exc:
@@ -467,4 +500,5 @@ def record_error(scene, message: str) -> None:
 
 def forget(scene) -> None:
     STATE.live.pop(scene.name_full, None)
+    STATE.frame_memos.pop(scene.name_full, None)
     rest_contacts_store.forget_index(scene)

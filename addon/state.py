@@ -35,6 +35,9 @@ class State:
         self.zone_masks: dict = {}
         # scene name -> the contacts memo of its pose updates (`Scanner.contacts_memo`).
         self.contacts_memo: dict = {}
+        # scene name -> its `core.scan.FrameMemo`: answers of frames seen before, for
+        # playback looping and scrubbing back (`session.query` with carry).
+        self.frame_memos: dict = {}
         # -- built data and rest contacts (addon/storage/, addon/rest_contacts.py) --
         # (Text full name, object pointer) -> (build id, the decoded `CollisionObject` named
         # after that object): a link and an override of one asset may share a Text.

@@ -14,6 +14,7 @@ The names below are this package's public face; a stage's helpers live in its mo
 from ..types import FrameResult
 from .dispatch import OWN, check_mode, frame_method, frame_triangles, query_method, volumes
 from .frame import clearance_frame, query_frame
+from .memo import FrameMemo
 from .near import LIVE_LIMIT, TooManyPairs
 from .objects import (
                       CollisionObject,
@@ -28,7 +29,7 @@ from .objects import (
 from .pairs import brute_force_pairs, polygon_pair_rows, polygon_pairs
 from .seams import frame_keys, parted_self_pairs, seam_ids, seam_pairs, seams_apply, weld_tolerance
 
-__all__ = ["LIVE_LIMIT", "OWN", "CollisionObject", "FrameResult", "TooManyPairs",
+__all__ = ["LIVE_LIMIT", "OWN", "CollisionObject", "FrameMemo", "FrameResult", "TooManyPairs",
            "brute_force_pairs", "build_key",
            "check_mode", "clearance_frame", "frame_keys", "frame_method", "frame_triangles", "parted_self_pairs",
            "polygon_pair_rows", "polygon_pairs", "prepare", "prepare_all", "prepare_shared",

@@ -243,3 +243,90 @@ def test_hidden_characters_take_no_part_in_the_overlay(live_demo):
     assert session.live_result(scene) is None and scene.skin_collide.live_pairs == 0
     with pytest.raises(RuntimeError, match="every built character is hidden"):
         bpy.ops.skin_collide.refresh()
+
+
+def live_answer(scene) -> tuple:
+    from skin_collide.addon import session
+
+    res = session.live_result(scene)
+    return (res.frame, res.n_pairs, sorted(res.polygon_pairs),
+            sorted((c.a, c.b, round(c.length, 12)) for c in res.contacts))
+
+
+def fresh_answer(scene, meshes) -> tuple:
+    """The frame queried afresh, as Refresh does (nothing carried, no memo)."""
+    from skin_collide.addon import scanner
+
+    sc = scanner.Scanner(meshes)
+    sc.self_collision = scene.skin_collide.self_collision
+    out = sc.current(scene, bpy.context.evaluated_depsgraph_get())
+    return sorted(out.record.pairs)
+
+
+def test_frames_seen_before_are_answered_from_memory(live_demo):
+    """Playback looping over frames already answered: each frame whose evaluated inputs
+    are bit for bit those of its last answer takes that answer (`core.scan.FrameMemo`),
+    equal to the first pass and to a fresh query; a pose edited there, or a setting
+    changed, is answered anew."""
+    a, b, arm = live_demo
+    scene = bpy.context.scene
+    frames = list(range(1, 9))
+    first = []
+    for f in frames:
+        scene.frame_set(f)
+        first.append(live_answer(scene))
+    assert any(n for _, n, _, _ in first)                 # the tubes cross on some frames
+    memo = STATE.frame_memos[scene.name_full]
+    hits = memo.hits
+    again = []
+    for f in frames:
+        scene.frame_set(f)
+        again.append(live_answer(scene))
+    assert memo.hits == hits + len(frames) and STATE.frame_memos[scene.name_full] is memo
+    assert again == first
+    for f, (_, _, pairs, _) in zip(frames, first):
+        scene.frame_set(f)
+        assert sorted(pairs) == fresh_answer(scene, [a, b])
+    # A pose edited on a frame answered before: answered anew, as a fresh query.
+    scene.frame_set(5)
+    hits = memo.hits
+    bend(arm, 0.6)
+    bpy.context.view_layer.update()
+    assert memo.hits == hits
+    assert sorted(live_answer(scene)[2]) == fresh_answer(scene, [a, b])
+    # Self-collision switched on: another memo; the frames seen are answered anew.
+    scene.skin_collide.self_collision = True
+    scene.frame_set(4)
+    assert STATE.frame_memos[scene.name_full] is not memo
+    assert sorted(live_answer(scene)[2]) == fresh_answer(scene, [a, b])
+
+
+def test_a_capped_frame_is_never_answered_from_memory(live_demo, monkeypatch):
+    """A frame whose live query stopped early (at the cap, or a dense frame) holds a
+    subset: it is not kept, and visiting it again queries it again."""
+    from skin_collide.addon import scanner
+
+    scene = bpy.context.scene
+    real = scanner.Scanner.query
+    capped = {5}
+
+    def query(self, *args, **kw):
+        out = real(self, *args, **kw)
+        if scene.frame_current in capped:
+            self.stopped = True                            # as a capped frame says
+        return out
+
+    monkeypatch.setattr(scanner.Scanner, "query", query)
+    for f in (1, 5):
+        scene.frame_set(f)
+    memo = STATE.frame_memos[scene.name_full]
+    hits, misses = memo.hits, memo.misses
+    scene.frame_set(1)                                     # complete: kept
+    scene.frame_set(5)
+    assert (memo.hits, memo.misses) == (hits + 1, misses + 1)
+    capped.clear()
+    scene.frame_set(1)
+    scene.frame_set(5)                                     # complete now: kept from here
+    scene.frame_set(1)
+    scene.frame_set(5)
+    assert memo.hits == hits + 4
