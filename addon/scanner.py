@@ -326,7 +326,7 @@ class Scanner:
                 # (core.scan.memo). Only complete answers are kept.
                 self.stopped = self.dense = False
                 self.near, self.near_stopped = seen.near, 0
-                rec = replace(seen.record, eval_ms=eval_ms,
+                rec = replace(seen.record, frame=f, eval_ms=eval_ms,
                               ms=(time.perf_counter() - t0) * 1000.0)
                 return replace(seen, positions=positions, poses=poses,
                                triangles=self.triangles, record=rec)

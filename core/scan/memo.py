@@ -73,15 +73,18 @@ class FrameMemo:
     def get(self, frame: int, positions: Sequence[np.ndarray],
             triangles: Sequence[np.ndarray]):
         """The answer kept for `frame` when its per-object (V, 3) positions and (T, 3)
-        triangles were bit for bit these, else None."""
-        seen = self._frames.get(frame)
-        if seen is None or not (same_bits(seen.positions, positions)
-                                and same_bits(seen.triangles, triangles)):
-            self.misses += 1
-            return None
-        self._frames.move_to_end(frame)
-        self.hits += 1
-        return seen.answer
+        triangles were bit for bit these; else that of the frame used last, when its
+        inputs were these (a held pose: frames of an animation that do not move); else
+        None."""
+        for key in (frame, next(reversed(self._frames), None)):
+            seen = self._frames.get(key) if key is not None else None
+            if seen is not None and same_bits(seen.positions, positions) \
+                    and same_bits(seen.triangles, triangles):
+                self._frames.move_to_end(key)
+                self.hits += 1
+                return seen.answer
+        self.misses += 1
+        return None
 
     def put(self, frame: int, positions: Sequence[np.ndarray],
             triangles: Sequence[np.ndarray], answer) -> None:
