@@ -450,11 +450,19 @@ class Scanner:
         Records are appended to `records` (if given) as they come, so a caller keeps the
         frames done when the scan is interrupted."""
         records = [] if records is None else records
-        for k, f in enumerate(frames):
-            rec = self.step(scene, f)
-            records.append(rec)
-            if progress is not None:
-                progress(k, len(frames), rec)
+        kept = self.frame_memo
+        if kept is None and not self.by_blender:
+            # A held pose (frames that do not move) is answered once (core.scan.memo);
+            # Blender's own answer (`rebuild`, the reference) is always asked.
+            self.frame_memo = core_scan.FrameMemo(None, frames=1)
+        try:
+            for k, f in enumerate(frames):
+                rec = self.step(scene, f)
+                records.append(rec)
+                if progress is not None:
+                    progress(k, len(frames), rec)
+        finally:
+            self.frame_memo = kept
         return self.report(records, len(frames))
 
 

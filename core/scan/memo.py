@@ -56,12 +56,15 @@ class FrameMemo:
     Attributes:
         key: what the kept answers depend on besides their inputs (compared by the caller).
         budget: bytes of kept positions and triangles, at most (`MEMO_BYTES`).
+        frames: the most frames kept (None: as many as the budget holds); a scan, which
+            never goes back, keeps its last frame only, for held poses.
         hits, misses: counts of `get` (for benchmarks and tests).
     """
 
-    def __init__(self, key, budget: int = MEMO_BYTES):
+    def __init__(self, key, budget: int = MEMO_BYTES, frames: int | None = None):
         self.key = key
         self.budget = int(budget)
+        self.frames = frames
         self._frames: OrderedDict[int, _Seen] = OrderedDict()
         self._bytes = 0
         self.hits = 0
@@ -98,6 +101,7 @@ class FrameMemo:
             return
         self._frames[frame] = _Seen(list(positions), list(triangles), answer, nbytes)
         self._bytes += nbytes
-        while self._bytes > self.budget:
+        while self._bytes > self.budget or (self.frames is not None
+                                            and len(self._frames) > self.frames):
             _, gone = self._frames.popitem(last=False)
             self._bytes -= gone.nbytes

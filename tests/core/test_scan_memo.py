@@ -61,3 +61,13 @@ def test_the_budget_keeps_the_latest_frames():
     tiny = FrameMemo("key", budget=size - 1)
     tiny.put(0, pos, tris, 0)                                  # larger than the budget
     assert len(tiny) == 0
+
+
+def test_a_scan_keeps_its_last_frame_only():
+    pos, tris = inputs(4)
+    memo = FrameMemo(None, frames=1)
+    memo.put(1, pos, tris, 1)
+    other, _ = inputs(5)
+    memo.put(2, other, tris, 2)
+    assert len(memo) == 1 and memo.get(3, other, tris) == 2     # frame 3 holds frame 2's pose
+    assert memo.get(1, pos, tris) is None
