@@ -149,3 +149,58 @@ def test_union_outside_volume_of_one_ball_around_a_cube():
     # Two identical balls: the union counts the shared volume once.
     two = ov.union_outside_volume(np.full((2, 3), 0.5), np.ones(2), v, t, n_samples=60_000)
     assert two == pytest.approx(est, abs=1e-12)
+
+
+def _row_wise_pairs(centers, radii, mesh):
+    """The (sphere, triangle) pairs as sphere_triangle_pairs found them before it read the
+    mesh's columns: (M, 3) differences and their row sums."""
+    def near(qi, level, node):
+        cen, rad, _ = mesh.levels[level]
+        d = cen[node] - centers[qi]
+        return (d * d).sum(1) <= (rad[node] + radii[qi]) ** 2
+
+    qi, leaf = ov._descend(mesh, centers, near)
+    tri = mesh.leaf_tris[leaf]
+    qq, tri = np.repeat(qi, tri.shape[1]), tri.reshape(-1)
+    T = len(mesh.triangles)
+    qq, tri = qq[tri < T], tri[tri < T]
+    d = mesh.centroids[tri] - centers[qq]
+    ok = mesh.valid[tri] & ((d * d).sum(1) < (radii[qq] + mesh.bound[tri]) ** 2)
+    return qq[ok], tri[ok]
+
+
+def _row_wise_signed_sotv(centers, radii, si, ti, mesh):
+    """The signed SOTV as _signed_sotv computed it from gathered (M, 3) rows: the solid
+    angles by _solid_angles and the cut triangles by the public sotv."""
+    a, b, c, n = mesh.a[ti], mesh.b[ti], mesh.c[ti], mesh.normals[ti]
+    o, r = centers[si], radii[si]
+    hs = ((a - o) * n)[:, 0] + ((a - o) * n)[:, 1] + ((a - o) * n)[:, 2]
+    full = np.all([((p - o) ** 2)[:, 0] + ((p - o) ** 2)[:, 1] + ((p - o) ** 2)[:, 2] <= r * r
+                   for p in (a, b, c)], axis=0)
+    w = np.zeros(len(si))
+    f = full
+    w[f] = (r[f] ** 3 * ov._solid_angles(o[f], a[f], b[f], c[f])
+            - ov.mesh_area(mesh)[ti[f]] * hs[f]) / 3.0
+    q = ~full & (np.abs(hs) < r)
+    vol, sg = ov.sotv(o[q], r[q], a[q], b[q], c[q], n[q])
+    w[q] = sg * vol
+    return w
+
+
+def test_sov_on_the_mesh_columns_is_bit_identical_to_the_row_wise_form():
+    # The SOV reads contiguous per-triangle columns and reuses the pair tests' corner
+    # differences (a speed-up, issue 43): every value must be the same float as before.
+    v, t = icosphere(3)
+    rng = np.random.default_rng(7)
+    v = v * (1.0 + 0.2 * rng.random((len(v), 1))) + 1e3  # irregular, off the origin
+    mesh = ov.prepare_mesh(v, t)
+    centers = 1e3 + rng.uniform(-1.1, 1.1, (400, 3))
+    radii = rng.uniform(0.05, 1.2, 400)
+    si, ti = ov.sphere_triangle_pairs(centers, radii, mesh)
+    rsi, rti = _row_wise_pairs(centers, radii, mesh)
+    np.testing.assert_array_equal(si, rsi)
+    np.testing.assert_array_equal(ti, rti)
+    got = ov._signed_sotv(centers, radii, si, ti, mesh)
+    want = _row_wise_signed_sotv(centers, radii, si, ti, mesh)
+    assert np.count_nonzero(want) > 1000  # fully covered and cut triangles both
+    assert np.array_equal(got, want)

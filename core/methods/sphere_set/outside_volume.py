@@ -154,9 +154,17 @@ def _solid_angles(p: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) ->
     """Signed solid angles (M,) of triangles (a, b, c) seen from points p, all (M, 3)
     (broadcastable), by Van Oosterom & Strackee: tan(Ω/2) = [A B C] / (|A||B||C| + ...).
     Written per component: np.cross on stacked arrays is several times slower."""
-    ax, ay, az = a[..., 0] - p[..., 0], a[..., 1] - p[..., 1], a[..., 2] - p[..., 2]
-    bx, by, bz = b[..., 0] - p[..., 0], b[..., 1] - p[..., 1], b[..., 2] - p[..., 2]
-    cx, cy, cz = c[..., 0] - p[..., 0], c[..., 1] - p[..., 1], c[..., 2] - p[..., 2]
+    return _solid_angles_of(a[..., 0] - p[..., 0], a[..., 1] - p[..., 1], a[..., 2] - p[..., 2],
+                            b[..., 0] - p[..., 0], b[..., 1] - p[..., 1], b[..., 2] - p[..., 2],
+                            c[..., 0] - p[..., 0], c[..., 1] - p[..., 1], c[..., 2] - p[..., 2])
+
+
+def _solid_angles_of(ax: np.ndarray, ay: np.ndarray, az: np.ndarray, bx: np.ndarray,
+                     by: np.ndarray, bz: np.ndarray, cx: np.ndarray, cy: np.ndarray,
+                     cz: np.ndarray) -> np.ndarray:
+    """`_solid_angles` from the corners relative to the point (nine float64 arrays of one
+    shape, A = a - p etc.): the same operations in the same order, for callers that
+    already hold the differences (the SOV's pair tests make them)."""
     la = np.sqrt(ax * ax + ay * ay + az * az)
     lb = np.sqrt(bx * bx + by * by + bz * bz)
     lc = np.sqrt(cx * cx + cy * cy + cz * cz)
@@ -310,6 +318,42 @@ def _wedge(r: np.ndarray, h: np.ndarray, d: np.ndarray, t0: np.ndarray, t1: np.n
     return inner + outer
 
 
+def _edge_frame(px: np.ndarray, py: np.ndarray, pz: np.ndarray, qx: np.ndarray, qy: np.ndarray,
+                qz: np.ndarray, nx: np.ndarray, ny: np.ndarray, nz: np.ndarray) -> tuple:
+    """Edge p -> q of a triangle with unit normal n (float64 arrays of one shape): its length
+    L, unit direction u and in-plane normal m = n x u (pointing into the triangle), as
+    (L, ux, uy, uz, mx, my, mz). It depends on the triangle only, so `_signed_sotv` reads
+    it from the mesh's columns (`_columns`) instead of recomputing it per pair."""
+    ex, ey, ez = qx - px, qy - py, qz - pz
+    L = np.sqrt(ex * ex + ey * ey + ez * ez)
+    inv = 1.0 / np.where(L > 0, L, 1.0)
+    ux, uy, uz = ex * inv, ey * inv, ez * inv
+    mx, my, mz = ny * uz - nz * uy, nz * ux - nx * uz, nx * uy - ny * ux
+    return L, ux, uy, uz, mx, my, mz
+
+
+def _sotv_of(ox: np.ndarray, oy: np.ndarray, oz: np.ndarray, r: np.ndarray, hs: np.ndarray,
+             nx: np.ndarray, ny: np.ndarray, nz: np.ndarray, P: list, E: list
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """`sotv` on (M,) float64 columns: the centre (ox, oy, oz), radius r, signed height
+    hs = n · (a - o), unit normal (nx, ny, nz), corners P = [(x, y, z)] * 3 and their edges
+    E = [`_edge_frame` of corner k -> k + 1] * 3. Returns (vol, sign) as `sotv`."""
+    sign = np.where(hs >= 0, 1.0, -1.0)
+    h = np.abs(hs)
+    fx, fy, fz = ox + hs * nx, oy + hs * ny, oz + hs * nz  # foot of o on the plane
+    total = np.zeros(len(ox))
+    for k in range(3):  # the three edges (not a loop over data)
+        px, py, pz = P[k]
+        L, ux, uy, uz, mx, my, mz = E[k]
+        gx, gy, gz = fx - px, fy - py, fz - pz
+        ds = mx * gx + my * gy + mz * gz  # > 0 when f is on the triangle's side of this edge
+        t0 = -(ux * gx + uy * gy + uz * gz)
+        total += np.sign(ds) * _wedge(r, h, np.abs(ds), t0, t0 + L)
+    total = np.where((h < r) & ((np.abs(nx) + np.abs(ny) + np.abs(nz)) > 0), total, 0.0)
+    # Rounding can leave tiny negatives when the disk misses the triangle.
+    return np.maximum(total, 0.0), sign
+
+
 def sotv(o: np.ndarray, r: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray,
          n: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Sphere-outside-triangle volume for M (sphere, triangle) pairs.
@@ -331,55 +375,79 @@ def sotv(o: np.ndarray, r: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarr
     ox, oy, oz = o[:, 0], o[:, 1], o[:, 2]
     P = [(a[:, 0], a[:, 1], a[:, 2]), (b[:, 0], b[:, 1], b[:, 2]), (c[:, 0], c[:, 1], c[:, 2])]
     hs = nx * (P[0][0] - ox) + ny * (P[0][1] - oy) + nz * (P[0][2] - oz)
-    sign = np.where(hs >= 0, 1.0, -1.0)
-    h = np.abs(hs)
-    fx, fy, fz = ox + hs * nx, oy + hs * ny, oz + hs * nz  # foot of o on the plane
-    total = np.zeros(len(o))
-    for k in range(3):  # the three edges (not a loop over data)
-        (px, py, pz), (qx, qy, qz) = P[k], P[(k + 1) % 3]
-        ex, ey, ez = qx - px, qy - py, qz - pz
-        L = np.sqrt(ex * ex + ey * ey + ez * ez)
-        inv = 1.0 / np.where(L > 0, L, 1.0)
-        ux, uy, uz = ex * inv, ey * inv, ez * inv
-        # m = n x u: the in-plane normal pointing into the triangle.
-        mx, my, mz = ny * uz - nz * uy, nz * ux - nx * uz, nx * uy - ny * ux
-        gx, gy, gz = fx - px, fy - py, fz - pz
-        ds = mx * gx + my * gy + mz * gz  # > 0 when f is on the triangle's side of this edge
-        t0 = -(ux * gx + uy * gy + uz * gz)
-        total += np.sign(ds) * _wedge(r, h, np.abs(ds), t0, t0 + L)
-    total = np.where((h < r) & ((np.abs(nx) + np.abs(ny) + np.abs(nz)) > 0), total, 0.0)
-    # Rounding can leave tiny negatives when the disk misses the triangle.
-    return np.maximum(total, 0.0), sign
+    E = [_edge_frame(*P[k], *P[(k + 1) % 3], nx, ny, nz) for k in range(3)]  # the 3 edges
+    return _sotv_of(ox, oy, oz, r, hs, nx, ny, nz, P, E)
+
+
+@dataclass
+class _Columns:
+    """Per-triangle data of a PreparedMesh as contiguous (T,) float64 columns (a gather
+    from one is several times faster than from a column of a (T, 3) array, and the
+    elementwise work after it runs on contiguous arrays): corners `corner[k]` = (x, y, z)
+    of a, b, c; unit normals `n`; centroids `g`; the edges `edge[k]` (`_edge_frame` of
+    corner k -> k + 1); and the centres of every level of the cluster hierarchy
+    `level[l]` = (x, y, z). Values are those of the (T, 3) arrays, copied."""
+
+    corner: list
+    n: tuple
+    g: tuple
+    edge: list
+    level: list
+
+
+def _split(x: np.ndarray) -> tuple:
+    """(3,) tuple of contiguous (len(x),) float64 columns of an (m, 3) array."""
+    return tuple(np.ascontiguousarray(x[:, k], dtype=np.float64) for k in range(3))
+
+
+def _columns(mesh: PreparedMesh) -> _Columns:
+    """The mesh's `_Columns`, made once per mesh (kept on it, like `mesh_area`)."""
+    col = getattr(mesh, "_columns", None)
+    if col is None:
+        corner = [_split(mesh.a), _split(mesh.b), _split(mesh.c)]
+        n = _split(mesh.normals)
+        edge = [_edge_frame(*corner[k], *corner[(k + 1) % 3], *n) for k in range(3)]  # 3 edges
+        col = _Columns(corner, n, _split(mesh.centroids), edge,
+                       [_split(cen) for cen, _, _ in mesh.levels])  # loop over tree levels
+        mesh._columns = col
+    return col
 
 
 def sphere_triangle_pairs(centers: np.ndarray, radii: np.ndarray, mesh: PreparedMesh,
                           chunk: int = 8192) -> tuple[np.ndarray, np.ndarray]:
     """(sphere, triangle) index pairs, each (M,) int64, whose bounding spheres overlap: a
     superset of the pairs with a nonzero SOTV. Found through the cluster hierarchy, `chunk`
-    spheres at a time."""
+    spheres at a time. Pairs come sorted by sphere, then by leaf and by place in the leaf.
+    The distances run on the mesh's columns (`_columns`): the same values as the row sums
+    of (M, 3) differences, which numpy adds in the same order."""
     centers = np.asarray(centers, dtype=np.float64).reshape(-1, 3)
     radii = np.asarray(radii, dtype=np.float64).reshape(-1)
     S, T = len(centers), len(mesh.triangles)
     if S == 0 or T == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    col = _columns(mesh)
+    gx, gy, gz = col.g
     si, ti = [], []
     for s in range(0, S, chunk):  # loop over memory chunks
-        o, r = centers[s:s + chunk], radii[s:s + chunk]
+        ox, oy, oz = _split(centers[s:s + chunk])
+        r = radii[s:s + chunk]
 
         def near(qi, level, node):
-            cen, rad, _ = mesh.levels[level]
-            d = cen[node] - o[qi]
-            return (d * d).sum(1) <= (rad[node] + r[qi]) ** 2
+            cx, cy, cz = col.level[level]
+            rad = mesh.levels[level][1]
+            px, py, pz = ox[qi], oy[qi], oz[qi]
+            dx, dy, dz = cx[node] - px, cy[node] - py, cz[node] - pz
+            return dx * dx + dy * dy + dz * dz <= (rad[node] + r[qi]) ** 2
 
-        qi, leaf = _descend(mesh, o, near)
+        qi, leaf = _descend(mesh, centers[s:s + chunk], near)
         tri = mesh.leaf_tris[leaf]  # (M, B)
         qq = np.repeat(qi, tri.shape[1])
         tri = tri.reshape(-1)
         ok = tri < T
         qq, tri = qq[ok], tri[ok]
         ok = mesh.valid[tri]
-        d = mesh.centroids[tri] - o[qq]
-        ok &= (d * d).sum(1) < (r[qq] + mesh.bound[tri]) ** 2
+        dx, dy, dz = gx[tri] - ox[qq], gy[tri] - oy[qq], gz[tri] - oz[qq]
+        ok &= dx * dx + dy * dy + dz * dz < (r[qq] + mesh.bound[tri]) ** 2
         si.append(qq[ok] + s)
         ti.append(tri[ok])
     return np.concatenate(si), np.concatenate(ti)
@@ -428,34 +496,43 @@ def _signed_sotv(centers: np.ndarray, radii: np.ndarray, si: np.ndarray, ti: np.
     """(M,) float64 signed SOTV of the (sphere si, triangle ti) pairs: sign(n . (p - o)) SOTV.
 
     The pair tests run on component arrays ((M,) float64 each, the triangles' corners
-    relative to the centre), and only the pairs that need them gather full corners: the
-    (M, 3) temporaries and their row sums dominated the SOV of a large mesh. The values are
-    the same floating-point operations in the same order as the row-wise form."""
+    relative to the centre, gathered from the mesh's columns), and only the pairs that need
+    them go further: the (M, 3) temporaries and their row sums dominated the SOV of a large
+    mesh. The corner differences of the pair tests are reused by the solid angles of the
+    fully covered triangles, and the cut triangles' edge frames come from the mesh
+    (`_columns`): the same floating-point operations in the same order as `sotv` and
+    `_solid_angles` on gathered (M, 3) rows, so the values are bit-identical."""
+    col = _columns(mesh)
     r = radii[si]
     r2 = r * r
-    ox, oy, oz = (centers[si, k] for k in range(3))
-    a, b, c, n = mesh.a, mesh.b, mesh.c, mesh.normals
-    ax, ay, az = a[ti, 0] - ox, a[ti, 1] - oy, a[ti, 2] - oz
-    hs = ax * n[ti, 0] + ay * n[ti, 1] + az * n[ti, 2]
-    full = ax * ax + ay * ay + az * az <= r2
-    del ax, ay, az
-    for p in (b, c):  # the other two corners
-        px, py, pz = p[ti, 0] - ox, p[ti, 1] - oy, p[ti, 2] - oz
-        full &= px * px + py * py + pz * pz <= r2
-    del px, py, pz, ox, oy, oz
+    cen = _split(centers)
+    ox, oy, oz = cen[0][si], cen[1][si], cen[2][si]
+    nx, ny, nz = col.n
+    d = []  # the corners relative to the centre, (ax, ay, az), (bx, ...), (cx, ...)
+    full = None
+    for k in range(3):  # the three corners (not a loop over data)
+        px, py, pz = col.corner[k]
+        dx, dy, dz = px[ti] - ox, py[ti] - oy, pz[ti] - oz
+        inside = dx * dx + dy * dy + dz * dz <= r2
+        full = inside if full is None else full & inside
+        d.append((dx, dy, dz))
+    (ax, ay, az) = d[0]
+    hs = ax * nx[ti] + ay * ny[ti] + az * nz[ti]
     part = ~full & (np.abs(hs) < r)  # planes beyond the ball add nothing
     w = np.zeros(len(si))
     # All corners inside: the paper's case (a), (r^3 Ω - D h) / 3, here signed at once
     # (the signed solid angle and signed height carry the sign(n . (p - o)) factor).
     f = np.nonzero(full)[0]
     if len(f):
-        o, tf = centers[si[f]], ti[f]
-        om = _solid_angles(o, a[tf], b[tf], c[tf])
-        w[f] = (r[f] ** 3 * om - mesh_area(mesh)[tf] * hs[f]) / 3.0
+        om = _solid_angles_of(*(x[f] for xyz in d for x in xyz))
+        w[f] = (r[f] ** 3 * om - mesh_area(mesh)[ti[f]] * hs[f]) / 3.0
+    del d, ax, ay, az, dx, dy, dz  # the (M,) differences: memory for the cut triangles
     q = np.nonzero(part)[0]
     if len(q):
         tq = ti[q]
-        vol, sg = sotv(centers[si[q]], r[q], a[tq], b[tq], c[tq], n[tq])
+        P = [tuple(x[tq] for x in col.corner[k]) for k in range(3)]  # the 3 corners
+        E = [tuple(x[tq] for x in col.edge[k]) for k in range(3)]  # the 3 edges
+        vol, sg = _sotv_of(ox[q], oy[q], oz[q], r[q], hs[q], nx[tq], ny[tq], nz[tq], P, E)
         w[q] = sg * vol
     return w
 
