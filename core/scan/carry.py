@@ -9,6 +9,7 @@ triangles (`core.aabb_tree`); the union equals a full query (docs/self_collision
 from __future__ import annotations
 
 import itertools
+import threading
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -23,17 +24,36 @@ __all__ = ["Kept", "CrossKept", "for_object", "frame_state", "object_self_pairs"
 
 def for_object(obj) -> SelfTree:
     """The `SelfTree` of a `scan.CollisionObject`, built on first use and kept on it (a
-    copy's is its original's, `CollisionObject.tree_source`: one build for a crowd)."""
+    copy's is its original's, `CollisionObject.tree_source`: one build for a crowd). Safe
+    from several threads: copies made ready side by side wait for their original's one
+    build instead of each building it."""
     if obj.self_tree is None and obj.tree_source is not None:
         obj.self_tree = for_object(obj.tree_source)
-    if obj.self_tree is None:
-        obj.self_tree = obj.own_aabb_tree()     # a box-tree object: its tree is this one
-    if obj.self_tree is None:
-        rig = obj.rig
-        # The object's weld ids (`core.welds`): the same adjacency as every other query.
-        # Through the package (not a name bound here), as the tests that count builds patch it.
-        obj.self_tree = aabb_tree.build(rig.rest_positions, rig.triangles, obj.vertex_keys)
+    if obj.self_tree is not None:
+        return obj.self_tree
+    with _build_lock(obj):
+        if obj.self_tree is None:
+            obj.self_tree = obj.own_aabb_tree()     # a box-tree object: its tree is this one
+        if obj.self_tree is None:
+            rig = obj.rig
+            # The object's weld ids (`core.welds`): the same adjacency as every other
+            # query. Through the package (not a name bound here), as the tests that count
+            # builds patch it.
+            obj.self_tree = aabb_tree.build(rig.rest_positions, rig.triangles, obj.vertex_keys)
     return obj.self_tree
+
+
+_LOCKS = threading.Lock()
+
+
+def _build_lock(obj) -> threading.Lock:
+    """The lock under which `obj`'s self tree is built (one per object, made once): other
+    objects' trees build at the same time."""
+    with _LOCKS:
+        lock = obj.__dict__.get("_tree_lock")
+        if lock is None:
+            lock = obj._tree_lock = threading.Lock()
+    return lock
 
 
 @dataclass(eq=False)

@@ -139,3 +139,35 @@ def test_copies_share_a_self_tree_made_on_first_use(monkeypatch):
     assert sc_carry.for_object(objs[0]) is tree and sc_carry.for_object(objs[1]) is tree
     assert len(built) == 1
     assert sc_carry.for_object(objs[3]) is not tree and len(built) == 2
+
+
+def test_copies_made_ready_side_by_side_build_their_tree_once(monkeypatch):
+    """Copies asking for their tree from several threads at once (the Build operator makes
+    its objects ready side by side) wait for one build of their original's."""
+    import dataclasses
+    import threading
+    import time
+
+    base = procedural.tube_rig(rings=10, segments=8, n_bones=3)
+    copies = [dataclasses.replace(base, name=f"Fox.{k:03d}") for k in range(4)]
+    objs = scan.prepare_shared(copies)
+    built = []
+    real = sc_carry.aabb_tree.build
+
+    def slow(*args, **kw):
+        built.append(1)
+        time.sleep(0.05)                               # long enough for the others to ask
+        return real(*args, **kw)
+
+    monkeypatch.setattr(sc_carry.aabb_tree, "build", slow)
+    trees = [None] * len(objs)
+
+    def ask(k):
+        trees[k] = sc_carry.for_object(objs[k])
+
+    threads = [threading.Thread(target=ask, args=(k,)) for k in range(len(objs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(built) == 1 and all(t is trees[0] for t in trees)
