@@ -236,7 +236,8 @@ class Scanner:
                 try:
                     self.near = core_scan.clearance_frame(self.objects, positions, poses,
                                                           self.clearance, triangles,
-                                                          limit=self.clearance_limit)
+                                                          limit=self.clearance_limit,
+                                                          intersecting=pairs)
                 except core_scan.TooManyPairs as exc:
                     self.near_stopped = exc.count
             return pairs, (time.perf_counter() - t0) * 1000.0, [self.method] * len(self.objects)

@@ -37,7 +37,7 @@ from ..types import FrameInputs, FrameResult, FrameSeams, ObjectPairs, QueryStat
 from .between import pairs_between
 from .dispatch import OWN, check_mode, frame_method, frame_triangles
 from .exact import ExactTest
-from .near import near_and_hits_between, near_between
+from .near import apart_from, near_and_hits_between, near_between
 from .objects import CollisionObject
 from .seams import frame_seams
 from .within import pairs_within
@@ -133,6 +133,7 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
                                      clearance_limit)
         except TooManyPairs as exc:
             result.near, result.near_stopped = [], exc.count
+    result.near = apart_from(result.near, result.pairs)
     result.ms = (time.perf_counter() - t0) * 1000.0
     return result
 
@@ -140,12 +141,15 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
 def clearance_frame(objects: list[CollisionObject], positions: list[np.ndarray],
                     poses: list[Pose | None], clearance: float,
                     triangles: list[np.ndarray | None] | None = None,
-                    limit: int | None = None) -> list:
+                    limit: int | None = None, intersecting: list | None = None) -> list:
     """The clearance stage alone (`query_frame`'s arguments): per object pair (i, j,
     `near.NearResult`), for a scan whose intersections another method answers (Blender's
-    BVHTree). `limit`: `near.near_between`'s (raises `TooManyPairs` past it)."""
-    return _clearance(objects, _inputs(objects, positions, poses, triangles), clearance,
+    BVHTree), `intersecting` (per object pair (i, j, (K, 2) triangle pairs)): their
+    polygon pairs are not near ones (`near.apart_from`). `limit`: `near.near_between`'s
+    (raises `TooManyPairs` past it)."""
+    near = _clearance(objects, _inputs(objects, positions, poses, triangles), clearance,
                       limit=limit)
+    return apart_from(near, intersecting or [])
 
 
 def _clearance(objects: list[CollisionObject], inputs: FrameInputs, d: float,

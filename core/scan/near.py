@@ -1,7 +1,8 @@
 """The clearance stage of one frame (`core.scan.frame`, issue 42): every pair of polygons
 of two different objects with a triangle pair whose exact float64 distance is at most
 ``d`` and that does not intersect (the intersection stages report those), with the
-smallest such distance and its closest points.
+smallest such distance and its closest points; a polygon pair with an intersecting
+triangle pair is an intersecting one, never a near one (`apart_from`).
 
 Per candidate object pair of the inflated broad phase
 (`core.query.broad_phase.object_pairs_within`), `core.query.near_faces.face_pairs` on the
@@ -32,7 +33,7 @@ from ..types import FrameInputs, FrameSeams, ObjectPairs
 from .exact import share_seam_vertex
 from .objects import CollisionObject
 
-__all__ = ["LIVE_LIMIT", "NearResult", "NearTriangles", "TooManyPairs", "faces_for",
+__all__ = ["LIVE_LIMIT", "NearResult", "NearTriangles", "TooManyPairs", "apart_from", "faces_for",
            "near_and_hits_between", "near_between"]
 
 #: The live overlay's work budget for the clearance stage, per object pair: node pairs on
@@ -168,7 +169,8 @@ def _group_order(code: np.ndarray, value: np.ndarray
 class NearResult:
     """The near polygon pairs of one object pair (N rows, sorted by (polygon of A, of B)):
     each a pair of polygons with a triangle pair within d that does not intersect (and
-    does not share a seam vertex), at the smallest distance of those triangle pairs.
+    does not share a seam vertex), at the smallest distance of those triangle pairs; once
+    through `apart_from`, no pair of its polygons intersects.
 
     A row is made of parts: face rows (`face_pairs`' unit pairs proved within d, every
     triangle pair of them counting) and triangle rows (`tri`, the near triangle pairs
@@ -326,6 +328,24 @@ class NearResult:
         self.settle(np.flatnonzero(~self.known))
         return self
 
+    def take(self, keep: np.ndarray) -> "NearResult":
+        """The rows where `keep` ((N,) bool) holds, with all their parts, as a new result
+        (the parts of a kept row are kept whole, so every bound and point stays valid)."""
+        M = self.units.shape[0]
+        u, t = keep[self.u_row], keep[self.t_row]
+        row = np.cumsum(keep) - 1                     # a kept row's new index
+        new_u, new_t = np.cumsum(u) - 1, np.cumsum(t) - 1
+        old = self.best[keep]
+        face = old < M
+        best = np.empty_like(old)
+        best[face] = new_u[old[face]]
+        best[~face] = int(u.sum()) + new_t[old[~face] - M]
+        return NearResult(self.polys[keep], self.dist[keep], self.lower[keep],
+                          self.known[keep], self.point_a[keep], self.point_b[keep],
+                          self.units[u], self.u_lower[u], self.u_corner[u], row[self.u_row[u]],
+                          self.tri.take(np.flatnonzero(t)), row[self.t_row[t]], best,
+                          self.faces, self.corners)
+
     def triangles(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The triangles of A and of B in the parts of `rows` (n,) int (a face row's
         units whole): (sorted unique (a,), (b,)) intp, what the overlay draws."""
@@ -352,6 +372,38 @@ class NearResult:
         return NearTriangles(pairs[order], *(np.concatenate([getattr(x, k) for x in both])[order]
                                              for k in ("dist", "point_a", "point_b", "lower",
                                                        "known", "corner")), self.geometry)
+
+
+def apart_from(near: list, pairs: list) -> list:
+    """The near rows `near` (per object pair (i, j, `NearResult`)) without the polygon
+    pairs that intersect: a polygon pair with an intersecting triangle pair is reported
+    as intersecting, never as near too (docs/clearance.md, "Intersecting or near").
+    `pairs`: the frame's intersecting triangle pairs, per object pair (i, j, (K, 2) intp
+    triangles of i and of j), whichever query found them. A near row is made of triangle
+    pairs that do not intersect, but another triangle pair of its two polygons may: the
+    face stage, which bounds distances without the intersection test where it can, does
+    not know it (an intersecting pair's vertex and edge distances can all exceed d)."""
+    hit: dict = {}
+    for i, j, p in pairs:
+        if i != j and p.size:
+            key, q = ((i, j), p) if i < j else ((j, i), p[:, ::-1])
+            hit.setdefault(key, []).append(q)
+    out = []
+    for i, j, r in near:
+        h = hit.get((i, j) if i < j else (j, i))
+        if h is not None:
+            h = np.concatenate(h)
+            if i > j:
+                h = h[:, ::-1]
+            fa, fb = r.faces
+            base = max(fb.n_polygons, 1)
+            bad = np.take(fa.tri_poly, h[:, 0]) * base + np.take(fb.tri_poly, h[:, 1])
+            keep = ~np.isin(r.polys[:, 0] * base + r.polys[:, 1], bad)
+            if not keep.all():
+                r = r.take(keep)
+        if r.polys.size:
+            out.append((i, j, r))
+    return out
 
 
 def near_between(objects: list[CollisionObject], inputs: FrameInputs, near: ObjectPairs,

@@ -49,12 +49,16 @@ def _check_state(sc, positions, poses, d: float, size: float) -> int:
     hit = triangle_pairs_intersect(pa, ta, keys[:, 0], pb, tb, keys[:, 1]) \
         if keys.size else np.zeros(0, bool)
     tol = 1e-9 * size
-    maybe = {tuple(k) for k, h in zip(keys.tolist(), hit) if not h}
+    poly_a, poly_b = (o.rig.tri_polygon for o in sc.objects)
+    # A polygon pair with an intersecting triangle pair is an intersecting one, never a
+    # near one (issue 55): none of its triangle pairs counts.
+    crossing = {(int(poly_a[a]), int(poly_b[b])) for (a, b), h in zip(keys.tolist(), hit) if h}
+    maybe = {tuple(k) for k, h in zip(keys.tolist(), hit)
+             if not h and (int(poly_a[k[0]]), int(poly_b[k[1]])) not in crossing}
     must = {k for k in maybe if brute[k] <= d - tol}
     r = got.get((0, 1))
     # The stage's rows: polygon pairs, each at the smallest distance of its triangle pairs
     # that count (`maybe`).
-    poly_a, poly_b = (o.rig.tri_polygon for o in sc.objects)
     best: dict = {}
     for a, b in maybe:
         key = (int(poly_a[a]), int(poly_b[b]))

@@ -171,7 +171,7 @@ def check(objects, positions, d, size, excluded=None):
     tris = res.triangles
     got = {(i, j): r for i, j, r in res.near}
     tol = 1e-9 * size
-    total = 0
+    total = hits = 0
     for i in range(len(objects)):
         for j in range(i + 1, len(objects)):
             pa, pb, ta, tb = positions[i], positions[j], tris[i], tris[j]
@@ -180,7 +180,17 @@ def check(objects, positions, d, size, excluded=None):
             hit = triangle_pairs_intersect(pa, ta, ia, pb, tb, ib)
             keep = ~hit
             if excluded is not None:
-                keep &= ~excluded(i, j, ia, ib)
+                seam = excluded(i, j, ia, ib)
+                keep &= ~seam
+                hit &= ~seam
+            # A polygon pair with an intersecting triangle pair is an intersecting one,
+            # never a near one: none of its triangle pairs counts.
+            qa_of, qb_of = objects[i].rig.tri_polygon, objects[j].rig.tri_polygon
+            crossing = set(zip(qa_of[ia[hit]].tolist(), qb_of[ib[hit]].tolist()))
+            if crossing:
+                keep &= np.array([(x, y) not in crossing for x, y in
+                                  zip(qa_of[ia].tolist(), qb_of[ib].tolist())], dtype=bool)
+            hits += len(crossing)
             maybe = {(a, b) for a, b in zip(ia[keep].tolist(), ib[keep].tolist())}
             must = {(a, b) for a, b in maybe if D[a, b] <= d - tol}
             r = got.get((i, j))
@@ -272,6 +282,47 @@ def test_two_characters_passing_close(seed):
     objects = [scan.prepare(r) for r in rigs]
     n, _ = check(objects, positions, 0.02, 2.0)
     assert n > 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_polygon_pair_is_intersecting_or_near_never_both(seed):
+    """Issue 55: a polygon pair with an intersecting triangle pair is an intersecting one;
+    none of its other triangle pairs makes it a near one too. On every path: the scan's
+    one traversal (fold), the live overlay's two stages under a budget, and the stage
+    alone beside another query's intersections (`clearance_frame`, Blender's BVHTree).
+    The layered character in strong poses crosses its layer, so the rule has work."""
+    rigs, positions, _ = layered(seed)
+    objects = [scan.prepare(r) for r in rigs]
+    d = 0.02
+    qa_of, qb_of = rigs[0].tri_polygon, rigs[1].tri_polygon
+
+    def crossing(pairs):
+        return {(int(qa_of[a]), int(qb_of[b])) for i, j, p in pairs if (i, j) == (0, 1)
+                for a, b in p.tolist()}
+
+    def near_polys(near):
+        return {tuple(x) for i, j, r in near for x in r.polys.tolist()}
+
+    whole = scan.query_frame(objects, positions, [None, None], clearance=d)
+    live = scan.query_frame(objects, positions, [None, None], clearance=d,
+                            clearance_limit=10 ** 9)
+    alone = scan.clearance_frame(objects, positions, [None, None], d,
+                                 intersecting=whole.pairs)
+    hits = crossing(whole.pairs)
+    assert hits and crossing(live.pairs) == hits
+    # Without the rule some near rows would be crossing polygon pairs: the raw stage's.
+    raw = scan.clearance_frame(objects, positions, [None, None], d)
+    assert near_polys(raw) & hits
+    for res in (whole.near, live.near, alone):
+        got = near_polys(res)
+        assert not got & hits
+        assert got == near_polys(raw) - hits        # nothing else dropped
+    # A kept row keeps its parts: its settled distance is the raw row's.
+    for (_, _, a), (_, _, b) in zip(raw, whole.near):
+        code_a = a.polys[:, 0] * (a.polys[:, 1].max() + 1) + a.polys[:, 1]
+        code_b = b.polys[:, 0] * (a.polys[:, 1].max() + 1) + b.polys[:, 1]
+        at = np.searchsorted(code_a, code_b)
+        np.testing.assert_array_equal(a.settled().dist[at], b.settled().dist)
 
 
 def test_no_clearance_no_stage_and_bad_clearance_refused():
