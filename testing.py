@@ -13,6 +13,7 @@ and an optional allow-list of reviewed polygon pairs.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Sequence
 
 from .core.contacts import pairs as contacts
@@ -34,7 +35,8 @@ def collisions(path_or_objects, frames=None, self_collision: bool = True,
                mode: str = "on-demand", allow: str | None = None,
                crossing_only: bool = False, min_length: float = 0.0,
                ignore_bones=None, ignore_groups=None, scene: str | None = None,
-               clearance: float | str | None = None) -> list:
+               clearance: float | str | None = None, enable_autoexec: bool = False,
+               allow_failed_drivers: bool = False, allow_missing: bool = False) -> list:
     """Scan and return the collision episodes (an empty list when nothing collides), and
     with `clearance` the near episodes after them.
 
@@ -64,36 +66,69 @@ def collisions(path_or_objects, frames=None, self_collision: bool = True,
             (`core.contacts.near.NearEpisode`: objects, bones, frames, the closest
             distance and its frame) after the collision episodes. Self-clearance is not
             checked; `min_length` and `crossing_only` do not apply to near contacts.
+        enable_autoexec: open the file trusted, running its registered text blocks as
+            Blender does with auto-run on (`scan --enable-autoexec`).
+        allow_failed_drivers: check the shot as it evaluates here even when drivers that
+            move the characters fail; otherwise that is a ValueError naming them.
+        allow_missing: check what loaded when linked data is missing; otherwise that is a
+            ValueError naming the libraries.
     Raises ValueError on bad input (the message says why).
     """
     rep = _scan(path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode,
-                allow, crossing_only, min_length, ignore_bones, ignore_groups, scene, clearance)
+                allow, crossing_only, min_length, ignore_bones, ignore_groups, scene, clearance,
+                _Seen(enable_autoexec, allow_failed_drivers, allow_missing))
     return rep.episodes() + (rep.near_episodes() if rep.clearance is not None else [])
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """What the check may trust and go on without (`scan`'s --enable-autoexec,
+    --allow-failed-drivers, --allow-missing; `addon.trust`)."""
+
+    enable_autoexec: bool = False
+    allow_failed_drivers: bool = False
+    allow_missing: bool = False
 
 
 def _scan(path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode, allow,
           crossing_only=False, min_length=0.0, ignore_bones=None, ignore_groups=None,
-          scene=None, clearance=None):
-    from .addon import files, report, scenes
+          scene=None, clearance=None, seen: _Seen = _Seen()):
+    from .addon import files, report, scenes, trust
 
     if isinstance(path_or_objects, (str, os.PathLike)):
         try:
-            report.load_quietly(os.fspath(path_or_objects))
+            report.load_quietly(os.fspath(path_or_objects), seen.enable_autoexec)
         except files.FileError as exc:
             raise ValueError(str(exc)) from None
     try:
         chosen, layer = scenes.choose(scene)
     except scenes.SceneError as exc:
         raise ValueError(str(exc)) from None
+    missing = trust.missing_data(chosen)
+    if missing and not seen.allow_missing:
+        raise ValueError(trust.missing_line(missing).replace("--allow-missing",
+                                                             "allow_missing=True"))
     with scenes.use(chosen, layer):
         rep = _scan_scene(path_or_objects, frames, self_collision, ignore_rest_contacts,
                           objects, mode, allow, crossing_only, min_length, ignore_bones,
-                          ignore_groups, clearance)
+                          ignore_groups, clearance, seen)
     return rep
 
 
+def _check_drivers(meshes, seen: _Seen) -> None:
+    """A ValueError naming the drivers that move `meshes` and failed, unless allowed."""
+    from .addon import trust
+
+    failed = [] if seen.allow_failed_drivers else trust.failed_drivers(meshes)
+    if failed:
+        line = trust.drivers_line(failed, seen.enable_autoexec)
+        raise ValueError(line.replace("--enable-autoexec", "enable_autoexec=True")
+                         .replace("--allow-failed-drivers", "allow_failed_drivers=True"))
+
+
 def _scan_scene(path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode,
-                allow, crossing_only, min_length, ignore_bones, ignore_groups, clearance=None):
+                allow, crossing_only, min_length, ignore_bones, ignore_groups, clearance=None,
+                seen: _Seen = _Seen()):
     """`_scan` in the context's scene (`addon.scenes.use`)."""
     import bpy
 
@@ -121,6 +156,7 @@ def _scan_scene(path_or_objects, frames, self_collision, ignore_rest_contacts, o
         meshes = [by_name[n] for n in objects]
     if not meshes:
         raise ValueError("no character to check (no skinned mesh, no rigid prop)")
+    _check_drivers(meshes, seen)
     flt = contact_filters.ContactFilter(
         crossing_only=bool(crossing_only), min_length=min_length,
         ignore_bones={tuple(p) for p in ignore_bones or ()},
@@ -136,6 +172,7 @@ def _scan_scene(path_or_objects, frames, self_collision, ignore_rest_contacts, o
         if ignore_rest_contacts:
             sc.ignore = sc.rest_pose_contacts(scene)
         rep = sc.run(scene, frame_list)
+        _check_drivers(meshes, seen)           # one that failed at a frame not sampled
     finally:
         scene.frame_set(current)
     return rep
@@ -165,7 +202,8 @@ def assert_no_collisions(path_or_objects, frames=None, self_collision: bool = Tr
                          crossing_only: bool = False, min_length: float = 0.0,
                          ignore_bones=None, ignore_groups=None,
                          scene: str | None = None,
-                         clearance: float | str | None = None) -> None:
+                         clearance: float | str | None = None, enable_autoexec: bool = False,
+                         allow_failed_drivers: bool = False, allow_missing: bool = False) -> None:
     """`collisions(...)`, raising AssertionError that says which frames, which objects and
     how many pairs when there is any collision episode, then the contact episodes by bone
     pair with their lengths (the longest crossings first, at most 10); with `clearance`,
@@ -173,7 +211,8 @@ def assert_no_collisions(path_or_objects, frames=None, self_collision: bool = Tr
     from .core.contacts import groups as contact_groups
 
     rep = _scan(path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode,
-                allow, crossing_only, min_length, ignore_bones, ignore_groups, scene, clearance)
+                allow, crossing_only, min_length, ignore_bones, ignore_groups, scene, clearance,
+                _Seen(enable_autoexec, allow_failed_drivers, allow_missing))
     eps = rep.episodes()
     near = rep.near_episodes() if rep.clearance is not None else []
     if eps or near:

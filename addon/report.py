@@ -37,12 +37,12 @@ def blender_output_to_stderr():
         os.close(saved)
 
 
-def load_quietly(path: str) -> None:
+def load_quietly(path: str, trusted: bool = False) -> None:
     """`addon.files.load_file` with Blender's log lines sent to stderr."""
     from . import files
 
     with blender_output_to_stderr():
-        files.load_file(path)
+        files.load_file(path, trusted)
 
 
 def action_ranges(meshes) -> list[tuple[int, int]]:

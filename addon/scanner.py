@@ -147,6 +147,8 @@ class Scanner:
         self.allow_polygons: set[contacts.Contact] = set()
         #: the report's "source" (set by the caller that knows the file; None: omitted).
         self.source: dict | None = None
+        #: how the run saw the shot (`core.report.model.ScanReport.seen`; the CLI's).
+        self.seen: dict = {}
         #: (scene, view layer) the frames are evaluated in, which the report names
         #: (`where`; set by the first `step` when the caller did not).
         self.where: tuple[str, str] | None = None
@@ -421,7 +423,7 @@ class Scanner:
                           surface=self.surfaces(),
                           scene=self.where[0] if self.where else None,
                           view_layer=self.where[1] if self.where else None,
-                          clearance=self.clearance)
+                          clearance=self.clearance, seen=self.seen)
 
     def surfaces(self) -> dict:
         """Per object, the surface checked (`ScanReport.surface`), when some object is on

@@ -13,7 +13,8 @@ def add_parser(sub) -> None:
     d.add_argument("file", help=".blend, .glb or .gltf")
     scan_flags.add(d, "--object", help=scan_flags.OBJECT_HELP + ")")
     d.add_argument("--frames", help="START:END (default: the armature's action)")
-    scan_flags.add(d, "--scene")
+    for flag in ("--scene", *scan_flags.SEEN_FLAGS):
+        scan_flags.add(d, flag)
     d.set_defaults(func=run)
 
 

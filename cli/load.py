@@ -83,10 +83,12 @@ def load(args):
     from ..addon import files, report, scenes
 
     leave_scene()
+    trusted = bool(getattr(args, "enable_autoexec", False))
     try:
-        report.load_quietly(args.file)
+        report.load_quietly(args.file, trusted)
     except files.FileError as exc:
         raise UsageError(str(exc)) from None
+    args.seen = {"autoexec": trusted, "failed_drivers": [], "missing": []}
     try:
         scene, layer = scenes.choose(getattr(args, "scene", None))
     except scenes.SceneError as exc:
@@ -96,6 +98,7 @@ def load(args):
         SCENE_CONTEXTS[-1].enter_context(use)
     else:
         use.__enter__()         # outside `main`: for the rest of the process
+    missing_notes = see_missing(args, scene)
     try:
         args.selection = select_meshes(scene, args.object,
                                        parse_frames(getattr(args, "frames", None)))
@@ -109,7 +112,41 @@ def load(args):
             text = f"no character in scene '{scene.name_full}' (view layer '{layer.name}')" \
                 + text[len(prefix):]
         raise UsageError(f"{text}; {scenes.characters_hint(scene)}") from None
-    return bpy, scene, meshes, notes
+    return bpy, scene, meshes, missing_notes + notes + see_drivers(args, meshes)
+
+
+def see_missing(args, scene) -> list[str]:
+    """Linked data that did not load (`addon.trust.missing_data`): a one-line error (exit
+    2, before any frame) unless `--allow-missing`; then a note each, and the report's
+    "missing" (`args.seen`)."""
+    from ..addon import trust
+
+    missing = trust.missing_data(scene)
+    if not missing:
+        return []
+    if not getattr(args, "allow_missing", False):
+        raise UsageError(trust.missing_line(missing))
+    args.seen["missing"] = [m.to_json() for m in missing]
+    return [f"linked data missing, not checked (--allow-missing): {m.describe()}"
+            for m in missing]
+
+
+def see_drivers(args, meshes) -> list[str]:
+    """Drivers Blender could not evaluate that move the characters (`addon.trust`; the
+    characters' choice evaluated frames of the range): a one-line error (exit 2, before
+    any frame is checked) unless `--allow-failed-drivers`; then one note, and the
+    report's "failed_drivers" (`args.seen`)."""
+    from ..addon import trust
+
+    failed = trust.failed_drivers(meshes)
+    if not failed:
+        return []
+    if not getattr(args, "allow_failed_drivers", False):
+        raise UsageError(trust.drivers_line(failed, args.seen["autoexec"]))
+    args.seen["failed_drivers"] = [d.to_json() for d in failed]
+    shown = "; ".join(d.describe() for d in failed[:5])
+    return [f"{len(failed)} driver(s) failed, checked as evaluated here "
+            f"(--allow-failed-drivers): {shown}" + (" ..." if len(failed) > 5 else "")]
 
 
 def scene_line(scene) -> str:

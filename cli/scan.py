@@ -32,7 +32,10 @@ EPILOG = ("exit codes:\n"
           "  0    clean (or collisions found without --fail-on-collision)\n"
           "  1    --fail-on-collision and a frame has pairs beyond those allowed (or, with\n"
           "       --clearance, near contacts)\n"
-          "  2    bad input (file, object, frame range, output path, allow-list)\n"
+          "  2    bad input (file, object, frame range, output path, allow-list), or a\n"
+          "       shot the run cannot see as the artist does: drivers that fail, linked\n"
+          "       data missing (see --enable-autoexec, --allow-failed-drivers,\n"
+          "       --allow-missing)\n"
           "  130  interrupted (Ctrl-C or SIGTERM): the frames done are in the report, marked\n"
           "       \"interrupted\": true\n"
           "The JSON report is rewritten atomically at most once a second while the scan\n"
@@ -65,7 +68,8 @@ def add_parser(sub) -> None:
                     help="exit 1 when any frame has colliding pairs (after --allow and "
                          "--ignore-rest-contacts)")
     for flag in ("--ignore-rest-contacts", "--allow", "--crossing-only", "--min-length",
-                 "--ignore-bones", "--ignore-group", "--clearance", "--near-pairs"):
+                 "--ignore-bones", "--ignore-group", "--clearance", "--near-pairs",
+                 *scan_flags.SEEN_FLAGS):
         scan_flags.add(sc, flag)
     sc.add_argument("--snapshots", metavar="DIR",
                     help="also write a viewport picture of each collision episode's worst frame")
@@ -152,6 +156,7 @@ def _scanner(args, scene, meshes, allow: set):
         sc.contact_filter = contact_filter(args)
         sc.zones = _zones(meshes, sc)
         sc.source = report_source(args)
+        sc.seen = getattr(args, "seen", {})
         sc.where = scanner.where(scene)
         if args.ignore_rest_contacts:
             sc.ignore = sc.rest_pose_contacts(scene)
@@ -229,7 +234,29 @@ def _scan_frames(args, sc, scene, frame_list: list[int]) -> int:
             # (If that fails too, its one line says where the report, with the error, is.)
             write_output(args.json, core_report.dumps(doc), "the report")
         raise
+    late = _late_drivers(args, sc)
+    if late:
+        # A driver failed at a frame the characters' choice did not sample: no verdict,
+        # the report kept with why.
+        if args.json:
+            doc = report.to_json()
+            doc["error"] = late
+            write_output(args.json, core_report.dumps(doc), "the report")
+        raise UsageError(late)
     return _finish(args, sc, scene, report, len(frame_list))
+
+
+def _late_drivers(args, sc) -> str | None:
+    """The one line for drivers that failed during the scan and not before (`load`
+    checked those), unless `--allow-failed-drivers`; None when there are none."""
+    from ..addon import trust
+
+    if getattr(args, "allow_failed_drivers", False):
+        return None
+    failed = trust.failed_drivers(sc.meshes)
+    if not failed:
+        return None
+    return "during the scan: " + trust.drivers_line(failed, bool(sc.seen.get("autoexec")))
 
 
 def _write_outputs(args, report) -> str:

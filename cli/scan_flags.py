@@ -111,8 +111,30 @@ SCAN_FLAGS = (
                   help="with --clearance, list every near polygon pair of each frame with "
                        "its distance (\"near\" beside \"pairs\"; large reports)"),
              dict(help="list the near polygon pairs (with --clearance)")),
+    ScanFlag("--enable-autoexec", "enable_autoexec", "switch",
+             dict(action="store_true",
+                  help="trust the file: run its registered text blocks on load, as Blender "
+                       "does with auto-run on (its -y), so that drivers calling their "
+                       "functions evaluate as the artist sees them"),
+             dict(help="trust the file's scripts (Blender's -y)")),
+    ScanFlag("--allow-failed-drivers", "allow_failed_drivers", "switch",
+             dict(action="store_true",
+                  help="check the shot as it evaluates here even when drivers that move "
+                       "the characters fail (listed in the report's \"failed_drivers\"); "
+                       "without it such a run stops with exit 2"),
+             dict(help="go on when drivers fail (listed in the report)")),
+    ScanFlag("--allow-missing", "allow_missing", "switch",
+             dict(action="store_true",
+                  help="check what loaded when linked libraries or linked objects are "
+                       "missing (listed in the report's \"missing\"); without it such a "
+                       "run stops with exit 2 before any frame"),
+             dict(help="go on when linked data is missing (listed in the report)")),
 )
 BY_FLAG = {f.flag: f for f in SCAN_FLAGS}
+
+#: What a run may trust and go on without (`addon.trust`): every command that opens a
+#: shot offers them (scan, doctor, snapshot, farm-commands).
+SEEN_FLAGS = ("--enable-autoexec", "--allow-failed-drivers", "--allow-missing")
 
 
 def add(parser, flag: str, **override) -> None:
@@ -231,6 +253,9 @@ def report_source(args) -> dict:
                                 args.first_hit, args.ignore_rest_contacts, allow,
                                 sha256=core_merge.file_digest(args.file))
     src["filters"].update(contact_filter(args).describe())
+    if getattr(args, "enable_autoexec", False):
+        # The file's scripts ran: what Python drivers move differs from an untrusted run.
+        src["filters"]["autoexec"] = True
     if getattr(args, "clearance", None) is not None:
         # The flag as given (a unit follows each file's own scale), and the pair list.
         src["filters"]["clearance"] = str(args.clearance)

@@ -7,7 +7,7 @@ import os
 
 from . import scan_flags
 from .errors import UsageError
-from .load import load, scene_line
+from .load import load, print_notes, scene_line
 
 
 def add_parser(sub) -> None:
@@ -18,6 +18,8 @@ def add_parser(sub) -> None:
     scan_flags.add(sn, "--object", help=scan_flags.OBJECT_HELP + "; default all)")
     scan_flags.add(sn, "--scene")
     scan_flags.add(sn, "--self", help="also show each object's self-intersections")
+    for flag in scan_flags.SEEN_FLAGS:
+        scan_flags.add(sn, flag)
     sn.add_argument("--png", required=True, help="output picture path")
     sn.add_argument("--size", default="640x400", help="WxH in pixels (default 640x400)")
     sn.set_defaults(func=run)
@@ -60,7 +62,8 @@ def run(args) -> int:
         core_report.check_output_path(args.png, "--png")
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    bpy, scene, meshes, _ = load(args)
+    bpy, scene, meshes, notes = load(args)
+    print_notes(notes)
     from ..addon import extract, scanner, snapshot
     if not args.self_collision and len(meshes) < 2:
         raise UsageError("only one object: pass --self for self-collision, or name two objects")

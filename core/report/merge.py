@@ -200,6 +200,7 @@ def merge_reports(docs: Sequence[dict], names: Sequence[str] | None = None) -> d
         **({"uncovered": first["uncovered"]} if "uncovered" in first else {}),
         **({"fallback": fallback} if fallback else {}),
         **({"surface": first["surface"]} if "surface" in first else {}),
+        **_seen(docs),
         "complete": all(d.get("complete") for d in docs) and not interrupted,
         "interrupted": interrupted,
         "frames_requested": sum(int(d.get("frames_requested", len(d["frames"]))) for d in docs),
@@ -215,3 +216,19 @@ def merge_reports(docs: Sequence[dict], names: Sequence[str] | None = None) -> d
         "source": next((d["source"] for d in docs if d["source"].get("sha256")),
                        first["source"]),
     }
+
+
+def _seen(docs: list[dict]) -> dict:
+    """How the chunks saw the shot (`ScanReport.seen`): the file's scripts trusted when
+    every chunk trusted them, and every failed driver and missing library of any chunk,
+    each once, in first-seen order. Empty when no chunk says."""
+    if not any("autoexec" in d for d in docs):
+        return {}
+    out = {"autoexec": all(d.get("autoexec", False) for d in docs)}
+    for key in ("failed_drivers", "missing"):
+        items = {}
+        for d in docs:
+            for x in d.get(key, ()):
+                items.setdefault(repr(x), x)
+        out[key] = list(items.values())
+    return out

@@ -78,6 +78,12 @@ class ScanReport:
     #: the clearance D of `scan --clearance` (scene units), or None: no clearance stage,
     #: and the report has no near fields.
     clearance: float | None = None
+    #: how the run saw the shot (`addon.trust`, docs/cli.md "What the run sees"):
+    #: {"autoexec": the file's scripts ran, "failed_drivers": [[owner, path, expression],
+    #: ...] checked as evaluated (--allow-failed-drivers), "missing": [{library, path,
+    #: objects}, ...] not checked (--allow-missing)}, written at the top level. Empty (the
+    #: panel's scans: the artist's Blender decided): not written.
+    seen: dict = field(default_factory=dict)
 
     def near_episodes(self) -> list:
         """Near episodes by bone pair (`core.contacts.near.NearEpisode`)."""
@@ -128,6 +134,7 @@ class ScanReport:
             **({"uncovered": self.uncovered} if self.uncovered else {}),
             **({"fallback": self.fallback} if self.fallback else {}),
             **({"surface": self.surface} if self.surface else {}),
+            **self.seen,
             "complete": self.complete,
             "interrupted": self.interrupted,
             "frames_requested": self.frames_requested or len(self.frames),
@@ -204,4 +211,6 @@ def from_json(doc: dict) -> ScanReport:
                       fallback=dict(doc.get("fallback", {})),
                       surface=dict(doc.get("surface", {})),
                       scene=doc.get("scene"), view_layer=doc.get("view_layer"),
-                      clearance=doc.get("clearance"))
+                      clearance=doc.get("clearance"),
+                      seen={k: doc[k] for k in ("autoexec", "failed_drivers", "missing")
+                            if k in doc})

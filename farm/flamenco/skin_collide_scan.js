@@ -50,6 +50,12 @@ const JOB_TYPE = {
           description: "Also near contacts within D (scan --clearance D: 2mm, 1cm or scene units); empty for none" },
         { key: "near_pairs", type: "bool", default: false, visible: "submission",
           description: "List the near polygon pairs (scan --near-pairs; needs a clearance)" },
+        { key: "enable_autoexec", type: "bool", default: false, visible: "submission",
+          description: "Trust the file's scripts, as Blender's -y (scan --enable-autoexec): drivers calling its functions evaluate" },
+        { key: "allow_failed_drivers", type: "bool", default: false, visible: "submission",
+          description: "Go on when drivers fail, listing them in the report (scan --allow-failed-drivers); otherwise the task fails" },
+        { key: "allow_missing", type: "bool", default: false, visible: "submission",
+          description: "Go on when linked data is missing, listing it in the report (scan --allow-missing); otherwise the task fails" },
         { key: "python", type: "string", default: "python3", visible: "submission",
           description: "The workers' Python with bpy and skin_collide" },
         { key: "blendfile", type: "string", required: true, visible: "web",
@@ -117,6 +123,9 @@ function scanFlags(settings) {
     if (settings.allow) flags.push("--allow", settings.allow);
     if (settings.clearance) flags.push("--clearance", String(settings.clearance));
     if (settings.near_pairs) flags.push("--near-pairs");
+    if (settings.enable_autoexec) flags.push("--enable-autoexec");
+    if (settings.allow_failed_drivers) flags.push("--allow-failed-drivers");
+    if (settings.allow_missing) flags.push("--allow-missing");
     return flags;
 }
 
