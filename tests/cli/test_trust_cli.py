@@ -124,6 +124,22 @@ def shots(tmp_path_factory):
     out["addon"] = folder / "addon_driver.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(out["addon"]))
 
+    # A rig script whose function raises at the range's last frame only.
+    a, b = _two_characters()
+    text = bpy.data.texts.new("fragile.py")
+    text.write("import bpy\n"
+               "def fragile(frame):\n"
+               "    if frame >= %d:\n"
+               "        raise RuntimeError('rig script broke')\n"
+               "    return 0.1 * frame\n"
+               "bpy.app.driver_namespace['fragile'] = fragile\n" % FRAMES[1])
+    text.use_module = True
+    fc = b.parent.pose.bones[1].driver_add("rotation_euler", 0)
+    fc.driver.type = "SCRIPTED"
+    fc.driver.expression = "fragile(frame)"
+    out["raises"] = folder / "raising_driver.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(out["raises"]))
+
     # A character library, linked beside a local character, then moved away.
     from skin_collide.addon import demo_rig
 
@@ -287,3 +303,18 @@ def test_the_flags_reach_farms_and_jobs(shots, tmp_path):
     line = one_error_line(run("scan", shots["python"], "--frames", "%d:%d" % FRAMES,
                               "--jobs", "2"))
     assert "--enable-autoexec" in line
+
+
+def test_a_driver_that_raises_is_one_line_and_keeps_the_report(shots, tmp_path):
+    """Trusted, the script's function raises at one frame: exit 2, one line naming the
+    driver, whether the characters' sampling met it or the scan did (then the report of
+    the frames done is kept, with why there is no verdict)."""
+    out = tmp_path / "raises.json"
+    res = run("scan", shots["raises"], "--frames", "%d:%d" % FRAMES, "--json", out,
+              "--enable-autoexec")
+    line = one_error_line(res)
+    assert 'Right_rig pose.bones["bone_1"].rotation_euler[0] (fragile(frame))' in line
+    assert "--allow-failed-drivers" in line
+    if out.exists():
+        doc = json.loads(out.read_text())
+        assert doc["frames"] == [] or "driver(s) Blender could not evaluate" in doc["error"]
