@@ -63,7 +63,7 @@ def collisions(path_or_objects, frames=None, self_collision: bool = True,
         clearance: a distance D (scene units, or a string with a unit, "2mm", as `scan
             --clearance`): polygons of two different objects closer than D that do not
             intersect are near contacts too, returned as their episodes by bone pair
-            (`core.contacts.near.NearEpisode`: objects, bones, frames, the closest
+            (`core.contacts.clearance.NearEpisode`: objects, bones, frames, the closest
             distance and its frame) after the collision episodes. Self-clearance is not
             checked; `min_length` and `crossing_only` do not apply to near contacts.
         enable_autoexec: open the file trusted, running its registered text blocks as
@@ -219,7 +219,7 @@ def assert_no_collisions(path_or_objects, frames=None, self_collision: bool = Tr
         lines = [f"{len(eps)} collision episode(s):"] + [f"  {e.describe()}" for e in eps]
         lines.append(contact_groups.summary(rep.contact_episodes()))
         if near:
-            from .core.contacts import near as near_contacts
+            from .core.contacts import clearance as near_contacts
 
             lines.append(near_contacts.summary(near))
         raise AssertionError("\n".join(lines))

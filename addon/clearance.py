@@ -3,7 +3,7 @@ need of a frame's near contacts (what happens when the panel's Clearance setting
 is `addon.clearance_settings`).
 
 The near contacts themselves come from the pipeline (`addon.scanner.Scanner(clearance=D)`,
-the clearance stage `core.scan.near` and its grouping `core.contacts.near`); this module
+the clearance stage `core.scan.clearance` and its grouping `core.contacts.clearance`); this module
 only maps them to what is drawn and listed. Self-clearance is not computed: only pairs of
 two different objects.
 """
@@ -54,7 +54,7 @@ def near_triangles(objects: Sequence, near: Sequence, found: Sequence,
         objects: the frame's `CollisionObject`s (their `name` is what the contacts name).
         near: the clearance stage's answer, per object pair (i, j, `NearResult`): its
             rows are polygon pairs.
-        found: the reported near contacts (`core.contacts.near.NearContact`, after the
+        found: the reported near contacts (`core.contacts.clearance.NearContact`, after the
             filters): only their polygon pairs are drawn, each with the triangles of its
             parts (a pair proved within D as a whole, both faces).
         hit_triangles: per object (H,) int64 its intersecting triangles; they keep the

@@ -19,9 +19,9 @@ import numpy as np
 
 from ..core import scan as core_scan
 from ..core import welds
+from ..core.contacts import clearance as near_contacts
 from ..core.contacts import filters as contact_filters
 from ..core.contacts import groups as contact_groups
-from ..core.contacts import near as near_contacts
 from ..core.contacts import pairs as contacts
 from ..core.methods import registry
 from ..core.report.model import FrameRecord, ScanReport, report_source  # noqa: F401
@@ -51,7 +51,7 @@ class FrameOutcome:
         record: the report's `FrameRecord` (polygon pairs after every filter).
         poses: per object, the frame's `Pose`.
         near: with a clearance, the clearance stage's answer (`FrameResult.near`: per
-            object pair (i, j, `core.scan.near.NearResult`)), before the filters.
+            object pair (i, j, `core.scan.clearance.NearResult`)), before the filters.
     """
 
     positions: list[np.ndarray]
@@ -77,8 +77,8 @@ class Scanner:
         sampled frames verify each rig's motion model, `motion.checked_rig`); without it
         the rigs are read as the meshes' settings say. `clearance`: a distance D >= 0
         (scene units): every frame also gets its near contacts, the non-intersecting
-        polygon pairs of two different objects within D (`core.scan.near`,
-        `core.contacts.near`); `near_pairs`: each frame also lists those pairs with their
+        polygon pairs of two different objects within D (`core.scan.clearance`,
+        `core.contacts.clearance`); `near_pairs`: each frame also lists those pairs with their
         distances (`FrameRecord.near_pairs`)."""
         if mode is not None and mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")

@@ -57,7 +57,7 @@ class LiveResult:
     #: the frame's contacts (`core.contacts.groups.Contact`), partitioning its pairs
     contacts: list = field(default_factory=list)
     #: with the panel's Clearance on: the clearance D (scene units; None: off), the
-    #: frame's near contacts (`core.contacts.near.NearContact`, after the filters), per
+    #: frame's near contacts (`core.contacts.clearance.NearContact`, after the filters), per
     #: object the (N,) int64 triangles drawn in the near colour (`addon.clearance`), and
     #: the panel's hint when the clearance cannot apply (fewer than two characters)
     clearance: float | None = None

@@ -62,8 +62,8 @@ def print_contact_episodes(report) -> None:
 def print_near_episodes(report) -> list:
     """The near episodes by bone pair (bounded) of a clearance scan, printed with the
     clearance; returns them (empty without a clearance)."""
+    from ..core.contacts import clearance as near_contacts
     from ..core.contacts import groups as contact_groups
-    from ..core.contacts import near as near_contacts
 
     if report.clearance is None:
         return []

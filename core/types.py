@@ -320,7 +320,7 @@ class FrameResult:
         modes: the method actually used per object this frame (registry ids, e.g.
             "sphere-tree", "sphere-tree-pv", "bottom-up").
         triangles: per object, the (T, 3) int32 triangles of the frame the pairs index.
-        near: with a clearance, per object pair (i, j, `core.scan.near.NearResult`: (K, 2)
+        near: with a clearance, per object pair (i, j, `core.scan.clearance.NearResult`: (K, 2)
             int64 triangle pairs, (K,) float64 distances, (K, 3) closest points of each
             side) the non-intersecting pairs of two different objects within it.
         near_stopped: 0, or, when the clearance stage passed its work budget

@@ -87,7 +87,7 @@ def vertex_rows(positions: np.ndarray, pad: float = 0.0) -> np.ndarray:
     `pad` > 0, of the vertex's box inflated by `pad`: lo rounded outward from the float64
     ``x - pad``, hi from ``x + pad``. Rounding to nearest and outward are monotone, so the
     min (max) of a triangle's three rows is bit for bit its float64 box's lo - pad
-    (hi + pad) rounded outward: what `core.query.near`'s candidates need
+    (hi + pad) rounded outward: what `core.query.near_pairs`'s candidates need
     (docs/clearance.md, "Candidates")."""
     if pad:
         lo_v, hi_v = outward_f32(positions - pad)[0], outward_f32(positions + pad)[1]

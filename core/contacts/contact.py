@@ -67,7 +67,7 @@ CSV_COLUMNS = ("frame", "object_a", "object_b", "bone_a", "bone_b", "kind", "len
 def _csv_row(frame: int, c: dict) -> list:
     """One contact's CSV row (`CSV_COLUMNS`). An intersection contact (crossing,
     touching) has a length and a blank min_distance; a near contact (`scan --clearance`,
-    `core.contacts.near`) a blank length, its min_distance, and as centre the midpoint of
+    `core.contacts.clearance`) a blank length, its min_distance, and as centre the midpoint of
     its two closest points."""
     n = len(c["pairs"]) if "pairs" in c else c.get("n_pairs", 0)
     head = [frame, *c["objects"], *("" if b is None else b for b in c["bones"]), c["kind"]]

@@ -3,7 +3,7 @@ have a contact between the same two bones (`ContactEpisode`, `contact_episodes`,
 report's frames `episodes_of_report`), and the lines that name them (`summary`,
 `length_text`). The runs themselves (`keyed_runs`, `best_frame`, `report_frames`,
 `summary_lines`) are built here once for every kind of episode: near episodes
-(`core.contacts.near`) use them too.
+(`core.contacts.clearance`) use them too.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def length_text(x: float) -> str:
 
 @dataclass
 class Episode:
-    """What every episode by bone pair has (`ContactEpisode`, `core.contacts.near`'s
+    """What every episode by bone pair has (`ContactEpisode`, `core.contacts.clearance`'s
     `NearEpisode` add their measure): objects `a`, `b`, bones `bone_a`, `bone_b`, and the
     run's first and last scanned frames."""
 

@@ -1,7 +1,7 @@
 """Cheap lower and upper bounds of the distance between triangle pairs, or between pairs of
 faces given by up to four corners, vectorized, float64. Pure numpy.
 
-The clearance stage (`core.query.near`, issue 42) must decide, for every candidate pair,
+The clearance stage (`core.query.near_pairs`, issue 42) must decide, for every candidate pair,
 whether it lies within ``d``, but needs the exact distance of only a few: the closest pair
 of each near contact (and, with ``scan --near-pairs``, of each listed polygon pair). A
 garment over a body has a hundred thousand triangle pairs within ``d`` a frame; these

@@ -440,7 +440,7 @@ def object_pairs(positions: list[np.ndarray]) -> ObjectPairs:
 
 
 def object_pairs_within(positions: list[np.ndarray], d: float) -> ObjectPairs:
-    """The broad phase of the clearance stage (`core.scan.near`): the object pairs whose
+    """The broad phase of the clearance stage (`core.scan.clearance`): the object pairs whose
     position boxes, each inflated by ``d`` on every side, meet. `positions`: per object,
     (V_k, 3) float64; d: float >= 0. The answer's boxes are the inflated ones.
 

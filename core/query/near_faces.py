@@ -1,11 +1,11 @@
 """Near pairs of two meshes decided face by face: the frame's clearance stage (issue 42,
-`core.scan.near`). Pure numpy.
+`core.scan.clearance`). Pure numpy.
 
 What a frame reports of a clearance is per polygon (near contacts are polygon pairs, each
 with the smallest distance of its triangle pairs), and a garment over a body has about a
 third as many polygon pairs within d as triangle pairs (MakeHuman's shirt: 32k against
 110k a frame). So the pairs are found and decided per pair of faces, and the triangle
-machinery of `core.query.near` (`decide_pairs`) runs only on the triangle pairs of the face
+machinery of `core.query.near_pairs` (`decide_pairs`) runs only on the triangle pairs of the face
 pairs whose bounds do not decide (docs/clearance.md, "Faces first").
 
 Units. A polygon of at most four corners is one unit, its corners in a (U, 4) table (a
@@ -16,7 +16,7 @@ whichever way Blender splits it at that frame.
 
 Steps, each sound (docs/clearance.md, "Faces first"):
 
-1. **Candidates**: the unit trees' float32 boxes (A's inflated by d), as `core.query.near`'s
+1. **Candidates**: the unit trees' float32 boxes (A's inflated by d), as `core.query.near_pairs`'s
    step 1 with a leaf's box the box of its corners (`core.aabb_tree.boxes.frame_stack`):
    a unit's box holds each of its triangles' boxes, so every unit pair holding a
    triangle pair within d, or whose boxes meet, is a candidate.
@@ -28,7 +28,7 @@ Steps, each sound (docs/clearance.md, "Faces first"):
    an intersecting pair of the intersection query).
 3. **Triangle pairs** of the unit pairs in doubt (not proved disjoint, or marked by the
    caller: units on a seam) and of those the bounds leave open: all of them go to
-   `core.query.near.decide_pairs`, whose near rows and intersecting pairs are the triangle
+   `core.query.near_pairs.decide_pairs`, whose near rows and intersecting pairs are the triangle
    query's own for those pairs. A unit pair proved within d and disjoint is kept whole:
    a **face row**, with the bounds of its triangle pairs' smallest distance.
 """
@@ -43,7 +43,7 @@ from ..aabb_tree.boxes import frame_stack, levels_of
 from ..aabb_tree.cross import cross_candidates
 from ..geometry.pair_bounds import pair_bounds
 from ..keys import argsort_keys
-from .near import TOUCH_REL_TOL, _check_d, _Found, _none, cross_tree, decide_pairs
+from .near_pairs import TOUCH_REL_TOL, _check_d, _Found, _none, cross_tree, decide_pairs
 
 __all__ = ["Faces", "FacePairs", "build_faces", "face_pairs", "unit_triangle_pairs"]
 
@@ -57,7 +57,7 @@ class Faces:
     (`build_faces`; any frame's triangles of the same polygons may be queried with it).
 
     Attributes:
-        tree: the box tree over the units (`core.query.near.cross_tree`'s shape: a
+        tree: the box tree over the units (`core.query.near_pairs.cross_tree`'s shape: a
             balanced median split of their rest centroids).
         corners: (U, 4) intp each unit's corners (vertices); the rows of larger polygons'
             triangles are filled from the frame's triangles (`frame_corners`).
@@ -152,7 +152,7 @@ class FacePairs(NamedTuple):
         (upper at most d). corner: (N,) uint8 the two corners of `upper`
         (`core.geometry.pair_bounds.PairBounds.corner` on the corner tables, ``4 i + j``).
     corners: (corners of A (Ua, 4), of B (Ub, 4)) the frame's corner tables.
-    tri: the triangle rows (`core.query.near.decide_pairs`' answer, sorted by triangle
+    tri: the triangle rows (`core.query.near_pairs.decide_pairs`' answer, sorted by triangle
         pair) of the unit pairs the bounds did not decide: their near and (with hits)
         intersecting triangle pairs.
     """
@@ -195,11 +195,11 @@ def face_pairs(pos_a: np.ndarray, tri_a: np.ndarray, fa: Faces, pos_b: np.ndarra
         d: float >= 0, the clearance.
         with_hits: also every intersecting triangle pair (in `tri`, flagged; the
             intersection query's answer between the two meshes, as
-            `core.query.near.near_and_intersecting` gives it).
+            `core.query.near_pairs.near_and_intersecting` gives it).
         doubt: optional ((Ua,) bool, (Ub,) bool) units whose pairs (a marked unit of A
             with a marked unit of B) always go to the triangle rows (a seam: the caller
             drops the triangle pairs that share a seam vertex).
-        limit: the live overlay's budget, `core.query.near.near_pairs`' (raises
+        limit: the live overlay's budget, `core.query.near_pairs.near_pairs`' (raises
             `TooManyPairs` before any pair is decided).
     Returns:
         `FacePairs`: every triangle pair within d that does not intersect is in a face
@@ -224,7 +224,7 @@ def face_pairs(pos_a: np.ndarray, tri_a: np.ndarray, fa: Faces, pos_b: np.ndarra
         return empty
     ua, ub = np.take(ta.slot_tri, sa), np.take(tb.slot_tri, sb)
     # Sorted by unit pair: every later selection keeps the order, and the gathers of A's
-    # corners run along memory (`core.query.near`'s reason, a quarter of the rows here).
+    # corners run along memory (`core.query.near_pairs`'s reason, a quarter of the rows here).
     order = argsort_keys(ua * fb.n_units + ub, fa.n_units * fb.n_units)
     ua, ub = ua[order], ub[order]
     b = pair_bounds(pos_a, ca, ua, pos_b, cb, ub)

@@ -20,8 +20,8 @@ import os
 import urllib.parse
 from typing import Sequence
 
+from ..contacts import clearance as near_contacts
 from ..contacts import groups as contact_groups
-from ..contacts import near as near_contacts
 from ..contacts import pairs as contacts
 
 

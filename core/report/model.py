@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..contacts import clearance as near_contacts
 from ..contacts import groups as contact_groups
-from ..contacts import near as near_contacts
 from ..contacts import pairs as contacts
 from . import writing as core_report
 
@@ -33,10 +33,10 @@ class FrameRecord:
     pairs_total: int = -1
     #: the frame's contacts (`core.contacts.groups.Contact`), partitioning `pairs`
     contacts: list = field(default_factory=list)
-    #: with a clearance, the frame's near contacts (`core.contacts.near.NearContact`)
+    #: with a clearance, the frame's near contacts (`core.contacts.clearance.NearContact`)
     near_contacts: list = field(default_factory=list)
     #: with `--near-pairs`, its near polygon pairs [obj A, poly A, obj B, poly B,
-    #: distance] (`core.contacts.near.near_pair_rows`); None: not listed
+    #: distance] (`core.contacts.clearance.near_pair_rows`); None: not listed
     near_pairs: list | None = None
 
     @property
@@ -86,7 +86,7 @@ class ScanReport:
     seen: dict = field(default_factory=dict)
 
     def near_episodes(self) -> list:
-        """Near episodes by bone pair (`core.contacts.near.NearEpisode`)."""
+        """Near episodes by bone pair (`core.contacts.clearance.NearEpisode`)."""
         return near_contacts.near_episodes(
             [(f.frame, [c.summary_json() for c in f.near_contacts])
              for f in self.frames if not f.not_checked])

@@ -254,7 +254,7 @@ def junit_xml(suite: str, objects: Sequence[str], self_collision: bool,
     failing with its collision episodes in the message, and the contact episodes of that
     object pair by bone pair (`core.contacts.groups.ContactEpisode`, the longest crossings
     first, at most `contacts_per_case` in the message, all in the text). `near_eps`: the
-    near episodes of a clearance scan (`core.contacts.near.NearEpisode`); with
+    near episodes of a clearance scan (`core.contacts.clearance.NearEpisode`); with
     `clearance_gate` (`--fail-on-collision` with `--clearance`) they fail their object
     pair's case too (type "clearance" when it has no collision), else they are listed in
     the system-out only."""

@@ -12,10 +12,10 @@ are the same at every frame, their vertices are not.
 The names below are this package's public face; a stage's helpers live in its module.
 """
 from ..types import FrameResult
+from .clearance import LIVE_LIMIT, TooManyPairs
 from .dispatch import OWN, check_mode, frame_method, frame_triangles, query_method, volumes
 from .frame import clearance_frame, query_frame
 from .memo import FrameMemo
-from .near import LIVE_LIMIT, TooManyPairs
 from .objects import (
                       CollisionObject,
                       build_key,

@@ -7,7 +7,7 @@ Why the boxes: triangles whose boxes are apart are disjoint (exactly: min and ma
 nothing), but the triangle test calls pairs touching within its tolerance (about 1e-12 L)
 intersecting, even a hair apart. Without the boxes, whether such a pair counted depended
 on the path that proposed it: the box path (`broad_phase.box_filtered_pairs`) and the
-clearance traversal (`core.query.near`) only test pairs whose boxes meet, the methods'
+clearance traversal (`core.query.near_pairs`) only test pairs whose boxes meet, the methods'
 traversals test whatever their volumes pass. One definition for every path: intersecting
 means boxes that meet and the test says so."""
 from __future__ import annotations

@@ -10,12 +10,12 @@
     between = between.pairs_between(..., near, seams, exact)    candidate pairs of the two
                                                                 objects' volumes, tested
     within  = within.pairs_within(...)                          self pairs, when asked
-    clear   = near.near_between(objects, inputs, inflated, ...) pairs of two objects
+    clear   = clearance.near_between(objects, inputs, inflated, ...) pairs of two objects
                                                                 within the clearance d,
                                                                 when asked
 
 With a clearance on a whole query (a scan: no first hit, no cap, no budget), `between`
-and `clear` are one stage, `near.near_and_hits_between`: the clearance candidates (boxes
+and `clear` are one stage, `clearance.near_and_hits_between`: the clearance candidates (boxes
 inflated by d) hold every pair whose boxes meet, so its traversal gives the intersecting
 pairs too (the exact test on the pairs whose boxes meet, as the box path of `between`),
 and the frame makes one traversal, not two.
@@ -31,13 +31,13 @@ import time
 import numpy as np
 
 from ..query import broad_phase
-from ..query.near import TooManyPairs
+from ..query.near_pairs import TooManyPairs
 from ..rig import Pose
 from ..types import FrameInputs, FrameResult, FrameSeams, ObjectPairs, QueryStats
 from .between import pairs_between
+from .clearance import apart_from, near_and_hits_between, near_between
 from .dispatch import OWN, check_mode, frame_method, frame_triangles
 from .exact import ExactTest
-from .near import apart_from, near_and_hits_between, near_between
 from .objects import CollisionObject
 from .seams import frame_seams
 from .within import pairs_within
@@ -75,10 +75,10 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
         enough_between: the same for the pairs between objects that go through the
             stacked traversal: f(list of (i, j, (K, 2) triangle pairs)) -> bool.
         clearance: a distance d >= 0 (scene units): also every non-intersecting triangle
-            pair of two different objects within d (`FrameResult.near`, `near.near_between`;
+            pair of two different objects within d (`FrameResult.near`, `clearance.near_between`;
             pairs sharing a seam vertex left out). None: no clearance stage.
         clearance_limit: the clearance stage's work budget per object pair (the live
-            overlay's; `near.near_between`'s `limit`): past it, `FrameResult.near` is
+            overlay's; `clearance.near_between`'s `limit`): past it, `FrameResult.near` is
             empty and `FrameResult.near_stopped` says how far it got. None: no budget.
     """
     check_mode(mode)
@@ -143,9 +143,9 @@ def clearance_frame(objects: list[CollisionObject], positions: list[np.ndarray],
                     triangles: list[np.ndarray | None] | None = None,
                     limit: int | None = None, intersecting: list | None = None) -> list:
     """The clearance stage alone (`query_frame`'s arguments): per object pair (i, j,
-    `near.NearResult`), for a scan whose intersections another method answers (Blender's
+    `clearance.NearResult`), for a scan whose intersections another method answers (Blender's
     BVHTree), `intersecting` (per object pair (i, j, (K, 2) triangle pairs)): their
-    polygon pairs are not near ones (`near.apart_from`). `limit`: `near.near_between`'s
+    polygon pairs are not near ones (`clearance.apart_from`). `limit`: `clearance.near_between`'s
     (raises `TooManyPairs` past it)."""
     near = _clearance(objects, _inputs(objects, positions, poses, triangles), clearance,
                       limit=limit)

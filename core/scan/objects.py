@@ -47,7 +47,7 @@ class CollisionObject:
     # (`self_collision.for_object`) and, per other method a query asks every object to use
     # (`Method.for_any_object`), that method's data.
     self_tree: object = field(default=None, repr=False)
-    #: The clearance stage's units (`core.scan.near.faces_for`), made on first use.
+    #: The clearance stage's units (`core.scan.clearance.faces_for`), made on first use.
     face_units: object = field(default=None, repr=False)
     _other_data: dict = field(default_factory=dict, repr=False)
     #: A copy's original (`renamed`): the copy takes its self tree from it, made once

@@ -42,7 +42,7 @@ def test_clearance_reports_near_episodes_and_fails_the_assertion():
     `collisions(..., clearance=D)` returns near episodes only when D reaches the gap, and
     `assert_no_collisions` fails on them."""
     from skin_collide.addon import demo_rig
-    from skin_collide.core.contacts.near import NearEpisode
+    from skin_collide.core.contacts.clearance import NearEpisode
     from skin_collide.testing import assert_no_collisions, collisions
 
     bpy.ops.wm.read_homefile(use_empty=True)

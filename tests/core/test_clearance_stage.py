@@ -1,4 +1,4 @@
-"""The clearance stage of a frame (`core.scan.near`, `query_frame(..., clearance=d)`,
+"""The clearance stage of a frame (`core.scan.clearance`, `query_frame(..., clearance=d)`,
 issue 42) against an independent brute force over every triangle pair of two objects:
 exact float64 distances by Ericson's closest-point routines (point–triangle by Voronoi
 regions, segment–segment by clamped parameters), written here and sharing nothing with
@@ -374,10 +374,10 @@ def test_parts_along_a_seam_skip_pairs_sharing_a_seam_vertex(seed):
 
 
 def test_near_contacts_partition_the_polygon_pairs_at_their_minimum():
-    """`core.contacts.near`: the near contacts of a frame partition its near polygon
+    """`core.contacts.clearance`: the near contacts of a frame partition its near polygon
     pairs, each contact's minimum is its pairs' and its points attain it, and `near` rows
     give each polygon pair's minimum over its triangle pairs."""
-    from skin_collide.core.contacts import near as near_contacts
+    from skin_collide.core.contacts import clearance as near_contacts
 
     rigs, positions, _ = passing(1)
     objects = [scan.prepare(r) for r in rigs]
@@ -411,8 +411,8 @@ def test_contacts_csv_has_near_rows_with_min_distance():
     import csv
     import io
 
+    from skin_collide.core.contacts import clearance as near_contacts
     from skin_collide.core.contacts import contact
-    from skin_collide.core.contacts import near as near_contacts
 
     rigs, positions, _ = passing(1)
     objects = [scan.prepare(r) for r in rigs]
@@ -449,7 +449,7 @@ def test_near_contacts_settle_only_what_can_be_closest(seed, first, monkeypatch)
     doubt are many: `_SETTLE_FIRST` 1 settles one row first); on a layered character whose
     triangles are about the clearance's size (as a garment's are), most rows stay
     unsettled."""
-    from skin_collide.core.contacts import near as near_contacts
+    from skin_collide.core.contacts import clearance as near_contacts
 
     monkeypatch.setattr(near_contacts, "_SETTLE_FIRST", first)
     monkeypatch.setattr(near_contacts, "_SETTLE_EARLY", 4 * first)
@@ -522,7 +522,7 @@ def _as_sets(pairs) -> dict:
 @pytest.mark.parametrize("seed", range(3))
 def test_a_scan_with_clearance_finds_the_intersections_in_the_same_traversal(make, seed):
     """A whole query with a clearance answers the pairs between objects from the
-    clearance stage's traversal (`near.near_and_hits_between`, one traversal for both):
+    clearance stage's traversal (`clearance.near_and_hits_between`, one traversal for both):
     the same intersecting pairs as the query without clearance and as a brute force over
     every pair whose boxes meet (pairs sharing a seam vertex left out), the same near
     pairs as the live query (which keeps the two stages apart)."""
@@ -633,7 +633,7 @@ def test_settle_closest_finds_every_groups_minimum(seed, first, monkeypatch):
     the bounds' order (the smallest lower bound is often not the closest row here), with
     the first batch settled before the normals' gaps or not, and settles fewer rows
     than there are."""
-    from skin_collide.core.contacts import near as near_contacts
+    from skin_collide.core.contacts import clearance as near_contacts
 
     monkeypatch.setattr(near_contacts, "_SETTLE_FIRST", first)
     if first < 256:     # the first batch before the normals' gaps (else: the gaps first)

@@ -2,7 +2,8 @@
 (`core.contacts.episodes.keyed_runs`): runs of consecutive scanned frames, the closest
 frame (the first of equal ones), the key's object order, the order of the list and the
 bounded summary."""
-from skin_collide.core.contacts import episodes, near
+from skin_collide.core.contacts import clearance as near
+from skin_collide.core.contacts import episodes
 
 
 def nc(a, b, ba, bb, d):

@@ -1,6 +1,6 @@
 """The face stage of clearance (`core.query.near_faces`): units made from a mesh's polygons
 (quads and triangles whole, a larger polygon's triangles each its own), and the near
-pairs decided face by face against the triangle query (`core.query.near`, itself judged
+pairs decided face by face against the triangle query (`core.query.near_pairs`, itself judged
 against an independent brute force in test_near_pairs.py and test_clearance_stage.py):
 the same polygon pairs within d, the same intersecting triangle pairs, on procedural
 tubes (quads and two 12-gon caps) in strong random poses 1 km from the origin, with the
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from skin_collide.core import procedural, skinning
-from skin_collide.core.query.near import cross_tree, near_and_intersecting
 from skin_collide.core.query.near_faces import build_faces, face_pairs, unit_triangle_pairs
+from skin_collide.core.query.near_pairs import cross_tree, near_and_intersecting
 
 FAR = np.array([1000.0, -640.0, 310.0])
 

@@ -1,4 +1,4 @@
-"""Near pairs of two meshes (`core.query.near`, issue 42: `scan --clearance`), judged
+"""Near pairs of two meshes (`core.query.near_pairs`, issue 42: `scan --clearance`), judged
 against brute force over all triangle pairs (every pair's distance, every pair's exact
 intersection test) on small procedural meshes: posed tubes crossing each other, a
 "garment" (a tube pushed out along its normals, partly pushed in), the same 1 km from the
@@ -15,8 +15,8 @@ from test_distance import exact_sq, exact_sqrt
 from skin_collide.core import procedural, skinning
 from skin_collide.core.aabb_tree import build
 from skin_collide.core.geometry.distance import DIST_REL_TOL, pair_distances
-from skin_collide.core.query import near
-from skin_collide.core.query.near import candidate_pairs, cross_tree, near_or_intersecting_pairs, near_pairs
+from skin_collide.core.query import near_pairs as near
+from skin_collide.core.query.near_pairs import candidate_pairs, cross_tree, near_or_intersecting_pairs, near_pairs
 from skin_collide.core.triangles import boxes_meet, triangle_pairs_intersect
 
 

@@ -1,9 +1,9 @@
 """Near contacts (issue 42, `scan --clearance D`): a frame's near pairs (the clearance
 stage's polygon pairs of two different objects with a non-intersecting triangle pair
-within D, `core.scan.near`) grouped like intersection contacts, and their episodes. Pure
+within D, `core.scan.clearance`) grouped like intersection contacts, and their episodes. Pure
 numpy.
 
-Per object pair (A, B), the near polygon pairs (the stage's rows, `core.scan.near.NearResult`:
+Per object pair (A, B), the near polygon pairs (the stage's rows, `core.scan.clearance.NearResult`:
 a pair of polygons is near at the minimum distance over its triangle pairs) group into
 the connected components of the graph where each pair joins its two polygons and two
 polygons of one side that share a vertex (weld ids) are joined: `core.contacts.groups`'
@@ -77,7 +77,7 @@ def _group_min(values: np.ndarray, group: np.ndarray, n: int) -> tuple[np.ndarra
 
 
 def polygon_near_pairs(obj_a, obj_b, r) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The polygon pairs of an object pair's near result `r` (`core.scan.near.NearResult`,
+    """The polygon pairs of an object pair's near result `r` (`core.scan.clearance.NearResult`,
     every row settled here: this is the exact, per-pair answer): (N, 2) int64 polygon
     pairs sorted, (N,) float64 each one's minimum distance over its triangle pairs, and
     (N,) intp the row of `r` attaining it (its own: `r`'s rows are polygon pairs)."""

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..geometry.pair_bounds import corner_points, plane_lower
-from ..query.near import TooManyPairs, decide_pairs, settle
 from ..query.near_faces import FacePairs, Faces, build_faces, face_pairs, unit_triangle_pairs
+from ..query.near_pairs import TooManyPairs, decide_pairs, settle
 from ..types import FrameInputs, FrameSeams, ObjectPairs
 from .exact import share_seam_vertex
 from .objects import CollisionObject
@@ -419,7 +419,7 @@ def near_between(objects: list[CollisionObject], inputs: FrameInputs, near: Obje
             computed for (at least) these pairs.
         d: the clearance, float >= 0, in scene units.
         limit: the live overlay's work budget, per object pair (`face_pairs`' `limit`):
-            raises `core.query.near.TooManyPairs` when one object pair's box traversal
+            raises `core.query.near_pairs.TooManyPairs` when one object pair's box traversal
             passes it. None: no budget (scans: every pair, however many).
     Returns:
         list of (i, j, `NearResult`).
