@@ -43,6 +43,11 @@ def derived(holder: Any, key: str, make: Callable[[], T]) -> T:
         return value
 
 
+def holds(holder: Any, key: str) -> bool:
+    """Whether `holder` keeps its derived value `key` already."""
+    return key in (getattr(holder, "__dict__", {}).get(SLOT) or {})
+
+
 def forget(holder: Any, *keys: str) -> None:
     """Drop `holder`'s derived values `keys` (all of them when none is named)."""
     values = getattr(holder, "__dict__", {}).get(SLOT)

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .cache import Recent
+
 #: Blender leaves a vertex undeformed when its summed bone weight is not above this
 #: (``contrib > 0.0001f`` in the Armature modifier).
 CONTRIB_EPSILON = 1e-4
@@ -254,7 +256,7 @@ class Rig:
 
 
 #: `Pose.mesh_to_armature` of the last few (armature, mesh) world matrices.
-_MESH_TO_ARMATURE: dict[bytes, np.ndarray] = {}
+_MESH_TO_ARMATURE = Recent(32)
 
 
 @dataclass
@@ -280,15 +282,13 @@ class Pose:
         """(4, 4) float64 ``A⁻¹ M``: mesh-local to armature space (memoized on the two
         matrices' exact bytes: they rarely change between frames, and a LAPACK solve of a
         4×4 is slow and jittery on a loaded machine)."""
-        key = self.armature_world.tobytes() + self.mesh_world.tobytes()
-        out = _MESH_TO_ARMATURE.get(key)
-        if out is None:
+        def make() -> np.ndarray:
             out = np.linalg.solve(self.armature_world, self.mesh_world)
             out.flags.writeable = False
-            if len(_MESH_TO_ARMATURE) >= 32:
-                _MESH_TO_ARMATURE.clear()
-            _MESH_TO_ARMATURE[key] = out
-        return out
+            return out
+
+        return _MESH_TO_ARMATURE.get(self.armature_world.tobytes() + self.mesh_world.tobytes(),
+                                     make)
 
     def deform_with_static(self) -> np.ndarray:
         """(J + 1, 4, 4) float64: `deform` plus the identity for the virtual static joint."""

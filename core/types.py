@@ -128,7 +128,7 @@ class Volumes(ABC):
                      ) -> tuple[np.ndarray, np.ndarray, int]:
         """Optional (with `whole_tree_pass`): every intersecting triangle pair between
         self and `other` (same kind), as (K,) int64 triangle indices of each side and the
-        number of exact tests made. `triangle_test` has `core.query.traversal.collide`'s
+        number of exact tests made. `triangle_test` has `core.hierarchy.traversal.collide`'s
         contract."""
         raise NotImplementedError(f"{type(self).__name__} has no whole-tree pass")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..cache import derived
 from .self_tree import SelfTree
 
 INF32 = np.float32(np.inf)
@@ -193,13 +194,11 @@ def slot_corners(tree: SelfTree, k: int = 3) -> np.ndarray:
     """(k S,) intp flat indices into a (T, k) corner array: corner c of the leaf in slot
     s at ``c S + s`` (an empty slot takes leaf 0's, overwritten by `_fill_levels`). Made
     once per k, kept on the tree."""
-    cache = tree.__dict__.setdefault("_slot_corner_tables", {})
-    c = cache.get(k)
-    if c is None:
+    def make() -> np.ndarray:
         t = np.maximum(tree.slot_tri, 0)
-        c = (k * t[None, :] + np.arange(k)[:, None]).ravel()
-        cache[k] = c
-    return c
+        return (k * t[None, :] + np.arange(k)[:, None]).ravel()
+
+    return derived(tree, f"slot_corners_{k}", make)
 
 
 #: The row of an empty slot: never overlaps (+inf plus anything not -inf is +inf > 0).
@@ -208,11 +207,7 @@ _EMPTY_ROW = np.array([np.inf] * 3 + [-np.inf] + [np.inf] * 3 + [-np.inf], np.fl
 
 def empty_slots(tree: SelfTree) -> np.ndarray:
     """(S - T,) intp the leaf slots that hold no triangle (made once, kept on the tree)."""
-    e = getattr(tree, "_empty_slots", None)
-    if e is None:
-        e = np.flatnonzero(tree.slot_tri < 0)
-        tree._empty_slots = e
-    return e
+    return derived(tree, "empty_slots", lambda: np.flatnonzero(tree.slot_tri < 0))
 
 
 def level_boxes(tree: SelfTree, tri_box: np.ndarray) -> list[np.ndarray]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..cache import Recent
 from ..rig import Pose
 from .lbs_data import LbsBounds
 
@@ -18,6 +19,7 @@ from .lbs_data import LbsBounds
 # magnitudes Blender computes with (mesh-local coordinates per node, M⁻¹A, the bone
 # matrices' entries and translations): docs/refit_bounds.md, "Float32 margin" (§F.1-F.8).
 U32 = 2.0 ** -24          # float32 unit roundoff
+TINY32 = 2.0 ** -149      # the smallest float32 subnormal
 
 
 def _norms(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -108,22 +110,14 @@ def _rest_terms(bounds: LbsBounds) -> tuple:
 #: `_world_terms` of the last few (armature, mesh) world matrices: they rarely change
 #: between frames, and their inverses, SVDs and determinants are LAPACK calls (slow and
 #: jittery on a loaded machine when OpenBLAS wakes its threads for a 4×4 matrix).
-_WORLD_TERMS: dict[bytes, tuple | None] = {}
-_WORLD_TERMS_SIZE = 32
+_WORLD_TERMS = Recent(32)
 
 
 def _world_terms(A: np.ndarray, M: np.ndarray) -> tuple | None:
     """The part of `float32_margin` that depends on the armature and mesh world matrices
     only (§F.3, §F.4), memoized on their exact bytes (the same numbers as computing it);
     None when the bound does not apply."""
-    key = A.tobytes() + M.tobytes()
-    if key in _WORLD_TERMS:
-        return _WORLD_TERMS[key]
-    out = _world_terms_uncached(A, M)
-    if len(_WORLD_TERMS) >= _WORLD_TERMS_SIZE:
-        _WORLD_TERMS.clear()
-    _WORLD_TERMS[key] = out
-    return out
+    return _WORLD_TERMS.get(A.tobytes() + M.tobytes(), lambda: _world_terms_uncached(A, M))
 
 
 def _world_terms_uncached(A: np.ndarray, M: np.ndarray) -> tuple | None:
@@ -222,3 +216,43 @@ def float32_margin(pose: Pose, bounds: LbsBounds,
     world = sM * (sQ * co_mag + np.array([0.0, tQ])) + np.array([0.0, tM])
     slope, offset = sM * e_out + F64_ALLOWANCE * world
     return float(slope), float(offset)
+
+
+# --- float32 spheres that hold float64 ones (storage, docs/storage.md §2) ---------------
+
+def _up32(x: np.ndarray) -> np.ndarray:
+    """float32 values ≥ x (float64), each the nearest such float32."""
+    y = x.astype(np.float32)
+    low = y.astype(np.float64) < x
+    y[low] = np.nextafter(y[low], np.float32(np.inf))
+    return y
+
+
+def spheres_float32(centers: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """float32 spheres that contain the given float64 ones (docs/storage.md §2).
+
+    Each centre is rounded to the nearest float32, which moves it by at most
+    ``2⁻²⁴·√3·|c|∞ + √3·2⁻¹⁴⁹`` (subnormals); the radius grows by that bound, with one
+    float64 ulp of slack per operation, and is rounded UP to float32. So the float32 ball
+    ``B(fl32(c), r₃₂)`` contains ``B(c, r)``, and anything ``B(c, r)`` enclosed.
+
+    Args:
+        centers: (N, 3) float64; radii: (N,) float64, ≥ 0.
+    Returns:
+        centers (N, 3) float32 and radii (N,) float32.
+    """
+    c = np.asarray(centers, dtype=np.float64)
+    r = np.asarray(radii, dtype=np.float64)
+    if not (np.isfinite(c).all() and np.isfinite(r).all()):
+        raise ValueError("non-finite sphere")
+    with np.errstate(over="ignore"):
+        c32 = c.astype(np.float32)
+    shift = np.sqrt(3.0) * (U32 * np.abs(c).max(axis=1, initial=0.0) + TINY32)
+    # Every float64 operation above and below rounds by at most 2⁻⁵³ relative; 2⁻⁴⁸ of
+    # the total covers the handful of them (docs/storage.md §2).
+    grown = (r + shift) * (1.0 + 2.0 ** -48)
+    with np.errstate(over="ignore"):
+        r32 = _up32(grown)
+    if not (np.isfinite(c32).all() and np.isfinite(r32).all()):
+        raise ValueError("sphere out of float32 range")
+    return c32, r32

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..cache import derived
 from ..keys import unique_keys
 
 
@@ -21,12 +22,11 @@ def _expand(ptr: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 def _normalized_weights(rig) -> np.ndarray:
     """(W,) each influence's weight over its vertex's total (cached on the rig)."""
-    w = getattr(rig, "_contact_weights", None)
-    if w is None:
+    def make() -> np.ndarray:
         per_infl = np.repeat(_vertex_totals(rig), np.diff(rig.weight_ptr))
-        w = rig.weight_value / np.where(per_infl > 0, per_infl, 1.0)
-        rig._contact_weights = w
-    return w
+        return rig.weight_value / np.where(per_infl > 0, per_infl, 1.0)
+
+    return derived(rig, "contact_weights", make)
 
 
 def _vertex_totals(rig) -> np.ndarray:
@@ -64,9 +64,10 @@ def polygon_bones(rig) -> np.ndarray:
     polygon as its own group (the same sums, added in the same order, the lowest bone
     among equal sums; bone 0 when no weight is positive). A property of the rig, made
     once and cached on it: a self contact's two sides are told apart by it every frame."""
-    dom = getattr(rig, "_contact_polygon_bones", None)
-    if dom is not None:
-        return dom
+    return derived(rig, "polygon_bones", lambda: _polygon_bones(rig))
+
+
+def _polygon_bones(rig) -> np.ndarray:
     P, V, J = rig.n_polygons, rig.n_vertices, rig.n_bones
     dom = np.zeros(P, dtype=np.int64)
     if J and P:
@@ -84,7 +85,6 @@ def polygon_bones(rig) -> np.ndarray:
         first = order[np.r_[True, poly[order][1:] != poly[order][:-1]]]
         best = first[sums[first] > 0]
         dom[poly[best]] = bone[best]
-    rig._contact_polygon_bones = dom
     return dom
 
 

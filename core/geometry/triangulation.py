@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..cache import derived
+
 
 @dataclass
 class QuadTable:
@@ -221,14 +223,8 @@ def frame_triangles(topology, positions: np.ndarray) -> np.ndarray:
 
 def quads_of(topology) -> QuadTable:
     """The `QuadTable` of `topology`, computed once and kept on the object."""
-    table = getattr(topology, "_quad_table", None)
-    if table is None:
-        table = quad_table(topology.poly_ptr, topology.poly_verts)
-        try:
-            object.__setattr__(topology, "_quad_table", table)
-        except (AttributeError, TypeError):
-            pass
-    return table
+    return derived(topology, "quad_table",
+                   lambda: quad_table(topology.poly_ptr, topology.poly_verts))
 
 
 def fan_polygons(triangles: np.ndarray, tri_polygon: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -4,7 +4,7 @@ A *method* (sphere tree with an LBS or Preserve Volume refit, sphere sets, spher
 OBB trees, ...) turns a `Rig` into prepared data once (`Method.prepare`, arrays only, so
 that it can be stored in the .blend) and, per frame, into `Volumes`: a fixed hierarchy of
 nodes whose volumes are computed lazily, only for the nodes a query reaches. The generic
-traversal (`core.query.traversal.collide`) needs nothing else: it asks `Volumes.overlap` for
+traversal (`core.hierarchy.traversal.collide`) needs nothing else: it asks `Volumes.overlap` for
 node pairs, descends into the larger node (`Volumes.size`), and sends the triangles of
 overlapping leaf pairs to the exact triangle test.
 

@@ -21,6 +21,7 @@ from .. import welds
 from ..aabb_tree import query as box_query
 from ..aabb_tree.boxes import LO, NEG_HI
 from ..aabb_tree.tree import SelfTree, build
+from ..cache import derived
 from ..rig import Rig
 from .base import Drawable, Frame, Hierarchy, Method, Volumes
 
@@ -65,9 +66,10 @@ def box_hierarchy(tree: SelfTree) -> Hierarchy:
     """The implicit complete tree as a `Hierarchy` in breadth-first order: node k of level
     l is ``2**l - 1 + k``; the leaves (level H) hold their slot's triangle, or none.
     Made once per tree."""
-    h = getattr(tree, "_hierarchy", None)
-    if h is not None:
-        return h
+    return derived(tree, "box_hierarchy", lambda: _box_hierarchy(tree))
+
+
+def _box_hierarchy(tree: SelfTree) -> Hierarchy:
     H = tree.height
     n = 2 ** (H + 1) - 1
     inner = 2 ** H - 1
@@ -78,9 +80,7 @@ def box_hierarchy(tree: SelfTree) -> Hierarchy:
     has = tree.slot_tri >= 0
     ptr = np.zeros(n + 1, np.int64)
     ptr[inner + 1:] = np.cumsum(has)
-    h = Hierarchy(first, count, ptr, tree.slot_tri[has].astype(np.int64))
-    tree._hierarchy = h
-    return h
+    return Hierarchy(first, count, ptr, tree.slot_tri[has].astype(np.int64))
 
 
 class BoxVolumes(Volumes):

@@ -14,14 +14,15 @@ import numpy as np
 
 from ..bounds import refit, sphere_tree
 from ..bounds.balls import minimal_balls
+from ..bounds.float32_rounding import spheres_float32
+from ..cache import derived
 from ..rig import Pose, Rig
-from ..storage import blob
 from .base import Drawable, Frame, Hierarchy, LazySphereVolumes, Method
 
 # What storage keeps of a `TreeData` (docs/storage.md §3): not the node vertex sets, and of
 # the bounds only their corner rows (the rest of the bounds is recomputed at load in a
 # fraction of the build); rest spheres in float32, grown to contain the float64 ones
-# (`blob.spheres_float32`, docs/storage.md §2).
+# (`spheres_float32`, docs/storage.md §2).
 TREE = "tree."
 BOUNDS = "bounds."
 DERIVED = (TREE + "node_vert_ptr", TREE + "node_verts")
@@ -37,11 +38,8 @@ def build_tree(rig: Rig) -> sphere_tree.SphereTree:
 
 def _hierarchy(tree: sphere_tree.SphereTree) -> Hierarchy:
     """The tree's `Hierarchy`, made once per tree (every frame's volumes share it)."""
-    h = getattr(tree, "_hierarchy", None)
-    if h is None:
-        h = Hierarchy.one_triangle_per_leaf(tree.first_child, tree.child_count, tree.leaf_tri)
-        tree._hierarchy = h
-    return h
+    return derived(tree, "hierarchy", lambda: Hierarchy.one_triangle_per_leaf(
+        tree.first_child, tree.child_count, tree.leaf_tri))
 
 
 def bottom_up_volumes(tree: sphere_tree.SphereTree, frame: Frame) -> "SphereVolumes":
@@ -119,7 +117,7 @@ class SphereTreeMethod(Method):
         out = {k: v for k, v in arrays.items()
                if k not in DERIVED and (k in kept or not k.startswith(BOUNDS))}
         try:
-            out[TREE + "centers"], out[TREE + "radii"] = blob.spheres_float32(
+            out[TREE + "centers"], out[TREE + "radii"] = spheres_float32(
                 arrays[TREE + "centers"], arrays[TREE + "radii"])
         except ValueError:
             pass                           # beyond float32: stored exactly

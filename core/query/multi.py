@@ -18,8 +18,9 @@ from typing import Callable
 
 import numpy as np
 
+from ..cache import Recent
+from ..hierarchy.traversal import FIRST_HIT_CHUNK, QueryStats, children, leaf_triangle_pairs
 from ..types import Hierarchy, Volumes
-from .traversal import FIRST_HIT_CHUNK, QueryStats, children, leaf_triangle_pairs
 
 #: A capped (live) traversal stops as dense once it has made this many triangle tests
 #: per triangle of the objects it traverses (`live_budget`) and at least
@@ -105,22 +106,15 @@ EMPTY = Hierarchy(np.full(1, -1, np.int32), np.zeros(1, np.int32), np.zeros(2, n
                   np.zeros(0, np.int64))
 
 
-# Stacks of the last few object sets (strong references to the hierarchies, so that ids
+# Stacks of the last few object sets (the entries keep the hierarchies alive, so that ids
 # cannot be reused while cached): a scan queries the same set frame after frame.
-_CACHE: list[tuple[tuple, list, Stacked]] = []
-_CACHE_SIZE = 8
+_STACKS = Recent(8)
 
 
 def stacked(hierarchies: list[Hierarchy], n_triangles: list[int]) -> Stacked:
     """`stack`, cached per list of hierarchies and triangle counts."""
     key = tuple(id(h) for h in hierarchies) + tuple(int(t) for t in n_triangles)
-    for k, _, s in _CACHE:
-        if k == key:
-            return s
-    s = stack(hierarchies, n_triangles)
-    _CACHE.insert(0, (key, list(hierarchies), s))
-    del _CACHE[_CACHE_SIZE:]
-    return s
+    return _STACKS.get(key, lambda: stack(hierarchies, n_triangles), keep=tuple(hierarchies))
 
 
 def _gather(vols: list[Volumes | None], st: Stacked, nodes: np.ndarray

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..aabb_tree import TooManyPairs, cross_triangle_candidates, frame_levels
-from ..query import broad_phase, multi, traversal
+from ..hierarchy import traversal
+from ..query import broad_phase, multi
 from ..types import FrameInputs, FrameSeams, ObjectPairs, QueryStats, Volumes
 from .carry import for_object, frame_state, keep_cross_pairs, object_cross_pairs
 from .dispatch import OWN, volumes

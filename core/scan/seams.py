@@ -10,14 +10,14 @@ import numpy as np
 
 from .. import triangles as tri_test
 from .. import welds
+from ..cache import Recent
 from ..rig import Pose, Rig
 from ..types import FrameInputs, FrameSeams
 from .objects import CollisionObject
 
-# Seam ids of the last few object sets (strong references, so ids of objects in the cache
-# cannot be reused): a scan queries the same set frame after frame.
-_SEAM_CACHE: list[tuple[tuple, list, list]] = []
-_SEAM_CACHE_SIZE = 8
+# Seam ids of the last few object sets (the entries keep the objects alive, so that their
+# ids cannot be reused): a scan queries the same set frame after frame.
+_SEAM_IDS = Recent(8)
 
 
 def seam_ids(objects: list[CollisionObject]) -> list[np.ndarray | None]:
@@ -25,10 +25,11 @@ def seam_ids(objects: list[CollisionObject]) -> list[np.ndarray | None]:
     or None for an object whose armature no other object of the set shares (it has no
     seams). Computed once per set and cached; the per-frame seam test is an index compare.
     """
-    key = tuple(id(o) for o in objects)
-    for k, _objs, ids in _SEAM_CACHE:
-        if k == key:
-            return ids
+    return _SEAM_IDS.get(tuple(id(o) for o in objects), lambda: _seam_ids(objects),
+                         keep=tuple(objects))
+
+
+def _seam_ids(objects: list[CollisionObject]) -> list[np.ndarray | None]:
     names = [o.rig.armature for o in objects]
     shared = [bool(n) and names.count(n) > 1 for n in names]
     ids: list[np.ndarray | None] = [None] * len(objects)
@@ -36,8 +37,6 @@ def seam_ids(objects: list[CollisionObject]) -> list[np.ndarray | None]:
     if group:
         for i, g in zip(group, welds.global_weld_ids([objects[i].rig for i in group])):
             ids[i] = g
-    _SEAM_CACHE.insert(0, (key, list(objects), ids))
-    del _SEAM_CACHE[_SEAM_CACHE_SIZE:]
     return ids
 
 
@@ -111,17 +110,12 @@ def parted_self_pairs(obj: CollisionObject, positions: np.ndarray, tris: np.ndar
 
 # `welds.shared_vertices` of the last few concatenated seam ids (by the seam list's identity,
 # which `seam_ids` caches per object set): a sort of every vertex, once per set.
-_SEAM_VERTICES: list = []
+_SEAM_VERTICES = Recent(8)
 
 
 def _seam_vertices(seams: list, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    for key, g, shared in _SEAM_VERTICES:
-        if key is seams and g.shape == G.shape:
-            return shared
-    shared = welds.shared_vertices(G)
-    _SEAM_VERTICES.insert(0, (seams, G, shared))
-    del _SEAM_VERTICES[_SEAM_CACHE_SIZE:]
-    return shared
+    return _SEAM_VERTICES.get((id(seams), G.shape), lambda: welds.shared_vertices(G),
+                              keep=(seams,))
 
 
 def _seams_hold(objects, poses, seams, i: int, j: int) -> bool:

@@ -16,7 +16,7 @@ Per-array dtype policy (lossless; see docs/storage.md):
 * bool and string arrays are stored as they are;
 * floating-point arrays are stored bit for bit in their own dtype: this module never
   rounds. Rounding to float32 is the caller's decision, made only where a bound covers it
-  (`spheres_float32`, derived in docs/storage.md §2).
+  (`core.bounds.float32_rounding.spheres_float32`, derived in docs/storage.md §2).
 """
 from __future__ import annotations
 
@@ -35,8 +35,6 @@ _INT_DTYPES = (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.i
 
 # Unit roundoff of round-to-nearest float32 (half an ulp, relative) and the smallest
 # positive subnormal float32 (absolute error bound below the normal range).
-U32 = 2.0 ** -24
-TINY32 = 2.0 ** -149
 
 
 def smallest_int_dtype(lo: int, hi: int) -> np.dtype:
@@ -151,41 +149,3 @@ def decode(data: bytes) -> dict[str, np.ndarray]:
         out[e["name"]] = _decode_array(e, body[pos:pos + n])
         pos += n
     return out
-
-
-def _up32(x: np.ndarray) -> np.ndarray:
-    """float32 values ≥ x (float64), each the nearest such float32."""
-    y = x.astype(np.float32)
-    low = y.astype(np.float64) < x
-    y[low] = np.nextafter(y[low], np.float32(np.inf))
-    return y
-
-
-def spheres_float32(centers: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """float32 spheres that contain the given float64 ones (docs/storage.md §2).
-
-    Each centre is rounded to the nearest float32, which moves it by at most
-    ``2⁻²⁴·√3·|c|∞ + √3·2⁻¹⁴⁹`` (subnormals); the radius grows by that bound, with one
-    float64 ulp of slack per operation, and is rounded UP to float32. So the float32 ball
-    ``B(fl32(c), r₃₂)`` contains ``B(c, r)``, and anything ``B(c, r)`` enclosed.
-
-    Args:
-        centers: (N, 3) float64; radii: (N,) float64, ≥ 0.
-    Returns:
-        centers (N, 3) float32 and radii (N,) float32.
-    """
-    c = np.asarray(centers, dtype=np.float64)
-    r = np.asarray(radii, dtype=np.float64)
-    if not (np.isfinite(c).all() and np.isfinite(r).all()):
-        raise ValueError("non-finite sphere")
-    with np.errstate(over="ignore"):
-        c32 = c.astype(np.float32)
-    shift = np.sqrt(3.0) * (U32 * np.abs(c).max(axis=1, initial=0.0) + TINY32)
-    # Every float64 operation above and below rounds by at most 2⁻⁵³ relative; 2⁻⁴⁸ of
-    # the total covers the handful of them (docs/storage.md §2).
-    grown = (r + shift) * (1.0 + 2.0 ** -48)
-    with np.errstate(over="ignore"):
-        r32 = _up32(grown)
-    if not (np.isfinite(c32).all() and np.isfinite(r32).all()):
-        raise ValueError("sphere out of float32 range")
-    return c32, r32

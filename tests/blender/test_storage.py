@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from skin_collide.addon.state import STATE
+from skin_collide.core import cache
 
 pytestmark = pytest.mark.blender
 bpy = pytest.importorskip("bpy")
@@ -245,7 +246,7 @@ def test_a_build_keeps_its_stored_form_for_the_session(demo, monkeypatch):
     # The two tubes are copies of one build (`storage.shared`): one self tree for both.
     assert calls == {"decode": 0, "tree": 1}
     # ... and each polygon's dominant bone, which the first self contact needs.
-    assert all(getattr(storage.load(ob).rig, "_contact_polygon_bones", None) is not None
+    assert all(cache.holds(storage.load(ob).rig, "polygon_bones")
                for ob in (a, b))
     dg = bpy.context.evaluated_depsgraph_get()
     kept = session.query(scene, dg, [a, b], carry=True)
@@ -296,7 +297,7 @@ def test_opening_a_file_decodes_the_live_characters_in_the_background(demo, tmp_
     for _, future in jobs.values():
         obj = future.result()
         assert obj.self_tree is not None
-        assert getattr(obj.rig, "_contact_polygon_bones", None) is not None
+        assert cache.holds(obj.rig, "polygon_bones")
     calls = count_decoding(monkeypatch)
     scene = bpy.context.scene
     a, b = bpy.data.objects["Left"], bpy.data.objects["Right"]

@@ -7,6 +7,7 @@ import pytest
 
 from skin_collide.core import procedural, scan, skinning
 from skin_collide.core.bounds import refit, refit_dqs
+from skin_collide.core.bounds.float32_rounding import spheres_float32
 from skin_collide.core.methods import sphere_tree as stm
 from skin_collide.core.storage import blob, persist
 
@@ -70,7 +71,7 @@ def test_float32_spheres_contain_the_float64_ones(offset):
     n = 4000
     c = rng.normal(size=(n, 3)) * 3 + offset
     r = np.abs(rng.normal(size=n)) * 10.0 ** rng.uniform(-6, 0, n)
-    c32, r32 = blob.spheres_float32(c, r)
+    c32, r32 = spheres_float32(c, r)
     assert c32.dtype == np.float32 and r32.dtype == np.float32
     cc, rr = c32.astype(np.float64), r32.astype(np.float64)
     # The containment condition of two balls, |c − c'| + r ≤ r'; the float64 evaluation
@@ -89,9 +90,9 @@ def test_float32_spheres_contain_the_float64_ones(offset):
 
 def test_float32_spheres_refuse_what_float32_cannot_hold():
     with pytest.raises(ValueError):
-        blob.spheres_float32(np.array([[1e39, 0, 0]]), np.array([1.0]))
+        spheres_float32(np.array([[1e39, 0, 0]]), np.array([1.0]))
     with pytest.raises(ValueError):
-        blob.spheres_float32(np.array([[0.0, 0, 0]]), np.array([np.nan]))
+        spheres_float32(np.array([[0.0, 0, 0]]), np.array([np.nan]))
 
 
 def rigs():

@@ -13,7 +13,8 @@ import pytest
 
 from skin_collide.core import procedural, scan, skinning
 from skin_collide.core import triangles as tri_test
-from skin_collide.core.query import broad_phase, traversal
+from skin_collide.core.hierarchy import traversal
+from skin_collide.core.query import broad_phase
 from skin_collide.core.rig import Pose
 
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from skin_collide.core import procedural, scan, skinning, triangles, welds
+from skin_collide.core.hierarchy import traversal
 from skin_collide.core.methods import registry
 from skin_collide.core.methods.base import Frame
-from skin_collide.core.query import traversal
 from skin_collide.core.rig import Pose
 
 
@@ -169,8 +169,8 @@ def test_leaves_with_several_triangles():
     """A hierarchy whose leaves hold several triangles (as sphere sets, chains and OBB
     trees have) yields every triangle pair of overlapping leaves, and a leaf's own pairs
     in self-collision."""
+    from skin_collide.core.hierarchy.traversal import _unordered_pairs, leaf_triangle_pairs
     from skin_collide.core.methods.base import Hierarchy
-    from skin_collide.core.query.traversal import _unordered_pairs, leaf_triangle_pairs
 
     h = Hierarchy(np.array([1, -1, -1], np.int32), np.array([2, 0, 0], np.int32),
                   np.array([0, 0, 2, 5]), np.array([7, 8, 1, 2, 3]))

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from skin_collide.core import procedural, scan, skinning, triangles
+from skin_collide.core.hierarchy import sweep, traversal
 from skin_collide.core.methods import registry
 from skin_collide.core.methods.base import Frame, Hierarchy
 from skin_collide.core.methods.obb import update
 from skin_collide.core.methods.obb.build import build
-from skin_collide.core.query import sweep, traversal
 from skin_collide.core.rig import Pose
 
 

@@ -1,4 +1,4 @@
-"""The generic traversal (core.query.traversal) finds exactly the pairs brute force finds,
+"""The generic traversal (core.hierarchy.traversal) finds exactly the pairs brute force finds,
 through `scan.query_frame` and directly (core only)."""
 import math
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from skin_collide.core import procedural, scan, skinning
-from skin_collide.core.query import traversal
+from skin_collide.core.hierarchy import traversal
 from skin_collide.core.rig import Pose
 
 

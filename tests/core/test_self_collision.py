@@ -18,8 +18,8 @@ from skin_collide.core import procedural, scan, skinning, triangles, welds
 from skin_collide.core.aabb_tree import query as q
 from skin_collide.core.aabb_tree import tree as sc_tree
 from skin_collide.core.bounds import refit
+from skin_collide.core.hierarchy import traversal
 from skin_collide.core.methods.sphere_tree import SphereVolumes
-from skin_collide.core.query import traversal
 from skin_collide.core.rig import Pose
 from skin_collide.core.scan import carry as sc_carry
 

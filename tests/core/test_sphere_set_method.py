@@ -11,10 +11,10 @@ import pytest
 from test_obb import _crossing_pair, branching_rig
 
 from skin_collide.core import procedural, scan, skinning, triangles
+from skin_collide.core.hierarchy import traversal
 from skin_collide.core.methods import registry
 from skin_collide.core.methods.base import Frame
 from skin_collide.core.methods.sphere_set import method as ss
-from skin_collide.core.query import traversal
 from skin_collide.core.rig import Pose
 from skin_collide.core.scan.carry import object_self_pairs
 from skin_collide.core.storage import persist

@@ -30,6 +30,7 @@ import numpy as np
 
 from ... import aabb_tree, welds
 from ... import triangles as tri_test
+from ...cache import derived
 from ...rig import Rig
 from ..base import Drawable, Frame, Hierarchy, Method, Volumes
 from . import chains
@@ -78,26 +79,22 @@ class ChainVolumes(Volumes):
 
 def self_tree(rig: Rig, data: ChainData, vertex_keys: np.ndarray):
     """The rig's exact AABB self tree (built on first use, kept with the data; not stored)."""
-    t = getattr(data, "_self_tree", None)
-    if t is None:
-        t = aabb_tree.build(rig.rest_positions, rig.triangles, vertex_keys)
-        data._self_tree = t
-    return t
+    return derived(data, "self_tree",
+                   lambda: aabb_tree.build(rig.rest_positions, rig.triangles, vertex_keys))
 
 
 def hierarchy(data: ChainData) -> Hierarchy:
     """Root, then one leaf per sphere with its triangles (made once per data)."""
-    h = getattr(data, "_two_level", None)
-    if h is None:
+    def make() -> Hierarchy:
         sh = data.sphere_hierarchy
         S = data.n_spheres
         first = np.full(S + 1, -1, np.int32)
         count = np.zeros(S + 1, np.int32)
         first[0], count[0] = 1, S
         ptr = np.concatenate([[0], sh.leaf_ptr]).astype(np.int64)
-        h = Hierarchy(first, count, ptr, sh.leaf_tris)
-        data._two_level = h
-    return h
+        return Hierarchy(first, count, ptr, sh.leaf_tris)
+
+    return derived(data, "two_level", make)
 
 
 class ChainsMethod(Method):
@@ -120,14 +117,7 @@ class ChainsMethod(Method):
         return None
 
     def prepare(self, rig: Rig) -> ChainData:
-        cache = getattr(rig, "_chains_data", None)
-        if cache is None:
-            cache = build(rig)
-            try:
-                rig._chains_data = cache        # supports() then prepare(): build once
-            except AttributeError:
-                pass
-        return cache
+        return derived(rig, "chains_data", lambda: build(rig))   # supports(), then prepare()
 
     def summary(self, prepared: ChainData) -> str:
         return f"{prepared.n_spheres} spheres in chains"

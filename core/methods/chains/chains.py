@@ -18,7 +18,7 @@ paper's radius (the mean distance to the pivots) is not a bound: docs/sphere_cha
 
 Query (`self_pairs`): along each chain, sphere pairs that are not the same or adjacent on
 the chain (the paper's rule) and overlap give candidate regions; their triangles go
-through the AABB grid (`core.query.sweep.grid_pairs`), the caller's adjacency filter and
+through the AABB grid (`core.hierarchy.sweep.grid_pairs`), the caller's adjacency filter and
 the exact test. Exact contract: every intersecting pair of triangles whose spheres are
 non-adjacent on some chain ("covered pairs"), and nothing else. `uncovered` lists the
 triangles of regions on no chain (a rig with one limb has no chain).
@@ -31,7 +31,8 @@ from typing import Callable
 import numpy as np
 
 from ...bounds.sphere_tree import polygon_vertex_sets
-from ...query import sweep
+from ...cache import derived
+from ...hierarchy import sweep
 from ...rig import Rig
 from ...types import Hierarchy
 from ..obb.build import dominant_bones
@@ -91,15 +92,14 @@ class ChainData:
     def sphere_hierarchy(self):
         """A `Hierarchy` whose node k is sphere k holding its triangles (for
         `sweep.leaf_entries`); made once."""
-        h = getattr(self, "_sphere_h", None)
-        if h is None:
+        def make() -> Hierarchy:
             order = np.argsort(self.tri_sphere, kind="stable")
             tptr = np.searchsorted(self.tri_sphere[order], np.arange(self.n_spheres + 1))
             S = self.n_spheres
-            h = Hierarchy(np.full(S, -1, np.int32), np.zeros(S, np.int32),
-                          tptr.astype(np.int64), order.astype(np.int64))
-            self._sphere_h = h
-        return h
+            return Hierarchy(np.full(S, -1, np.int32), np.zeros(S, np.int32),
+                             tptr.astype(np.int64), order.astype(np.int64))
+
+        return derived(self, "sphere_hierarchy", make)
 
 
 def _slices(points: np.ndarray, n: int, split: bool

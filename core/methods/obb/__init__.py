@@ -7,7 +7,7 @@ the skeleton). Per frame: `update.leaf_boxes_lbs` bounds each leaf from the bone
 `update.update_tree` computes the parents bottom-up with CAB (or the paper's baselines,
 covariance and AABB*, for the benchmark). Two OBB trees meet by the 15-axis separating
 axis test; the triangles of a surviving leaf pair are filtered by per-triangle AABBs
-(`core.query.sweep`) before the exact test. Soundness: docs/obb_cab.md.
+(`core.hierarchy.sweep`) before the exact test. Soundness: docs/obb_cab.md.
 
 Self-collision is not offered (`supports_self = False`): a bone's leaf against itself is
 its whole cartesian product; self-collision runs on the object's own AABB tree.
@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from ...query import sweep
+from ...hierarchy import sweep
 from ...rig import Rig
 from ..base import Drawable, Frame, Method, Volumes
 from . import update
@@ -120,7 +120,7 @@ class ObbVolumes(Volumes):
         every overlapping leaf pair, then one `candidates` call filters all their
         triangles together and the caller's exact test decides. Returns the hit triangle
         pairs (ta, tb) and the number of triangle tests."""
-        from ...query import traversal
+        from ...hierarchy import traversal
 
         self._collect = []
         try:

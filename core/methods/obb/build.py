@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from ...cache import derived
 from ...rig import Rig
 from ..base import Hierarchy
 
@@ -74,34 +75,31 @@ class ObbData:
 
     @property
     def hierarchy(self) -> Hierarchy:
-        h = getattr(self, "_hierarchy", None)
-        if h is None:
-            h = Hierarchy(self.first_child, self.child_count, self.leaf_ptr, self.leaf_tris)
-            self._hierarchy = h
-        return h
+        return derived(self, "hierarchy", lambda: Hierarchy(
+            self.first_child, self.child_count, self.leaf_ptr, self.leaf_tris))
 
     @property
     def levels(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per height 1, 2, ...: (inner nodes (n,) int64, their first child (n,) int64)."""
-        lv = getattr(self, "_levels", None)
-        if lv is None:
-            lv = []
-            for d in range(1, int(self.node_depth.max(initial=0)) + 1):
+        def make() -> list:
+            out = []
+            for d in range(1, int(self.node_depth.max(initial=0)) + 1):   # loop over heights
                 nodes = np.nonzero(self.node_depth == d)[0]
-                lv.append((nodes, self.first_child[nodes].astype(np.int64)))
-            self._levels = lv
-        return lv
+                out.append((nodes, self.first_child[nodes].astype(np.int64)))
+            return out
+
+        return derived(self, "levels", make)
 
     @property
     def tri_node(self) -> np.ndarray:
         """(T,) int64 the leaf node holding each triangle."""
-        t = getattr(self, "_tri_node", None)
-        if t is None:
-            N = self.first_child.shape[0]
+        def make() -> np.ndarray:
             t = np.empty(self.leaf_tris.shape[0], np.int64)
-            t[self.leaf_tris] = np.repeat(np.arange(N), np.diff(self.leaf_ptr))
-            self._tri_node = t
-        return t
+            t[self.leaf_tris] = np.repeat(np.arange(self.first_child.shape[0]),
+                                          np.diff(self.leaf_ptr))
+            return t
+
+        return derived(self, "tri_node", make)
 
     @property
     def n_leaves(self) -> int:

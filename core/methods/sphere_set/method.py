@@ -42,7 +42,8 @@ import numpy as np
 
 from ...bounds import refit, refit_dqs, sphere_tree
 from ...bounds.balls import minimal_balls
-from ...query import sweep
+from ...cache import derived
+from ...hierarchy import sweep
 from ...rig import Rig
 from ..base import Drawable, Frame, Hierarchy, LazySphereVolumes, Method
 from ..obb import TRI_PAD
@@ -117,12 +118,8 @@ class SetData:
 
     @property
     def hierarchy(self) -> Hierarchy:
-        h = getattr(self, "_hierarchy", None)
-        if h is None:
-            h = Hierarchy(self.hier.first_child, self.hier.child_count, self.leaf_ptr,
-                          self.leaf_tris)
-            self._hierarchy = h
-        return h
+        return derived(self, "hierarchy", lambda: Hierarchy(
+            self.hier.first_child, self.hier.child_count, self.leaf_ptr, self.leaf_tris))
 
     @property
     def sphere_set(self) -> SphereSet:
@@ -277,7 +274,7 @@ class SetVolumes(LazySphereVolumes):
         """Two sets: the generic traversal with the leaf filter above (the scan sends pairs
         of one kind with this hook here, not through the stacked crowd traversal, whose
         leaves would give whole cartesian products)."""
-        from ...query import traversal
+        from ...hierarchy import traversal
 
         p, st = traversal.collide(self, other, triangle_test,
                                   roots=(np.zeros(1, np.int64), np.zeros(1, np.int64)))

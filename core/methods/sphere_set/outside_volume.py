@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...cache import derived
+
 FOUR_PI = 4.0 * np.pi
 
 
@@ -402,15 +404,14 @@ def _split(x: np.ndarray) -> tuple:
 
 def _columns(mesh: PreparedMesh) -> _Columns:
     """The mesh's `_Columns`, made once per mesh (kept on it, like `mesh_area`)."""
-    col = getattr(mesh, "_columns", None)
-    if col is None:
+    def make() -> _Columns:
         corner = [_split(mesh.a), _split(mesh.b), _split(mesh.c)]
         n = _split(mesh.normals)
         edge = [_edge_frame(*corner[k], *corner[(k + 1) % 3], *n) for k in range(3)]  # 3 edges
-        col = _Columns(corner, n, _split(mesh.centroids), edge,
-                       [_split(cen) for cen, _, _ in mesh.levels])  # loop over tree levels
-        mesh._columns = col
-    return col
+        return _Columns(corner, n, _split(mesh.centroids), edge,
+                        [_split(cen) for cen, _, _ in mesh.levels])  # loop over tree levels
+
+    return derived(mesh, "columns", make)
 
 
 def sphere_triangle_pairs(centers: np.ndarray, radii: np.ndarray, mesh: PreparedMesh,
@@ -539,11 +540,8 @@ def _signed_sotv(centers: np.ndarray, radii: np.ndarray, si: np.ndarray, ti: np.
 
 def mesh_area(mesh: PreparedMesh) -> np.ndarray:
     """(T,) float64 triangle areas, 0.5 |(b - a) x (c - a)|, made once per mesh (kept on it)."""
-    area = getattr(mesh, "_area", None)
-    if area is None:
-        area = 0.5 * np.linalg.norm(np.cross(mesh.b - mesh.a, mesh.c - mesh.a), axis=1)
-        mesh._area = area
-    return area
+    return derived(mesh, "area", lambda: 0.5 * np.linalg.norm(
+        np.cross(mesh.b - mesh.a, mesh.c - mesh.a), axis=1))
 
 
 # ------------------------------------------------------------------ union outside volume
