@@ -20,64 +20,30 @@ made. Every frame checks that ours equals the old query's pairs (exits non-zero 
 With ``--parts`` it also prints where our query's time goes, in this process (boxes, the
 seed pass, the children of the traversal, the exact tests).
 
-Usage (from the repository root):
-    bash dev python bench/bench_self.py --asset makehuman_default.blend --levels 0 1
-    bash dev python bench/bench_self.py --asset cesium_man.glb --levels 0 1 2
-    bash dev python bench/bench_self.py --asset makehuman_default.blend --levels 0 --skip-old --parts
-Not a test: nothing here asserts on time.
+``--against REV`` times instead two versions of the self query in one process: A (REV's
+skin_collide, imported under another name) against B (this checkout), on the same frames
+(every ``--stride``-th, all of them by default with ``--against``, ``--reps`` passes),
+alternating which goes first, with Blender's `BVHTree.FromObject` + self-overlap run
+before each query (its work evicts part of the cache, as Blender's own work does between
+frames of playback). Both answers must be equal on every frame (exits otherwise). Prints
+the medians and their difference; ``--frame`` times each version's whole frame query
+(`core.scan.query_frame`, self-collision on) instead of the self tree.
+
+    bash dev python -m bench self --asset makehuman_default.blend --levels 0 1
+    bash dev python -m bench self --asset cesium_man.glb --levels 0 1 2
+    bash dev python -m bench self --asset makehuman_default.blend --levels 0 --skip-old --parts
+    bash dev python -m bench self --against 0f47e90 --asset cesium_man.glb --levels 1
+    bash dev python -m bench self --against f935662 --frame --reps 3
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
-import os
 import sys
-import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import scenes  # noqa: E402
-
-SHARED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "assets")
-
-
-def load_one(asset: str, level: int):
-    import bpy
-
-    from skin_collide.addon import extract, files
-
-    files.load_file(os.path.join(SHARED, asset))
-    meshes = extract.skinned_meshes(bpy.context.scene)
-    ob = max(meshes, key=lambda o: len(o.data.polygons))
-    scenes.subdivide_rest_mesh(ob, level)
-    return ob
-
-
-def old_self(obj, pos, pose, mode):
-    from skin_collide.core import scan as core_scan
-    from skin_collide.core import triangles, welds
-    from skin_collide.core.query import traversal
-
-    t0 = time.perf_counter()
-    tris = core_scan.frame_triangles(obj, pos)
-    spheres = core_scan.volumes(obj, pos, pose, mode, tris)
-    keys = obj.vertex_keys[tris]
-
-    def test(a, b):
-        hit = np.zeros(a.size, dtype=bool)
-        far = np.nonzero(~welds.adjacent_pairs(keys, a, b))[0]
-        hit[far] = triangles.triangle_pairs_intersect(pos, tris, a[far], pos, tris, b[far])
-        return hit
-
-    pairs, _ = traversal.collide(spheres, None, test)
-    return pairs, (time.perf_counter() - t0) * 1000.0
-
-
-def as_set(p):
-    return set(map(tuple, np.sort(p, axis=1).tolist()))
-
+from bench import ab, registry, scenes, timing
+from bench.queries import as_set, old_self
 
 #: The parts of our query that `--parts` times: per part, the module of
 #: `core/aabb_tree/` that looks it up (`query` for the self query's parts, the traversal's
@@ -100,11 +66,11 @@ class PartTimer:
 
     def _timed(self, name, real):
         def timed(*args, **kwargs):
-            t0 = time.perf_counter()
+            t0 = timing.now()
             try:
                 return real(*args, **kwargs)
             finally:
-                self.ms[name] += (time.perf_counter() - t0) * 1000
+                self.ms[name] += timing.ms_since(t0)
 
         return timed
 
@@ -122,13 +88,12 @@ class PartTimer:
 
 def run_level(args, level: int) -> dict:
     import bpy
-    from mathutils.bvhtree import BVHTree
 
-    from skin_collide.addon import animation, extract, overlay, scanner
+    from skin_collide.addon import overlay, scanner
     from skin_collide.core import aabb_tree as self_collision
     from skin_collide.core import scan as core_scan
 
-    ob = load_one(args.asset, level)
+    ob = scenes.load_one(args.asset, level)
     sc = scanner.Scanner([ob], self_collision=True)
     obj = sc.objects[0]
     # Our query on a tree of its own: the pipeline's (end to end) has just queried the
@@ -137,34 +102,31 @@ def run_level(args, level: int) -> dict:
     rig = obj.rig
     tree = self_collision.build(rig.rest_positions, rig.triangles, obj.vertex_keys)
     scene = bpy.context.scene
-    arm = extract.modifier_report(ob).armature
-    act = arm.animation_data.action if arm.animation_data else None
-    frames = animation.action_frames(act) if act else list(range(scene.frame_start, scene.frame_end + 1))
-    frames = frames[::args.stride][:args.max_frames]
-    rows = {k: [] for k in ("eval", "ours", "od", "bu", "bl", "e2e", "pairs", "box", "tri", "slab", "culled",
-                            "p_boxes", "p_seeds", "p_children", "p_exact")}
+    frames = scenes.action_frames(ob)[::args.stride or 6][:args.max_frames or 8]
+    rows = timing.Samples("eval", "ours", "od", "bu", "bl", "e2e", "pairs", "box", "tri", "slab",
+                          "culled", "p_boxes", "p_seeds", "p_children", "p_exact")
     skipped = int(tree.adj_idx.size // 2)
     for f in frames:
-        t0 = time.perf_counter()
+        t0 = timing.now()
         scene.frame_set(f)
         dg = bpy.context.evaluated_depsgraph_get()
-        rows["eval"].append((time.perf_counter() - t0) * 1000)
-        t1 = time.perf_counter()
+        rows["eval"].append(timing.ms_since(t0))
+        t1 = timing.now()
         pos, poses = sc.evaluate(dg)
         res = core_scan.query_frame(sc.objects, pos, poses, self_collision=True)
         polys = core_scan.polygon_pairs(sc.objects, res)
         hit = np.unique(np.concatenate([p.ravel() for _, _, p in res.pairs])) if res.pairs \
             else np.zeros(0, np.int64)
         overlay.triangle_overlay(pos[0], obj.rig.triangles, hit)
-        rows["e2e"].append(rows["eval"][-1] + (time.perf_counter() - t1) * 1000)
+        rows["e2e"].append(rows["eval"][-1] + timing.ms_since(t1))
         st = {}
         parts = PartTimer() if args.parts else contextlib.nullcontext()
         with parts:
-            t0 = time.perf_counter()
+            t0 = timing.now()
             # The frame's triangles (Blender re-splits bent quads), as query_frame uses them.
             ftris = core_scan.frame_triangles(obj, pos[0])
             ours = self_collision.self_pairs(tree, pos[0], ftris, tree.weld_ids, stats=st)
-            rows["ours"].append((time.perf_counter() - t0) * 1000)
+            rows["ours"].append(timing.ms_since(t0))
         if args.parts:
             ms = parts.ms
             rows["p_boxes"].append(ms["frame_boxes"])
@@ -184,25 +146,19 @@ def run_level(args, level: int) -> dict:
             if as_set(od) != as_set(ours) or as_set(bu) != as_set(ours):
                 sys.exit(f"MISMATCH at level {level} frame {f}: ours {len(ours)} "
                          f"old {len(od)}/{len(bu)}")
-        t0 = time.perf_counter()
-        bt = BVHTree.FromObject(ob, dg)
-        bt.overlap(bt)
-        rows["bl"].append((time.perf_counter() - t0) * 1000)
+        rows["bl"].append(timing.blender_overlap([ob], dg)[0])
         if args.verbose:
             print(f"  L{level} f{f}: pairs {len(ours)} ours {rows['ours'][-1]:.1f} ms, "
                   f"blender {rows['bl'][-1]:.1f}, polys {len(polys)}", flush=True)
     out = {"level": level, "triangles": obj.rig.n_triangles, "frames": len(frames),
            "build_s": tree.build_seconds, "skipped": skipped}
-    for k, v in rows.items():
-        out[k] = float(np.median(v)) if v else float("nan")
+    out.update(rows.medians())
     return out
 
 
 def print_table(args, results):
     print(f"\nSelf-collision, {args.asset} (one character, medians over frames; ms per frame)")
     head = ["Subdivisions"] + [str(r["level"]) for r in results]
-    print("| " + " | ".join(head) + " |")
-    print("|" + "---|" * len(head))
     lines = [("Triangles", "triangles", "{:.0f}"), ("Frames", "frames", "{:.0f}"),
              ("Self pairs", "pairs", "{:.0f}"),
              ("Ours ms", "ours", "{:.2f}"),
@@ -221,39 +177,100 @@ def print_table(args, results):
                   ("Ours, part: seed pass ms", "p_seeds", "{:.2f}"),
                   ("Ours, part: children (traversal) ms", "p_children", "{:.2f}"),
                   ("Ours, part: exact tests ms", "p_exact", "{:.2f}")]
-    for label, key, fmt in lines:
-        print("| " + " | ".join([label] + [fmt.format(r[key]) for r in results]) + " |")
-    for label, num, den in (("Speed-up vs Blender FromObject", "bl", "ours"),
-                            ("Speed-up vs old on-demand", "od", "ours"),
-                            ("Speed-up vs old bottom-up", "bu", "ours"),
-                            ("Ours vs Blender evaluation", "eval", "ours")):
-        print("| " + " | ".join([label] + [f"{r[num] / max(r[den], 1e-9):.1f}x" for r in results]) + " |")
+    timing.print_columns(head, lines, results, (("Speed-up vs Blender FromObject", "bl", "ours"),
+                                                ("Speed-up vs old on-demand", "od", "ours"),
+                                                ("Speed-up vs old bottom-up", "bu", "ours"),
+                                                ("Ours vs Blender evaluation", "eval", "ours")))
     for r in results:
         frac = r["skipped"] / max(r["skipped"] + r["box"], 1)
         print(f"level {r['level']}: the never-generated rest-adjacent leaf pairs are "
               f"{100 * frac:.0f}% of (them + all box tests made)")
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def against(args, a, level: int) -> None:
+    """A (REV, the package `a`) against B (this checkout) on one level's frames."""
+    import bpy
+
+    from skin_collide.addon import scanner
+    from skin_collide.core import aabb_tree as self_b
+    from skin_collide.core import scan as scan_b
+
+    # The AABB tree's package, since core/ has rooms, and before.
+    versions = [(ab.module(a.__name__, "core.aabb_tree", "core.self_collision"),
+                 ab.module(a.__name__, "core.scan")), (self_b, scan_b)]
+    ob = scenes.load_one(args.asset, level)
+    sc = scanner.Scanner([ob], self_collision=True)
+    obj = sc.objects[0]
+    rig = obj.rig
+    trees = [m.build(rig.rest_positions, rig.triangles, obj.vertex_keys) for m, _ in versions]
+    # --frame: each version's whole frame query (`core.scan.query_frame`, self-collision
+    # on), on an object that version prepared itself.
+    objs = [scan.prepare(rig) for _, scan in versions] if args.frame else None
+    scene = bpy.context.scene
+    frames = scenes.action_frames(ob)[::args.stride or 1][:args.max_frames]
+    ms = timing.Samples("A", "B")
+    for _ in range(args.reps):
+        for k, f in enumerate(frames):
+            scene.frame_set(f)
+            dg = bpy.context.evaluated_depsgraph_get()
+            pos, poses = sc.evaluate(dg)
+            answers = [None, None]
+            for i in timing.alternate(k):
+                timing.blender_overlap([ob], dg)
+                module, scan = versions[i]
+                t0 = timing.now()
+                if objs is not None:
+                    res = scan.query_frame([objs[i]], pos, poses, self_collision=True,
+                                           triangles=sc.triangles)
+                    answers[i] = np.concatenate([q for _, _, q in res.pairs]) \
+                        if res.pairs else np.zeros((0, 2), np.int64)
+                else:
+                    tris = scan.frame_triangles(obj, pos[0])
+                    answers[i] = module.self_pairs(trees[i], pos[0], tris, trees[i].weld_ids)
+                ms.add(**{"AB"[i]: timing.ms_since(t0)})
+            if not np.array_equal(answers[0], answers[1]):
+                sys.exit(f"frame {f}: the two versions' pairs differ")
+    a_ms, b_ms = ms.median("A"), ms.median("B")
+    print(f"{args.asset} level {level}, {len(frames)} frames x {args.reps}: "
+          f"A ({args.against}) {a_ms:.3f} ms, B (this checkout) {b_ms:.3f} ms, "
+          f"B - A {b_ms - a_ms:+.3f} ms ({(b_ms - a_ms) / a_ms * 100:+.1f}%); answers equal")
+
+
+def options(p) -> None:
     p.add_argument("--asset", default="makehuman_default.blend")
     p.add_argument("--levels", type=int, nargs="+", default=[0, 1])
-    p.add_argument("--stride", type=int, default=6, help="use every Nth frame of the action")
-    p.add_argument("--max-frames", type=int, default=8)
+    p.add_argument("--stride", type=int, default=None,
+                   help="use every Nth frame of the action (default 6; 1 with --against)")
+    p.add_argument("--max-frames", type=int, default=None,
+                   help="at most this many frames (default 8; all with --against)")
     p.add_argument("--skip-old", action="store_true", help="do not run the old sphere query")
     p.add_argument("--verbose", action="store_true")
     p.add_argument("--parts", action="store_true",
                    help="also time the parts of our query (boxes, seed pass, children, exact "
                         "tests) by wrapping them; adds a few calls' overhead to *ours*")
-    args = p.parse_args()
-    if not os.path.isdir(SHARED):
-        sys.exit(f"bench needs ../shared/assets next to the repository ({SHARED})")
+    p.add_argument("--reps", type=int, default=2, help="with --against: passes over the frames")
+    p.add_argument("--frame", action="store_true",
+                   help="with --against: time the whole frame query (core.scan.query_frame), "
+                        "not the self tree")
+
+
+def run(args) -> int:
+    scenes.require(args.asset)
+    if args.against:
+        with ab.revision(args.against) as a:
+            for level in args.levels:
+                against(args, a, level)
+        return 0
     results = []
     for level in args.levels:
         print(f"level {level} ...", flush=True)
         results.append(run_level(args, level))
     print_table(args, results)
+    return 0
 
 
-if __name__ == "__main__":
-    main()
+registry.register("self", "one character's self-collision query per frame: ours against the "
+                  "old sphere tree and Blender's BVHTree rebuild, per subdivision level",
+                  options, run, smoke={"asset": scenes.SMOKE, "levels": [0, 1], "stride": 3,
+                                       "max_frames": 2, "parts": True, "reps": 1},
+                  against=True, doc=__doc__)
