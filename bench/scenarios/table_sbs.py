@@ -1,6 +1,6 @@
 """Kavan, O'Sullivan & Žára 2006, Tables 1 and 2, for Blender's Preserve Volume.
 
-Two copies of a character (as in bench_table3.py, no subdivision), Preserve Volume switched
+Two copies of a character (as in the table3 scenario, no subdivision), Preserve Volume switched
 on in both Armature modifiers, animated through the same frames. All in one process:
 
 * Table 1 (one frame, the middle one): min / avg / max sphere radius per tree level for the
@@ -22,40 +22,29 @@ Not a test: nothing here asserts on time.
 """
 from __future__ import annotations
 
-import argparse
-import os
-import sys
-
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import scenes  # noqa: E402
-
-SHARED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "assets")
+from bench import registry, scenes, timing
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def options(p) -> None:
     p.add_argument("--asset", default="makehuman_default.blend")
     p.add_argument("--stride", type=int, default=6)
     p.add_argument("--offset", type=float, nargs=3, default=[0.55, 0.0, 0.0])
-    args = p.parse_args()
-    if not os.path.isdir(SHARED):
-        sys.exit(f"bench needs ../shared/assets next to the repository ({SHARED})")
+    p.add_argument("--max-frames", type=int, default=None, help="at most this many frames")
 
+
+def run(args) -> int:
+    scenes.require(args.asset)
     import bpy
 
-    from skin_collide.addon import animation, extract, files, scanner
+    from skin_collide.addon import scanner
     from skin_collide.core import scan as core_scan
     from skin_collide.core import skinning
     from skin_collide.core.bounds import refit, refit_dqs
+    from skin_collide.core.methods.sphere_tree import TreeData
 
-    files.load_file(os.path.join(SHARED, args.asset))
-    meshes = extract.skinned_meshes(bpy.context.scene)
-    ob = max(meshes, key=lambda o: len(o.data.polygons))
-    arm = extract.modifier_report(ob).armature
-    ob2, _ = scenes.duplicate_character(ob, arm, f"{ob.name}_copy", offset=args.offset, turn=0.0)
+    ob, ob2 = scenes.load_pair(args.asset, 0, args.offset, 0.0)
     for o in (ob, ob2):
         for mod in o.modifiers:
             if mod.type == "ARMATURE":
@@ -67,13 +56,12 @@ def main() -> None:
     for o in pv_objs:
         rig = o.rig.__class__(**{**o.rig.__dict__})
         rig.preserve_volume = False
-        lbs_objs.append(core_scan.CollisionObject(o.name, rig, o.data.tree, refit.lbs_bounds(o.data.tree, rig),
-                                                  "lbs", "", o.keys))
+        lbs_objs.append(core_scan.CollisionObject(
+            o.name, rig, "sphere-tree", TreeData(o.data.tree, refit.lbs_bounds(o.data.tree, rig)), "",
+            o.vertex_keys))
     scene = bpy.context.scene
-    act = arm.animation_data.action if arm.animation_data else None
-    frames = animation.action_frames(act) if act else list(range(scene.frame_start, scene.frame_end + 1))
-    frames = frames[::args.stride]
-    rows = {k: [] for k in ("lbs", "pv", "bu", "lbs_pairs", "pv_pairs", "lbs_ss", "pv_ss", "bu_ss")}
+    frames = scenes.action_frames(ob)[::args.stride][:args.max_frames]
+    rows = timing.Samples("lbs", "pv", "bu", "lbs_pairs", "pv_pairs", "lbs_ss", "pv_ss", "bu_ss")
     for f in frames:
         scene.frame_set(f)
         pos, poses = sc.evaluate(bpy.context.evaluated_depsgraph_get())
@@ -81,15 +69,14 @@ def main() -> None:
         lq = core_scan.query_frame(lbs_objs, lpos, poses)
         pq = core_scan.query_frame(pv_objs, pos, poses)
         bq = core_scan.query_frame(pv_objs, pos, poses, mode="bottom-up")
-        assert pq.modes == ["on-demand"] * 2 and bq.n_pairs == pq.n_pairs
+        # The Preserve Volume method's on-demand refit (its mode is its method id).
+        assert pq.modes == ["sphere-tree-pv"] * 2 and bq.n_pairs == pq.n_pairs
         for k, q in (("lbs", lq), ("pv", pq), ("bu", bq)):
-            rows[k].append(q.ms)
-            rows[k + "_ss"].append(sum(s.sphere_tests for s in q.stats))
-        rows["lbs_pairs"].append(lq.n_pairs)
-        rows["pv_pairs"].append(pq.n_pairs)
+            rows.add(**{k: q.ms, k + "_ss": sum(s.sphere_tests for s in q.stats)})
+        rows.add(lbs_pairs=lq.n_pairs, pv_pairs=pq.n_pairs)
         print(f"  f{f}: pairs LBS {lq.n_pairs} PV {pq.n_pairs}; ms LBS {lq.ms:.1f} "
               f"PV {pq.ms:.1f} bottom-up {bq.ms:.1f}", flush=True)
-    med = {k: float(np.median(v)) for k, v in rows.items()}
+    med = rows.medians()
 
     f = frames[len(frames) // 2]
     scene.frame_set(f)
@@ -126,5 +113,9 @@ def main() -> None:
           f"bottom-up / PV on-demand = {med['bu'] / med['pv']:.2f}")
 
 
-if __name__ == "__main__":
-    main()
+    return 0
+
+
+registry.register("table-sbs", "Kavan, O'Sullivan & Žára 2006 Tables 1 and 2: Preserve Volume "
+                  "refit against the LBS refit and bottom-up, two copies", options, run,
+                  smoke={"asset": scenes.SMOKE, "stride": 3, "max_frames": 2}, doc=__doc__)
