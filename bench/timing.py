@@ -11,6 +11,10 @@ import time
 from typing import Callable, Iterable
 
 
+def sleep(seconds: float) -> None:
+    time.sleep(seconds)
+
+
 def now() -> float:
     """A start time for `ms_since`."""
     return time.perf_counter()

@@ -9,53 +9,59 @@ moment the file is open).
 `--characters 2` builds a second copy of the character too (1 m away), and `--batch 1`
 makes the Build take one character at a time, as it did before it built one per core.
 
-Usage (from the repository root):
-    bash dev python bench/bench_first_update.py --levels 0 1
-Not a test: nothing here asserts on time.
+    bash dev python -m bench first-update --levels 0 1
 """
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import sys
 import tempfile
-import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import scenes  # noqa: E402
-from bench_pose_edits import rotate  # noqa: E402
-from bench_self import load_one  # noqa: E402
+from bench import registry, scenes, timing
 
 
-def run(asset: str, level: int, bone: str, edits: int, drop_kept: bool, characters: int,
-        batch: int | None, reopen_wait: float | None) -> dict:
+def options(p) -> None:
+    p.add_argument("--asset", default="makehuman_default.blend")
+    p.add_argument("--levels", nargs="+", type=int, default=[0, 1])
+    p.add_argument("--bone", default="finger2-2.L")
+    p.add_argument("--edits", type=int, default=4)
+    p.add_argument("--characters", type=int, choices=(1, 2), default=1)
+    p.add_argument("--batch", type=int, default=None,
+                   help="characters built per step of the Build (default: one per core)")
+    p.add_argument("--reopen", type=float, default=None, metavar="SECONDS",
+                   help="save with the live overlay on, open the file again, wait SECONDS, "
+                        "then pose (the Build column then adds the file's opening time)")
+    p.add_argument("--drop-kept", action="store_true",
+                   help="forget the session's decoded data after Build (as after reopening)")
+    p.add_argument("--frame", type=int, default=25, help="the frame posed")
+
+
+def measure(asset: str, level: int, bone: str, edits: int, drop_kept: bool, characters: int,
+            batch: int | None, reopen_wait: float | None, frame: int = 25) -> dict:
     import bpy
 
-    from skin_collide.addon import extract, handlers
+    from skin_collide.addon import handlers
     from skin_collide.addon.state import STATE
     from skin_collide.operators import build
 
-    ob = load_one(asset, level)
+    ob = scenes.load_one(asset, level)
     chosen = [ob]
     if characters == 2:
-        arm = extract.modifier_report(ob).armature
+        arm = scenes.armature(ob)
         chosen.append(scenes.duplicate_character(ob, arm, f"{ob.name}_copy",
                                                  offset=(1.0, 0.0, 0.0), turn=0.0)[0])
     if batch is not None:
         build.batch_size = lambda: batch
-    for o in bpy.context.scene.objects:
-        o.select_set(o in chosen)
-    bpy.context.view_layer.objects.active = ob
+    scenes.select_only(chosen, ob)
     scene = bpy.context.scene
     scene.skin_collide.self_collision = True
-    scene.frame_set(25)
-    t0 = time.perf_counter()
-    bpy.ops.skin_collide.build()
-    build_s = time.perf_counter() - t0
+    scene.frame_set(frame)
+    with timing.Timer() as t:
+        bpy.ops.skin_collide.build()
+    build_s = t.s
     if drop_kept:
         STATE.objects.clear()                      # as after reopening the file
         STATE.verified.clear()
@@ -70,21 +76,21 @@ def run(asset: str, level: int, bone: str, edits: int, drop_kept: bool, characte
             bpy.ops.wm.read_homefile(use_empty=True)
             STATE.objects.clear()                  # as in a new Blender session
             STATE.verified.clear()
-            t0 = time.perf_counter()
-            bpy.ops.wm.open_mainfile(filepath=path)
-            open_s = time.perf_counter() - t0
-        time.sleep(reopen_wait)
+            with timing.Timer() as t:
+                bpy.ops.wm.open_mainfile(filepath=path)
+            open_s = t.s
+        timing.sleep(reopen_wait)
         scene, ob = bpy.context.scene, bpy.data.objects[name]
         scene.skin_collide.live = False            # only the timed updates below run
-    pb = extract.modifier_report(ob).armature.pose.bones[bone]
+    pb = scenes.armature(ob).pose.bones[bone]
     times = []
     for k in range(edits):
-        rotate(pb, math.radians(6.0) * (1 if k % 2 else -1))
+        scenes.rotate(pb, math.radians(6.0) * (1 if k % 2 else -1))
         dg = bpy.context.evaluated_depsgraph_get()
         dg.update()
-        t0 = time.perf_counter()
+        t0 = timing.now()
         handlers._update(scene, dg)
-        times.append((time.perf_counter() - t0) * 1000)
+        times.append(timing.ms_since(t0))
         live = STATE.live[scene.name_full]
         if live.error:
             sys.exit(f"OVERLAY {asset} L{level} edit {k}: {live.error}")
@@ -94,30 +100,15 @@ def run(asset: str, level: int, bone: str, edits: int, drop_kept: bool, characte
             "open": open_s}
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--asset", default="makehuman_default.blend")
-    ap.add_argument("--levels", nargs="+", type=int, default=[0, 1])
-    ap.add_argument("--bone", default="finger2-2.L")
-    ap.add_argument("--edits", type=int, default=4)
-    ap.add_argument("--characters", type=int, choices=(1, 2), default=1)
-    ap.add_argument("--batch", type=int, default=None,
-                    help="characters built per step of the Build (default: one per core)")
-    ap.add_argument("--reopen", type=float, default=None, metavar="SECONDS",
-                    help="save with the live overlay on, open the file again, wait SECONDS, "
-                         "then pose (the Build column then adds the file's opening time)")
-    ap.add_argument("--drop-kept", action="store_true",
-                    help="forget the session's decoded data after Build (as after reopening)")
-    args = ap.parse_args()
-    import skin_collide
-
-    skin_collide.register()
+def run(args) -> int:
+    scenes.require(args.asset)
+    scenes.register_addon()
     print("| level | triangles | Build s | " +
           " | ".join(f"update {k + 1} ms" for k in range(args.edits)) + " |")
     print("|---|---|---|" + "---|" * args.edits)
     for level in args.levels:
-        r = run(args.asset, level, args.bone, args.edits, args.drop_kept, args.characters,
-                args.batch, args.reopen)
+        r = measure(args.asset, level, args.bone, args.edits, args.drop_kept, args.characters,
+                    args.batch, args.reopen, args.frame)
         built = f"{r['build']:.2f}" if r["open"] is None else \
             f"{r['build']:.2f} (open {r['open']:.2f})"
         print(f"| {level} | {r['triangles']} | {built} | " +
@@ -125,5 +116,7 @@ def main() -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+registry.register("first-update", "the first live updates after the panel's Build (one bone "
+                  "posed per edit), with the Build's own time", options, run,
+                  smoke={"asset": scenes.SMOKE, "levels": [0], "bone": "bone_3", "edits": 2,
+                         "frame": 4}, doc=__doc__)

@@ -18,28 +18,19 @@ draw after the change. Timed:
   GPU batches).
 
 Prints, per frame and as medians, contacts / live update and contacts / (live update +
-first draw). One process; not a test: nothing here asserts on time.
+first draw). One process.
 
-Usage (from the repository root):
-    bash dev python bench/bench_live_contacts.py
-    bash dev python bench/bench_live_contacts.py --offset 0.55     # arms crossing
+    bash dev python -m bench live-contacts
+    bash dev python -m bench live-contacts --offset 0.55     # arms crossing
 """
 from __future__ import annotations
 
-import argparse
-import os
-import sys
-import time
-
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import scenes  # noqa: E402
+from bench import registry, scenes, timing
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def options(p) -> None:
     p.add_argument("--asset", default="makehuman_default.blend")
     p.add_argument("--offset", type=float, default=0.0, help="the copy moved along X (m)")
     p.add_argument("--stride", type=int, default=6)
@@ -47,39 +38,36 @@ def main() -> None:
     p.add_argument("--ignore-rest", action="store_true",
                    help="keep the panel's Ignore Rest Contacts on (with the copy on the "
                         "same spot it hides nearly every pair)")
-    args = p.parse_args()
+    p.add_argument("--max-frames", type=int, default=None, help="at most this many frames")
 
-    import bench_table3
+
+def run(args) -> int:
     import bpy
     import gpu
 
-    import skin_collide
     from skin_collide.addon import overlay, session, snapshot
     from skin_collide.addon.state import STATE
     from skin_collide.core.contacts import groups
 
-    if not os.path.isdir(bench_table3.SHARED):
-        sys.exit(f"bench needs ../shared/assets next to the repository ({bench_table3.SHARED})")
-    skin_collide.register()
-    ob, ob2 = bench_table3.load_pair(args.asset, 0, (args.offset, 0.0, 0.0), 0.0)
+    scenes.require(args.asset)
+    scenes.register_addon()
+    ob, ob2 = scenes.load_pair(args.asset, 0, (args.offset, 0.0, 0.0), 0.0)
     scene = bpy.context.scene
-    for o in scene.objects:
-        o.select_set(o in (ob, ob2))
-    bpy.context.view_layer.objects.active = ob
+    scenes.select_only([ob, ob2], ob)
     bpy.ops.skin_collide.build()
     arm = ob.find_armature() or ob.parent
     first, last = (int(x) for x in arm.animation_data.action.frame_range)
-    frames = list(range(first, last + 1, args.stride))
+    frames = list(range(first, last + 1, args.stride))[:args.max_frames]
 
     spent = [0.0]
     original = groups.frame_contacts
 
     def timed_contacts(*a, **k):
-        t0 = time.perf_counter()
+        t0 = timing.now()
         try:
             return original(*a, **k)
         finally:
-            spent[0] += time.perf_counter() - t0
+            spent[0] += timing.ms_since(t0) / 1e3
 
     # The scanner reaches it as `contact_groups.frame_contacts`: the module attribute.
     groups.frame_contacts = timed_contacts
@@ -95,20 +83,20 @@ def main() -> None:
     scene.skin_collide.ignore_rest_contacts = args.ignore_rest
     scene.skin_collide.live = True
     scene.frame_set(frames[0])                     # warm up: first query, memo, batches
-    rows = {k: [] for k in ("change", "update", "contacts", "draw", "pairs")}
+    rows = timing.Samples("change", "update", "contacts", "draw", "pairs")
     with off.bind():
         fb = gpu.state.active_framebuffer_get()
         with bpy.context.temp_override(window=window, area=area, region=region):
             for f in frames:
                 spent[0] = 0.0
-                t0 = time.perf_counter()
+                t0 = timing.now()
                 scene.frame_set(f)
-                t1 = time.perf_counter()
+                t1 = timing.now()
                 gpu.matrix.load_matrix(vm)
                 gpu.matrix.load_projection_matrix(pm)
                 overlay._draw_view3d()
                 fb.read_color(0, 0, 1, 1, 4, 0, "FLOAT")
-                t2 = time.perf_counter()
+                t2 = timing.now()
                 res = session.live_result(scene)
                 rows["change"].append((t1 - t0) * 1e3)
                 rows["update"].append(STATE.last_seconds * 1e3)
@@ -122,7 +110,7 @@ def main() -> None:
                       f"{' (capped)' if res is not None and res.more_than else ''}", flush=True)
     off.free()
     groups.frame_contacts = original
-    med = {k: float(np.median(v)) for k, v in rows.items()}
+    med = rows.medians()
     share = np.array(rows["contacts"]) / np.array(rows["update"])
     share_draw = np.array(rows["contacts"]) / (np.array(rows["update"]) + np.array(rows["draw"]))
     print(f"\n{len(frames)} frames ({first}-{last}, every {args.stride}), copy offset "
@@ -135,10 +123,14 @@ def main() -> None:
                        ("contacts", "of which contacts ms"), ("draw", "first draw ms")):
         print(f"| {label} | {med[key]:.0f} |" if key == "pairs" else
               f"| {label} | {med[key]:.1f} |")
-    print(f"| **contacts / live update** | **{100 * np.median(share):.1f}%** "
+    print(f"| **contacts / live update** | **{100 * timing.median(share):.1f}%** "
           f"(max {100 * share.max():.1f}%) |")
-    print(f"| contacts / (live update + first draw) | {100 * np.median(share_draw):.1f}% |")
+    print(f"| contacts / (live update + first draw) | {100 * timing.median(share_draw):.1f}% |")
 
 
-if __name__ == "__main__":
-    main()
+    return 0
+
+
+registry.register("live-contacts", "what contacts cost in the live overlay's frame (two "
+                  "characters, the live handler and the first draw, headless)", options, run,
+                  smoke={"asset": scenes.SMOKE, "stride": 3, "max_frames": 2}, doc=__doc__)
