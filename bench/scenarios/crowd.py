@@ -28,19 +28,12 @@ Not a test: nothing here asserts on time.
 """
 from __future__ import annotations
 
-import argparse
 import math
-import os
 import sys
-import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import scenes  # noqa: E402
-
-SHARED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "assets")
+from bench import registry, scenes, timing
 
 
 def world_box(ob_eval):
@@ -56,16 +49,15 @@ def box_pairs(boxes):
             if np.all(boxes[i][0] <= boxes[j][1]) and np.all(boxes[j][0] <= boxes[i][1])]
 
 
-def run_crowd(n: int, spacing: float, n_frames: int, seed: int, turn: bool = False) -> dict:
+def run_crowd(n: int, spacing: float, n_frames: int, seed: int, turn: bool = False,
+              asset: str = "cesium_man.glb") -> dict:
     import bpy
     from mathutils.bvhtree import BVHTree
 
-    from skin_collide.addon import animation, extract, files, scanner
+    from skin_collide.addon import scanner
 
-    files.load_file(os.path.join(SHARED, "cesium_man.glb"))
+    ob, arm = scenes.load_body(asset)
     scene = bpy.context.scene
-    ob = max(extract.skinned_meshes(scene), key=lambda o: len(o.data.polygons))
-    arm = extract.modifier_report(ob).armature
     bpy.context.view_layer.update()
     lo, hi = world_box(ob.evaluated_get(bpy.context.evaluated_depsgraph_get()))
     height = float(hi[2] - lo[2])
@@ -79,30 +71,28 @@ def run_crowd(n: int, spacing: float, n_frames: int, seed: int, turn: bool = Fal
                                             turn=float(rng.uniform(-math.pi, math.pi)) if turn else 0.0)
         meshes.append(ob2)
     sc = scanner.Scanner(meshes)
-    act = arm.animation_data.action if arm.animation_data else None
-    frames = animation.action_frames(act) if act else list(range(scene.frame_start,
-                                                                  scene.frame_end + 1))
+    frames = scenes.action_frames(ob)
     frames = frames[::max(1, len(frames) // n_frames)][:n_frames]
-    rows = {k: [] for k in ("ours", "read", "bl", "blw", "pairs", "obj_pairs", "box_pairs")}
+    rows = timing.Samples("ours", "read", "bl", "blw", "pairs", "obj_pairs", "box_pairs")
     for f in frames:
         scene.frame_set(f)
         dg = bpy.context.evaluated_depsgraph_get()
-        t0 = time.perf_counter()
+        t0 = timing.now()
         pos, poses = sc.evaluate(dg)
-        read = (time.perf_counter() - t0) * 1000.0
-        t0 = time.perf_counter()
+        read = timing.ms_since(t0)
+        t0 = timing.now()
         tri_pairs, _, _ = sc.query(pos, poses)
-        ours = (time.perf_counter() - t0) * 1000.0
+        ours = timing.ms_since(t0)
         # Blender's way (the bar).
-        t0 = time.perf_counter()
+        t0 = timing.now()
         evs = [m.evaluated_get(dg) for m in meshes]
         trees = [BVHTree.FromObject(m, dg) for m in meshes]
         cand = box_pairs([world_box(e) for e in evs])
         for i, j in cand:
             trees[i].overlap(trees[j])
-        rows["bl"].append((time.perf_counter() - t0) * 1000.0)
+        rows["bl"].append(timing.ms_since(t0))
         # Blender in world space: the pairs to compare with.
-        t0 = time.perf_counter()
+        t0 = timing.now()
         wtrees = [BVHTree.FromPolygons(p.tolist(), t.tolist(), all_triangles=True)
                   for p, t in zip(pos, sc.triangles)]
         wboxes = [(p.min(axis=0), p.max(axis=0)) for p in pos]
@@ -111,7 +101,7 @@ def run_crowd(n: int, spacing: float, n_frames: int, seed: int, turn: bool = Fal
             ov = wtrees[i].overlap(wtrees[j])
             if ov:
                 ref[(i, j)] = set(map(tuple, ov))
-        rows["blw"].append((time.perf_counter() - t0) * 1000.0)
+        rows["blw"].append(timing.ms_since(t0))
         got = {(i, j): set(map(tuple, p.tolist())) for i, j, p in tri_pairs}
         if got != ref:
             missed = sum(len(ref[k] - got.get(k, set())) for k in ref)
@@ -123,7 +113,7 @@ def run_crowd(n: int, spacing: float, n_frames: int, seed: int, turn: bool = Fal
         rows["pairs"].append(sum(len(v) for v in got.values()))
         rows["obj_pairs"].append(len(got))
         rows["box_pairs"].append(len(box_pairs(wboxes)))
-    med = {k: float(np.median(v)) for k, v in rows.items()}
+    med = rows.medians()
     med["tris"] = sum(o.rig.n_triangles for o in sc.objects)
     med["build_s"] = float(np.mean([o.build_seconds for o in sc.objects]))
     med["mem_kb"] = float(np.mean([(sum(a.nbytes for a in o.data.arrays().values())
@@ -133,21 +123,22 @@ def run_crowd(n: int, spacing: float, n_frames: int, seed: int, turn: bool = Fal
     return med
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def options(p) -> None:
+    p.add_argument("--asset", default="cesium_man.glb")
     p.add_argument("--counts", type=int, nargs="+", default=[10, 50])
     p.add_argument("--spacings", type=float, nargs="+", default=[0.35, 0.6])
     p.add_argument("--frames", type=int, default=10)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--turn", action="store_true",
                    help="turn each character by a random angle (default: all walk the same way)")
-    args = p.parse_args()
-    if not os.path.isdir(SHARED):
-        sys.exit(f"bench needs ../shared/assets next to the repository ({SHARED})")
+
+
+def run(args) -> int:
+    scenes.require(args.asset)
     results = []
     for n in args.counts:
         for s in args.spacings:
-            r = run_crowd(n, s, args.frames, args.seed, args.turn)
+            r = run_crowd(n, s, args.frames, args.seed, args.turn, args.asset)
             results.append((n, s, r))
             print(f"{n} characters, spacing {s}: ours {r['ours']:.1f} ms, Blender {r['bl']:.1f} ms, "
                   f"Blender world {r['blw']:.1f} ms, pairs {r['pairs']:.0f}", flush=True)
@@ -164,5 +155,10 @@ def main() -> None:
               f"| {r['mem_kb']:.0f} |")
 
 
-if __name__ == "__main__":
-    main()
+    return 0
+
+
+registry.register("crowd", "crowds (issue 13): a grid of walking Cesium Men, our scan against "
+                  "Blender's BVHTree way", options, run,
+                  smoke={"asset": scenes.SMOKE, "counts": [3], "spacings": [0.35], "frames": 2},
+                  doc=__doc__)

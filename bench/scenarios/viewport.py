@@ -20,54 +20,41 @@ Not a test: nothing here asserts on time.
 """
 from __future__ import annotations
 
-import argparse
-import os
-import sys
-import time
-
-import numpy as np
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import scenes  # noqa: E402
+from bench import registry, scenes, timing
 
 
 def timed(fn, sync) -> float:
-    t0 = time.perf_counter()
+    t0 = timing.now()
     fn()
     sync()
-    return (time.perf_counter() - t0) * 1000.0
+    return timing.ms_since(t0)
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def options(p) -> None:
     p.add_argument("--asset", default="makehuman_default.blend")
     p.add_argument("--stride", type=int, default=6)
     p.add_argument("--size", default="640x400")
     p.add_argument("--redraws", type=int, default=5, help="cached redraws timed per frame")
-    args = p.parse_args()
+    p.add_argument("--max-frames", type=int, default=None, help="at most this many frames")
 
-    import bench_table3
+
+def run(args) -> int:
     import bpy
     import gpu
 
-    import skin_collide
     from skin_collide.addon import overlay, session, snapshot
 
-    if not os.path.isdir(bench_table3.SHARED):
-        sys.exit(f"bench needs ../shared/assets next to the repository ({bench_table3.SHARED})")
-    skin_collide.register()
-    ob, ob2 = bench_table3.load_pair(args.asset, 0, (0.55, 0.0, 0.0), 0.0)
+    scenes.require(args.asset)
+    scenes.register_addon()
+    ob, ob2 = scenes.load_pair(args.asset, 0, (0.55, 0.0, 0.0), 0.0)
     scene = bpy.context.scene
-    for o in scene.objects:
-        o.select_set(o in (ob, ob2))
-    bpy.context.view_layer.objects.active = ob
-    t0 = time.perf_counter()
-    bpy.ops.skin_collide.build()
-    print(f"built 2 x {len(ob.data.polygons)} polygons in {time.perf_counter() - t0:.1f} s")
+    scenes.select_only([ob, ob2], ob)
+    with timing.Timer() as built:
+        bpy.ops.skin_collide.build()
+    print(f"built 2 x {len(ob.data.polygons)} polygons in {built.s:.1f} s")
     arm = ob.find_armature() or ob.parent
     first, last = (int(x) for x in arm.animation_data.action.frame_range)
-    frames = list(range(first, last + 1, args.stride))
+    frames = list(range(first, last + 1, args.stride))[:args.max_frames]
     snapshot.ensure_gpu()
     w, h = (int(v) for v in args.size.split("x"))
     window, area, region, space = snapshot.area_of_type("VIEW_3D")
@@ -79,7 +66,7 @@ def main() -> None:
     rows = []
     for self_collision in (False, True):
         scene.skin_collide.self_collision = self_collision
-        t = {k: [] for k in ("change", "query", "first", "redraw", "rebuild", "viewport", "pairs")}
+        t = timing.Samples("change", "query", "first", "redraw", "rebuild", "viewport", "pairs")
         with off.bind():
             fb = gpu.state.active_framebuffer_get()
             sync = lambda: fb.read_color(0, 0, 1, 1, 4, 0, "FLOAT")  # noqa: E731
@@ -92,17 +79,17 @@ def main() -> None:
                     gpu.matrix.load_matrix(vm)
                     gpu.matrix.load_projection_matrix(pm)
                     t["first"].append(timed(overlay._draw_view3d, sync))
-                    t["redraw"].append(np.median([timed(overlay._draw_view3d, sync)
-                                                  for _ in range(args.redraws)]))
+                    t["redraw"].append(timing.median([timed(overlay._draw_view3d, sync)
+                                                      for _ in range(args.redraws)]))
 
                     def rebuild():
                         overlay.forget_drawn()
                         overlay._draw_view3d()
                     t["rebuild"].append(timed(rebuild, sync))
-        t["viewport"] = [timed(lambda: off.draw_view3d(scene, bpy.context.view_layer, space,
+        t.rows["viewport"] = [timed(lambda: off.draw_view3d(scene, bpy.context.view_layer, space,
                                                        region, vm, pm), lambda: None)
                          for _ in range(3)]
-        rows.append((self_collision, {k: float(np.median(v)) for k, v in t.items()}))
+        rows.append((self_collision, t.medians()))
     off.free()
     print("\n| | self-collision off | self-collision on |\n|---|---|---|")
     label = {"pairs": "Colliding polygon pairs (median)", "change": "Frame change ms",
@@ -118,5 +105,10 @@ def main() -> None:
                                                        for _, r in rows) + " |")
 
 
-if __name__ == "__main__":
-    main()
+    return 0
+
+
+registry.register("viewport", "what the live overlay costs: a viewport redraw against a "
+                  "frame change (two characters, headless)", options, run,
+                  smoke={"asset": scenes.SMOKE, "stride": 3, "max_frames": 2, "redraws": 2},
+                  doc=__doc__)
