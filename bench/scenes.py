@@ -80,6 +80,19 @@ def load_asset(asset: str):
     return max(meshes, key=lambda o: len(o.data.polygons))
 
 
+def load_meshes(asset: str, level: int) -> list:
+    """Every skinned mesh of `asset`, each rest mesh subdivided `level` times."""
+    import bpy
+
+    from skin_collide.addon import extract, files
+
+    files.load_file(require(asset))
+    meshes = extract.skinned_meshes(bpy.context.scene)
+    for ob in meshes:
+        subdivide_rest_mesh(ob, level)
+    return meshes
+
+
 def armature(ob):
     from skin_collide.addon import extract
 

@@ -55,6 +55,13 @@ def timed(fn: Callable, *args, **kwargs):
     return out, (time.perf_counter() - t0) * 1000.0
 
 
+def timed_s(fn: Callable, *args, **kwargs):
+    """(fn's result, its wall-clock seconds)."""
+    t0 = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return out, time.perf_counter() - t0
+
+
 def best_of(repeat: int, fn: Callable, *args, **kwargs):
     """Calls fn `repeat` times: (last result, smallest ms)."""
     best, out = math.inf, None

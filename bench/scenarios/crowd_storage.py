@@ -13,37 +13,27 @@ Per way: Build (the operator: one build for all copies, then storing), the growt
 saved uncompressed .blend against the same scene saved without data, and the first load
 of every copy after reopening the file (`storage.load`: decoding, the derived parts).
 
-Usage (from the repository root):
-    bash dev python bench/bench_crowd_storage.py --copies 5
-    bash dev python bench/bench_crowd_storage.py --copies 5 --level 1
-Not a test: nothing here asserts on time.
+    bash dev python -m bench crowd-storage --copies 5
+    bash dev python -m bench crowd-storage --copies 5 --level 1
 """
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 import tempfile
-import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import bench_storage  # noqa: E402
-import scenes  # noqa: E402
+from bench import registry, scenes, timing
 
 
 def crowd(asset: str, level: int, copies: int, folder: str) -> str:
     """The crowd scene saved without data; returns its path."""
     import bpy
 
-    from skin_collide.addon import extract
-
-    meshes = bench_storage.load(asset, level)
+    meshes = scenes.load_meshes(asset, level)
     ob = max(meshes, key=lambda o: len(o.data.polygons))
     for other in meshes:
         if other != ob:
             bpy.data.objects.remove(other)
-    arm = extract.modifier_report(ob).armature
+    arm = scenes.armature(ob)
     for k in range(1, copies):
         scenes.duplicate_character(ob, arm, f"{ob.name}.{k}", offset=(1.5 * k, 0.0, 0.0),
                                    turn=0.0)
@@ -67,9 +57,8 @@ def one_way(path: str, shared: bool, folder: str) -> dict:
     if not shared:
         storage.save = lambda ob, obj, holder=None: real(ob, obj)
     try:
-        t = time.perf_counter()
-        assert bpy.ops.skin_collide.build() == {"FINISHED"}
-        build = time.perf_counter() - t
+        status, build = timing.timed_s(bpy.ops.skin_collide.build)
+        assert status == {"FINISHED"}
     finally:
         storage.save = real
     out = os.path.join(folder, f"built_{'shared' if shared else 'each'}.blend")
@@ -78,26 +67,22 @@ def one_way(path: str, shared: bool, folder: str) -> dict:
     STATE.objects.clear()
     STATE.shared_bases.clear()
     meshes = extract.skinned_meshes(bpy.context.scene)
-    t = time.perf_counter()
-    for ob in meshes:
-        assert storage.load(ob) is not None
-    loading = time.perf_counter() - t
+    loaded, loading = timing.timed_s(lambda: [storage.load(ob) for ob in meshes])
+    assert all(x is not None for x in loaded)
     holders = sum(storage.BLOB_KEY in storage.text_of(ob) for ob in meshes)
     return {"build": build, "growth": os.path.getsize(out) - os.path.getsize(path),
             "load": loading, "holders": holders, "copies": len(meshes)}
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--asset", default="makehuman_default.blend")
-    ap.add_argument("--level", type=int, default=0)
-    ap.add_argument("--copies", type=int, default=5)
-    args = ap.parse_args()
-    if not os.path.isdir(bench_storage.SHARED):
-        sys.exit(f"bench needs ../shared/assets next to the repository ({bench_storage.SHARED})")
-    import skin_collide
+def options(p) -> None:
+    p.add_argument("--asset", default="makehuman_default.blend")
+    p.add_argument("--level", type=int, default=0)
+    p.add_argument("--copies", type=int, default=5)
 
-    skin_collide.register()
+
+def run(args) -> int:
+    scenes.require(args.asset)
+    scenes.register_addon()
     with tempfile.TemporaryDirectory() as folder:
         path = crowd(args.asset, args.level, args.copies, folder)
         rows = [("one per copy", one_way(path, False, folder)),
@@ -111,5 +96,6 @@ def main() -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+registry.register("crowd-storage", "copies of one character in the .blend: one stored build "
+                  "shared by the copies against one per copy (issue 43)", options, run,
+                  smoke={"asset": scenes.SMOKE, "copies": 2}, doc=__doc__)

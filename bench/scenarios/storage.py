@@ -14,57 +14,37 @@ With ``--arrays`` it first prints, for the first mesh, every array of a prepared
 raw size, size compressed on its own, whether it is stored or recomputed at load, and
 the cost of recomputing it.
 
-Usage (from the repository root):
-    bash dev python bench/bench_storage.py --arrays
-    bash dev python bench/bench_storage.py --assets all --levels 0 1
-Not a test: nothing here asserts on time.
+    bash dev python -m bench storage --arrays
+    bash dev python -m bench storage --assets all --levels 0 1
 """
 from __future__ import annotations
 
-import argparse
 import base64
 import io
 import lzma
 import os
-import sys
 import tempfile
-import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench import registry, scenes, timing
 
-import scenes  # noqa: E402
-
-SHARED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "assets")
 ASSETS = ["makehuman_default.blend", "cesium_man.glb", "fox.glb", "mannequiny.glb",
           "platformer_enemy.glb", "platformer_robot.glb", "robot_expressive.glb"]
 
 
 def load(asset: str, level: int) -> list:
-    import bpy
-
-    from skin_collide.addon import extract, files
-
-    files.load_file(os.path.join(SHARED, asset))
-    meshes = extract.skinned_meshes(bpy.context.scene)
-    for ob in meshes:
-        scenes.subdivide_rest_mesh(ob, level)
-    return meshes
+    return scenes.load_meshes(asset, level)
 
 
 def save(path: str) -> float:
     import bpy
 
-    t = time.perf_counter()
-    bpy.ops.wm.save_as_mainfile(filepath=path, compress=False, copy=True)
-    return time.perf_counter() - t
+    return timing.timed_s(bpy.ops.wm.save_as_mainfile, filepath=path, compress=False,
+                          copy=True)[1]
 
 
-def timed(fn, *args):
-    t = time.perf_counter()
-    out = fn(*args)
-    return out, time.perf_counter() - t
+timed = timing.timed_s
 
 
 def array_table(asset: str, level: int) -> None:
@@ -146,12 +126,8 @@ def growth(asset: str, level: int, folder: str) -> dict:
     scene = bpy.context.scene
     bare = os.path.join(folder, "bare.blend")
     t_save_bare = save(bare)
-    t0 = time.perf_counter()
-    objects = [scan.prepare(extract.rig_from_object(ob)) for ob in meshes]
-    t_build = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    datas = [persist.to_bytes(o) for o in objects]
-    t_encode = time.perf_counter() - t0
+    objects, t_build = timed(lambda: [scan.prepare(extract.rig_from_object(ob)) for ob in meshes])
+    datas, t_encode = timed(lambda: [persist.to_bytes(o) for o in objects])
     scene.skin_collide.data_location = "FILE"
     for ob, o in zip(meshes, objects):
         storage.save(ob, o)
@@ -174,13 +150,8 @@ def growth(asset: str, level: int, folder: str) -> dict:
     save(old)
     # Load: open the file with the data in it, then read every mesh's data.
     STATE.objects.clear()
-    t0 = time.perf_counter()
-    bpy.ops.wm.open_mainfile(filepath=in_file)
-    t_open = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    for ob in extract.skinned_meshes(bpy.context.scene):
-        storage.load(ob)
-    t_load = time.perf_counter() - t0
+    _, t_open = timed(bpy.ops.wm.open_mainfile, filepath=in_file)
+    _, t_load = timed(lambda: [storage.load(ob) for ob in extract.skinned_meshes(bpy.context.scene)])
     size = os.path.getsize
     return {"meshes": len(meshes), "tris": sum(o.rig.n_triangles for o in objects),
             "bytes": sum(len(d) for d in datas),
@@ -190,21 +161,21 @@ def growth(asset: str, level: int, folder: str) -> dict:
             "open": t_open, "load": t_load}
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--assets", nargs="+", default=["makehuman_default.blend"],
-                    help="asset file names in ../shared/assets, or 'all'")
-    ap.add_argument("--levels", nargs="+", type=int, default=[0, 1])
-    ap.add_argument("--arrays", action="store_true", help="print the per-array table")
-    args = ap.parse_args()
-    import bpy  # noqa: F401
+def options(p) -> None:
+    p.add_argument("--assets", nargs="+", default=["makehuman_default.blend"],
+                   help="asset file names in ../shared/assets, or 'all'")
+    p.add_argument("--levels", nargs="+", type=int, default=[0, 1])
+    p.add_argument("--arrays", action="store_true",
+                   help="print the per-array table (of the first asset)")
 
-    import skin_collide
 
-    skin_collide.register()
+def run(args) -> int:
+    for asset in ASSETS if args.assets == ["all"] else args.assets:
+        scenes.require(asset)
+    scenes.register_addon()
     if args.arrays:
         for level in args.levels:
-            array_table("makehuman_default.blend", level)
+            array_table(args.assets[0] if args.assets != ["all"] else ASSETS[0], level)
         return 0
     assets = ASSETS if args.assets == ["all"] else args.assets
     print("\n| Asset | Level | Meshes | Triangles | Data MB | .blend growth MB | Previous "
@@ -224,5 +195,6 @@ def main() -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+registry.register("storage", "what built collision data adds to a saved .blend, and what "
+                  "storing and loading cost (issue 14); --arrays: per array", options, run,
+                  smoke={"assets": [scenes.SMOKE], "levels": [0]}, doc=__doc__)
