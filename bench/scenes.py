@@ -40,6 +40,20 @@ def require(asset: str) -> str:
     return path
 
 
+def tests_module(relpath: str):
+    """A helper module of the test suite (`tests/RELPATH`), imported by its file (no
+    `sys.path` edit): random poses, synthetic skins."""
+    import importlib.util
+
+    name = "bench_tests_" + relpath.replace("/", "_").removesuffix(".py")
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "tests", relpath))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
 def smoke_file() -> str:
     """A .blend holding one small animated tube character (`Body`, bones bone_0..bone_5,
     frames 1-8, bending into itself), made once per process."""

@@ -7,21 +7,15 @@ the self tree's seeds (the neighbour node pairs box-tested every frame,
 `docs/self_collision.md`) whose two nodes hold only vertices with one dominant bone of
 weight share above a threshold, and of those, the share whose rest boxes are apart.
 
-Usage (from the repository root):
-    bash dev python bench/bench_rigid_seeds.py --asset makehuman_default.blend --level 0
-Not a test: an upper bound on what such a certificate could remove.
+    bash dev python -m bench rigid-seeds --asset makehuman_default.blend --level 0
+
+An upper bound on what such a certificate could remove.
 """
 from __future__ import annotations
 
-import argparse
-import os
-import sys
-
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from bench_self import load_one  # noqa: E402
+from bench import registry, scenes
 
 
 def _corner_pairs(obj) -> int:
@@ -55,16 +49,17 @@ def _corner_pairs(obj) -> int:
     return n
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--asset", default="makehuman_default.blend")
-    ap.add_argument("--level", type=int, default=0)
-    args = ap.parse_args()
+def options(p) -> None:
+    p.add_argument("--asset", default="makehuman_default.blend")
+    p.add_argument("--level", type=int, default=0)
+
+
+def run(args) -> int:
     from skin_collide.addon import scanner
     from skin_collide.core.aabb_tree import boxes as B
     from skin_collide.core.scan import carry as sc_carry
 
-    ob = load_one(args.asset, args.level)
+    ob = scenes.load_one(args.asset, args.level)
     obj = scanner.Scanner([ob], self_collision=True).objects[0]
     tree = sc_carry.for_object(obj)
     rig = obj.rig
@@ -110,5 +105,9 @@ def main() -> None:
         print(f"| {thr:.6g} | {100 * one / n_seeds:.1f}% | {100 * apart / n_seeds:.1f}% |")
 
 
-if __name__ == "__main__":
-    main()
+    return 0
+
+
+registry.register("rigid-seeds", "how much of the self tree's per-frame seeds a bone-rigidity "
+                  "certificate could skip (an upper bound; no timing)", options, run,
+                  smoke={"asset": scenes.SMOKE}, doc=__doc__)
