@@ -8,24 +8,28 @@ import math
 import os
 import sys
 import tempfile
-import time
 
 import numpy as np
+
+from bench import timing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(os.environ.get("SKIN_COLLIDE_SHARED") or os.path.join(ROOT, "..", "shared"),
                       "assets")
 
-#: The asset name of the smoke runs: a small generated tube character (`addon.demo_rig`),
-#: saved once per process into a temporary .blend; no shared asset needed.
+#: The asset names of the smoke runs, each saved once per process into a temporary .blend
+#: (no shared asset needed): `SMOKE`, a small animated tube character (`addon.demo_rig`:
+#: `Body`, bones bone_0..bone_5, frames 1-8); `SMOKE_STAR`, a torso with three limbs
+#: (tests/chains_helpers.py, not animated: the sphere chains need limbs).
 SMOKE = "smoke-tube.blend"
-_smoke_file: list[str] = []
+SMOKE_STAR = "smoke-star.blend"
+_smoke_files: dict[str, str] = {}
 
 
 def asset_path(asset: str) -> str:
     """The file of `asset`: a shared asset's name, `SMOKE`, or a path to a file."""
-    if asset == SMOKE:
-        return smoke_file()
+    if asset in (SMOKE, SMOKE_STAR):
+        return smoke_file(asset)
     if os.path.isfile(asset):
         return os.path.abspath(asset)
     return os.path.join(SHARED, asset)
@@ -54,21 +58,23 @@ def tests_module(relpath: str):
     return sys.modules[name]
 
 
-def smoke_file() -> str:
-    """A .blend holding one small animated tube character (`Body`, bones bone_0..bone_5,
-    frames 1-8, bending into itself), made once per process."""
-    if not _smoke_file:
+def smoke_file(asset: str = SMOKE) -> str:
+    """The .blend of a smoke asset (`SMOKE` or `SMOKE_STAR`), made once per process."""
+    if asset not in _smoke_files:
         import bpy
 
-        from skin_collide.addon import demo_rig
-
         bpy.ops.wm.read_homefile(use_empty=True)
-        demo_rig.build_character("Body", rings=16, segments=10, frames=8, swing=2.5)
+        if asset == SMOKE_STAR:
+            tests_module("chains_helpers.py").star_character(bpy, "Body")
+        else:
+            from skin_collide.addon import demo_rig
+
+            demo_rig.build_character("Body", rings=16, segments=10, frames=8, swing=2.5)
         folder = tempfile.mkdtemp(prefix="bench_smoke_")
-        path = os.path.join(folder, SMOKE)
+        path = os.path.join(folder, asset)
         bpy.ops.wm.save_as_mainfile(filepath=path, copy=True)
-        _smoke_file.append(path)
-    return _smoke_file[0]
+        _smoke_files[asset] = path
+    return _smoke_files[asset]
 
 
 _registered: list[bool] = []
@@ -136,6 +142,50 @@ def load_body(asset: str):
     return ob, armature(ob)
 
 
+def crossing(asset: str):
+    """Two copies of `asset`'s largest skinned mesh crossing: the copy turned by 90° about
+    Z around the character's centre. Returns (ob, arm, copy, its armature)."""
+    import bpy
+
+    from skin_collide.addon import extract
+
+    ob, arm = load_body(asset)
+    c = extract.evaluated_positions(ob, bpy.context.evaluated_depsgraph_get()).mean(axis=0)
+    d = c - np.array(arm.matrix_world.translation)
+    turned = np.array([-d[1], d[0], 0.0])
+    offset = tuple(float(x) for x in (d - turned) * np.array([1.0, 1.0, 0.0]))
+    ob2, arm2 = duplicate_character(ob, arm, "copy", offset=offset, turn=math.pi / 2)
+    return ob, arm, ob2, arm2
+
+
+def states(arm, arm2, n_frames: int, n_poses: int, seed: int):
+    """The states of two armatures one after the other (a generator, yielding a label):
+    `n_frames` frames spread over the first action, then `n_poses` strong random poses
+    (170° twists, bone scales 0.5-2; tests/blender_helpers.py)."""
+    import bpy
+
+    from skin_collide.addon import animation
+
+    acts = animation.actions_for(arm)
+    if acts:
+        animation.use_action(arm, acts[0])
+        frames = animation.action_frames(acts[0])
+        for f in frames[:: max(1, len(frames) // max(n_frames, 1))][:n_frames]:
+            bpy.context.scene.frame_set(f)
+            yield f"frame {f}"
+    if n_poses:
+        random_blender_pose = tests_module("blender_helpers.py").random_blender_pose
+
+        rng = np.random.default_rng(seed)
+        for a in (arm, arm2):
+            a.animation_data_clear()
+        for k in range(n_poses):
+            random_blender_pose(arm, rng, max_angle=math.radians(170), scale=(0.5, 2.0))
+            random_blender_pose(arm2, rng, max_angle=math.radians(170), scale=(0.5, 2.0))
+            bpy.context.view_layer.update()
+            yield f"pose {k}"
+
+
 def action_frames(ob, scene=None) -> list[int]:
     """Every frame of the action of `ob`'s armature (the scene's range without one)."""
     import bpy
@@ -190,17 +240,17 @@ def edit_and_query(pb, k: int, sc, sc_carry):
     import bpy
 
     rotate(pb, math.radians(6.0) * (1 if k % 2 else -1))
-    t0 = time.perf_counter()
+    t0 = timing.now()
     dg = bpy.context.evaluated_depsgraph_get()
     dg.update()
-    ev = (time.perf_counter() - t0) * 1000
+    ev = timing.ms_since(t0)
     pos, poses = sc.evaluate(dg)
-    t0 = time.perf_counter()
+    t0 = timing.now()
     a, _, _ = sc.query(pos, poses)
-    t_full = (time.perf_counter() - t0) * 1000
-    t0 = time.perf_counter()
+    t_full = timing.ms_since(t0)
+    t0 = timing.now()
     b, _, _ = sc_carry.query(pos, poses, sc.triangles)
-    t_carry = (time.perf_counter() - t0) * 1000
+    t_carry = timing.ms_since(t0)
     return ev, dg, pos, poses, a, t_full, b, t_carry
 
 

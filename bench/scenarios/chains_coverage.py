@@ -20,31 +20,25 @@ then random strong poses: 170° twists, bone scale 0.5-2), ms per state:
   exact test (`chains.complement_pairs`);
 * the method as shipped (`ChainsMethod.self_pairs`: chains M2 + the exact AABB self tree
   on the skipped pairs), with the paper's spheres and with the slices;
-* the old sphere-tree self query (`bench_self.old_self`, on-demand refit: what
+* the old sphere-tree self query (`bench.queries.old_self`, on-demand refit: what
   `query_frame` ran before the self tree);
 * the exact AABB self tree alone (every other method's self query).
 
 It asserts on every state that the method's pairs (both constructions), chains +
 complement, the old sphere tree's and the self tree's are the same set, and that every
-per-frame sphere encloses its vertices. Not a test: no assertion on time. The load
+per-frame sphere encloses its vertices. No assertion on time. The load
 average is printed at the start and the end (the machine is shared).
 
-Usage (from the repository root):
-    bash dev python bench/bench_chains_coverage.py --asset fox.glb --frames 5 --poses 5
+    bash dev python -m bench chains-coverage --asset fox.glb --frames 5 --poses 5
 """
 from __future__ import annotations
 
-import argparse
 import os
-import sys
-import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from bench_obb_chains import SHARED, states  # noqa: E402
-from bench_self import old_self  # noqa: E402
+from bench import registry, scenes, timing
+from bench.queries import old_self
 
 
 def accuracy_rows(data, rig):
@@ -77,20 +71,22 @@ def accuracy_rows(data, rig):
     return rows
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--asset", default="fox.glb")
-    ap.add_argument("--frames", type=int, default=5)
-    ap.add_argument("--poses", type=int, default=5)
-    ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--reps", type=int, default=20, help="repeats of the sphere update")
-    ap.add_argument("--no-grid", action="store_true", help="skip the grid complement")
-    args = ap.parse_args()
+def options(p) -> None:
+    p.add_argument("--asset", default="fox.glb")
+    p.add_argument("--frames", type=int, default=5)
+    p.add_argument("--poses", type=int, default=5)
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--reps", type=int, default=20, help="repeats of the sphere update")
+    p.add_argument("--no-grid", action="store_true", help="skip the grid complement")
+
+
+def run(args) -> int:
+    scenes.require(args.asset)
     load0 = os.getloadavg()
 
     import bpy
 
-    from skin_collide.addon import extract, files, scanner
+    from skin_collide.addon import scanner
     from skin_collide.core import triangles as tri_test
     from skin_collide.core import welds
     from skin_collide.core.methods import registry
@@ -99,22 +95,15 @@ def main() -> None:
     from skin_collide.core.query import traversal
     from skin_collide.core.scan.carry import object_self_pairs
 
-    files.load_file(os.path.join(SHARED, args.asset))
-    meshes = extract.skinned_meshes(bpy.context.scene)
-    ob = max(meshes, key=lambda o: len(o.data.polygons))
-    arm = extract.modifier_report(ob).armature
+    ob, arm = scenes.load_body(args.asset)
     sc = scanner.Scanner([ob], method="chains", self_collision=True)
     obj = sc.objects[0]
     assert obj.method == "chains", obj.reason
     sph = scanner.Scanner([ob], method="sphere-tree", self_collision=True).objects[0]
     m = registry.get("chains")
     rig = obj.rig
-    s0 = time.perf_counter()
-    data = chains.build(rig)
-    t_paper = time.perf_counter() - s0
-    s0 = time.perf_counter()
-    old = chains.build(rig, construction="slices")
-    t_slices = time.perf_counter() - s0
+    data, t_paper = timing.timed_s(chains.build, rig)
+    old, t_slices = timing.timed_s(chains.build, rig, construction="slices")
     for d in (data, old):
         self_tree(rig, d, obj.vertex_keys)          # built once, before the timing
     upd = {"before: slices, centre = mean": [], "paper spheres, centre = mean": [],
@@ -132,17 +121,13 @@ def main() -> None:
     t = {k: [] for k in keys_t}
     cnt = {k: [0, 0, 0] for k in keys_t}     # sphere tests, overlaps, triangle tests
     n = found = skipped = 0
-    for _ in states(arm, arm, args.frames, args.poses, args.seed):
+    for _ in scenes.states(arm, arm, args.frames, args.poses, args.seed):
         pos, poses = sc.evaluate(bpy.context.evaluated_depsgraph_get())
         P, tris = pos[0], sc.triangles[0]
         keys = obj.vertex_keys[tris]
         for k, (d, how) in upd_data.items():
-            best = np.inf
-            for _r in range(args.reps):
-                s = time.perf_counter()
-                c, r = chains.frame_spheres(d, P, how)
-                best = min(best, time.perf_counter() - s)
-            upd[k].append(best)
+            (c, r), best = timing.best_of(args.reps, chains.frame_spheres, d, P, how)
+            upd[k].append(best / 1000)
             rad[k] += float(r.sum())
             seg = np.repeat(np.arange(d.n_spheres), np.diff(d.sphere_vert_ptr))
             dist = np.linalg.norm(P[d.sphere_verts] - c[seg], axis=1)
@@ -171,9 +156,8 @@ def main() -> None:
             return hit
 
         def timed(name, fn):
-            s = time.perf_counter()
-            out = fn()
-            t[name].append(time.perf_counter() - s)
+            out, seconds = timing.timed_s(fn)
+            t[name].append(seconds)
             return out
 
         cov1, st = timed("chains M1 (paper)", lambda: chains.self_pairs(data, P, tris, test, "M1"))
@@ -227,7 +211,7 @@ def main() -> None:
     print(f"per-frame sphere update (best of {args.reps} per state, median over states; "
           "sum of radii summed over states):")
     for k, v in upd.items():
-        print(f"  {k:40s}{1e6 * np.median(v):9.1f} us {rad[k]:12.4g}")
+        print(f"  {k:40s}{1e6 * timing.median(v):9.1f} us {rad[k]:12.4g}")
     print(f"the paper's radius (mean distance to the pivot polygons): {paper_out[0]} of "
           f"{paper_out[1]} sphere vertices outside it ({100.0 * paper_out[0] / paper_out[1]:.0f}%), "
           f"the farthest {100 * paper_out[2]:.1f}% of the model's diagonal beyond it")
@@ -238,13 +222,16 @@ def main() -> None:
             continue
         a, b, c = cnt[k]
         extra = f"{a:10d}{b:10d}{c:12d}" if a or c else ""
-        print(f"  {k:32s}{1e3 * np.median(t[k]):9.2f}{1e3 * np.mean(t[k]):9.2f} {extra}")
-    ref_t = np.median(t["self tree alone"])
+        print(f"  {k:32s}{1e3 * timing.median(t[k]):9.2f}{1e3 * timing.mean(t[k]):9.2f} {extra}")
+    ref_t = timing.median(t["self tree alone"])
     print("  ratios of medians to the self tree alone: " + ", ".join(
-        f"{k} {np.median(t[k]) / ref_t:.1f}x" for k in keys_t if t[k] and k != "self tree alone"))
+        f"{k} {timing.median(t[k]) / ref_t:.1f}x" for k in keys_t if t[k] and k != "self tree alone"))
     print("method pairs (both constructions) == chains + complement == old sphere tree == "
           "self tree on every state; every frame sphere encloses its vertices")
+    return 0
 
 
-if __name__ == "__main__":
-    main()
+registry.register("chains-coverage", "sphere chains as a self-collision method: construction, "
+                  "the exact chains' cost, against the sphere tree and the self tree", options,
+                  run, smoke={"asset": scenes.SMOKE_STAR, "frames": 0, "poses": 2, "reps": 1},
+                  doc=__doc__)

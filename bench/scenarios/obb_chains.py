@@ -15,75 +15,22 @@ Blender's BVHTree (rebuild + overlap on the same frames) is timed as the bar, an
 sphere tree (on-demand LBS refit) as the project's default. Every method's pairs are
 checked equal to the sphere tree's on every frame.
 
-Usage (from the repository root):
-    bash dev python bench/bench_obb_chains.py --asset makehuman_default.blend --frames 20
-    bash dev python bench/bench_obb_chains.py --asset cesium_man.glb --frames 20 --poses 10
+    bash dev python -m bench obb-chains --asset makehuman_default.blend --frames 20
+    bash dev python -m bench obb-chains --asset cesium_man.glb --frames 20 --poses 10
 
 Sphere chains (Madera et al. 2015), self-collision of the first character on the same
 states: M1 (sphere pairs tested chain by chain) and M2 (each covered pair once) against
 the project's exact self-collision (`Scanner(self_collision=True)`, the AABB self tree),
 whose pairs restricted to the chains' covered sphere pairs must equal the chains' pairs.
 
-Not a test: nothing here asserts on time.
 """
 from __future__ import annotations
 
-import argparse
 import math
-import os
-import sys
-import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import scenes  # noqa: E402
-
-SHARED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "assets")
-
-
-def crossing(asset: str):
-    import bpy
-
-    from skin_collide.addon import extract, files
-
-    files.load_file(os.path.join(SHARED, asset))
-    meshes = extract.skinned_meshes(bpy.context.scene)
-    ob = max(meshes, key=lambda o: len(o.data.polygons))
-    arm = extract.modifier_report(ob).armature
-    c = extract.evaluated_positions(ob, bpy.context.evaluated_depsgraph_get()).mean(axis=0)
-    d = c - np.array(arm.matrix_world.translation)
-    turned = np.array([-d[1], d[0], 0.0])
-    offset = tuple(float(x) for x in (d - turned) * np.array([1.0, 1.0, 0.0]))
-    ob2, arm2 = scenes.duplicate_character(ob, arm, "copy", offset=offset, turn=math.pi / 2)
-    return ob, arm, ob2, arm2
-
-
-def states(arm, arm2, n_frames: int, n_poses: int, seed: int):
-    import bpy
-
-    from skin_collide.addon import animation
-
-    acts = animation.actions_for(arm)
-    if acts:
-        animation.use_action(arm, acts[0])
-        frames = animation.action_frames(acts[0])
-        for f in frames[:: max(1, len(frames) // max(n_frames, 1))][:n_frames]:
-            bpy.context.scene.frame_set(f)
-            yield f"frame {f}"
-    if n_poses:
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-        from blender_helpers import random_blender_pose
-
-        rng = np.random.default_rng(seed)
-        for a in (arm, arm2):
-            a.animation_data_clear()
-        for k in range(n_poses):
-            random_blender_pose(arm, rng, max_angle=math.radians(170), scale=(0.5, 2.0))
-            random_blender_pose(arm2, rng, max_angle=math.radians(170), scale=(0.5, 2.0))
-            bpy.context.view_layer.update()
-            yield f"pose {k}"
+from bench import registry, scenes, timing
 
 
 class Row:
@@ -97,37 +44,37 @@ def obb_frame(m, objs, pos, tris, poses, how: str, row: Row, want: set) -> None:
     from skin_collide.core.methods.base import Frame
     from skin_collide.core.query import traversal
 
-    t0 = time.perf_counter()
+    t0 = timing.now()
     va = m.volumes(objs[0].rig, objs[0].data, Frame(pos[0], tris[0], poses[0]), how)
     vb = m.volumes(objs[1].rig, objs[1].data, Frame(pos[1], tris[1], poses[1]), how)
-    t1 = time.perf_counter()
+    t1 = timing.now()
     spent = [0.0]
     inner = va.candidates
 
     def timed_candidates(la, other, lb):
-        s = time.perf_counter()
+        s = timing.now()
         out = inner(la, other, lb)
-        spent[0] += time.perf_counter() - s
-        row.filter += time.perf_counter() - s
+        spent[0] += timing.now() - s
+        row.filter += timing.now() - s
         return out
 
     va.candidates = timed_candidates
 
     def test(ta, tb):
-        s = time.perf_counter()
+        s = timing.now()
         hit = triangles.triangle_pairs_intersect(pos[0], tris[0], ta, pos[1], tris[1], tb)
-        spent[0] += time.perf_counter() - s
+        spent[0] += timing.now() - s
         return hit
 
     # The parents alone (the paper's comparison: leaf boxes are the same for all three).
     from skin_collide.core.methods.obb import update
     for o, v in ((objs[0], va), (objs[1], vb)):
         leaf = update.leaf_boxes_lbs(o.data, v.frame.pose)
-        s = time.perf_counter()
+        s = timing.now()
         update.update_tree(o.data, leaf, v.frame.pose, how)
-        row.parents += time.perf_counter() - s
+        row.parents += timing.now() - s
     pairs, st = traversal.collide(va, vb, test)
-    t2 = time.perf_counter()
+    t2 = timing.now()
     got = {tuple(p) for p in pairs.tolist()}
     assert got == want, (how, len(got ^ want))
     lp = np.stack(va.leaf_pair_list, axis=1)
@@ -151,28 +98,31 @@ def obb_frame(m, objs, pos, tris, poses, how: str, row: Row, want: set) -> None:
     row.test += (t2 - t1) - spent[0]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--asset", default="makehuman_default.blend")
-    ap.add_argument("--frames", type=int, default=20)
-    ap.add_argument("--poses", type=int, default=5)
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args()
+def options(p) -> None:
+    p.add_argument("--asset", default="makehuman_default.blend")
+    p.add_argument("--frames", type=int, default=20)
+    p.add_argument("--poses", type=int, default=5)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch", type=int, default=20000,
+                   help="random child pairs of the parent rule timed in one call")
 
+
+def run(args) -> int:
+    scenes.require(args.asset)
     import bpy
 
     from skin_collide.addon import scanner
     from skin_collide.core.methods import registry
 
-    ob, arm, ob2, arm2 = crossing(args.asset)
+    ob, arm, ob2, arm2 = scenes.crossing(args.asset)
     from skin_collide.core import triangles as tri_test
     from skin_collide.core import welds
     from skin_collide.core.methods.chains import chains
 
     selfsc = scanner.Scanner([ob], self_collision=True)
-    t0 = time.perf_counter()
+    t0 = timing.now()
     cdata = chains.build(selfsc.objects[0].rig)
-    chain_build = time.perf_counter() - t0
+    chain_build = timing.now() - t0
     ch = {"M1": [0.0, 0, 0, 0], "M2": [0.0, 0, 0, 0]}   # time, sphere tests, overlaps, tri tests
     t_self = 0.0
     covered_pairs = 0
@@ -183,24 +133,24 @@ def main() -> None:
     rows = {h: Row() for h in ("aabb", "covariance", "cab")}
     t_blender = t_sphere = 0.0
     n = n_pairs = 0
-    for _state in states(arm, arm2, args.frames, args.poses, args.seed):
+    for _state in scenes.states(arm, arm2, args.frames, args.poses, args.seed):
         pos, poses = obb.evaluate(bpy.context.evaluated_depsgraph_get())
         tris = obb.triangles
-        s = time.perf_counter()
+        s = timing.now()
         ref, _, _ = sph.query(pos, poses, tris)
-        t_sphere += time.perf_counter() - s
+        t_sphere += timing.now() - s
         want = {tuple(p) for i, j, q in ref if i != j for p in q.tolist()}
-        s = time.perf_counter()
+        s = timing.now()
         scanner.bvhtree_pairs(obb.objects, pos, False, tris, poses)
-        t_blender += time.perf_counter() - s
+        t_blender += timing.now() - s
         for how, row in rows.items():
             obb_frame(m, objs, pos, tris, poses, how, row, want)
         # Chains: self-collision of the first character.
         spos, sposes = selfsc.evaluate(bpy.context.evaluated_depsgraph_get())
         st_ = selfsc.triangles[0]
-        s = time.perf_counter()
+        s = timing.now()
         sref, _, _ = selfsc.query(spos, sposes)
-        t_self += time.perf_counter() - s
+        t_self += timing.now() - s
         P = spos[0]
         keys = selfsc.objects[0].vertex_keys[st_]
 
@@ -216,9 +166,9 @@ def main() -> None:
         ref_pairs = ref_pairs[cdata.covered[ts[ref_pairs[:, 0]], ts[ref_pairs[:, 1]]]]
         covered_pairs += len(ref_pairs)
         for mode, acc in ch.items():
-            s = time.perf_counter()
+            s = timing.now()
             got, cst = chains.self_pairs(cdata, P, st_, self_test, mode)
-            acc[0] += time.perf_counter() - s
+            acc[0] += timing.now() - s
             acc[1] += cst["sphere_tests"]
             acc[2] += cst["overlapping"]
             acc[3] += cst["triangle_tests"]
@@ -248,7 +198,7 @@ def main() -> None:
     print("parents only (ms): " + ", ".join(f"{names[h]} {1e3 * r.parents:.1f}"
                                             for h, r in rows.items())
           + f"; covariance / CAB = {cov.parents / cab.parents:.2f}")
-    batch_parents()
+    batch_parents(args.batch)
     r = cdata.regions
     print(f"sphere chains (self-collision of {ob.name}): {r.n_limbs} limbs, "
           f"{cdata.chain_ptr.size - 1} chains, {cdata.n_spheres} spheres, "
@@ -259,6 +209,7 @@ def main() -> None:
         name = "M1 (chains)" if mode == "M1" else "M2 (no chains)"
         print(f"{name:22s}{1e3 * t:9.1f}{a:14d}{b:10d}{c:11d}")
     print(f"{'self tree (all pairs)':22s}{1e3 * t_self:9.1f}")
+    return 0
 
 
 def batch_parents(n: int = 20000, repeat: int = 5) -> None:
@@ -277,7 +228,7 @@ def batch_parents(n: int = 20000, repeat: int = 5) -> None:
     for how in update.UPDATES:
         best = np.inf
         for _ in range(repeat):
-            s = time.perf_counter()
+            s = timing.now()
             if how == "cab":
                 ax = update.cab_axes(joint, c1, a1, e1, c2, a2, e2)
             elif how == "covariance":
@@ -285,12 +236,15 @@ def batch_parents(n: int = 20000, repeat: int = 5) -> None:
             else:
                 ax = np.broadcast_to(np.eye(3), (n, 3, 3)).copy()
             update._enclose(ax, c1, a1, e1, c2, a2, e2)
-            best = min(best, time.perf_counter() - s)
+            best = min(best, timing.now() - s)
         out[how] = best
     print(f"parent rule on {n} nodes in one call (best of {repeat}): " + ", ".join(
         f"{h} {1e9 * t / n:.0f} ns/node" for h, t in out.items())
         + f"; covariance / CAB = {out['covariance'] / out['cab']:.2f}")
 
 
-if __name__ == "__main__":
-    main()
+registry.register("obb-chains", "OBB trees over the skeleton (Schmidl, Walker & Lin 2004): CAB "
+                  "against the covariance refit and AABB*, and sphere chains (Madera et al. "
+                  "2015), two crossing copies", options, run,
+                  smoke={"asset": scenes.SMOKE, "frames": 2, "poses": 1, "batch": 200},
+                  doc=__doc__)
