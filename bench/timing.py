@@ -88,6 +88,13 @@ def median(values: Iterable[float]) -> float:
     return float(statistics.median(v)) if v else float("nan")
 
 
+def percentiles(values: Iterable[float], qs=(25, 75)) -> list[float]:
+    """numpy's percentiles (linear interpolation) of the values."""
+    import numpy as np
+
+    return [float(x) for x in np.percentile(list(values), list(qs))]
+
+
 def mean(values: Iterable[float]) -> float:
     v = list(values)
     return float(statistics.fmean(v)) if v else float("nan")

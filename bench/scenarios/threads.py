@@ -42,27 +42,20 @@ Timing: per frame, `--rounds` rounds of serial and threaded calls, the order alt
 (A B, B A, ...); the table gives the median over all rounds and frames, and the speed-up
 as the median of the per-round ratios serial / threaded with their 25th-75th percentiles.
 
-Usage (from the repository root):
-    bash dev python bench/bench_threads.py                         # MakeHuman 0, 1; Cesium Man 1
-    bash dev python bench/bench_threads.py --cases makehuman_default.blend:0 --copies 2
-    bash dev python bench/bench_threads.py --skip-build --rounds 3
-Not a test: nothing here asserts on time.
+    bash dev python -m bench threads                         # MakeHuman 0, 1; Cesium Man 1
+    bash dev python -m bench threads --cases makehuman_default.blend:0 --objects makehuman_default.blend:0:2
+    bash dev python -m bench threads --skip-build --rounds 3
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import scenes  # noqa: E402
-from bench_self import SHARED, load_one  # noqa: E402
+from bench import registry, scenes, timing
 
 ROWS: list[dict] = []
 #: [f] with f() -> the speed-up of a short plain-numpy control, run after every round: the
@@ -70,8 +63,7 @@ ROWS: list[dict] = []
 CONTROL: list = []
 
 
-def ms_since(t0: float) -> float:
-    return (time.perf_counter() - t0) * 1000.0
+ms_since = timing.ms_since
 
 
 def measure(serial, threaded, same, rounds: int, out: dict) -> None:
@@ -83,7 +75,7 @@ def measure(serial, threaded, same, rounds: int, out: dict) -> None:
         ms = [0.0, 0.0]
         for which in order:
             fn = serial if which == 0 else threaded
-            t0 = time.perf_counter()
+            t0 = timing.now()
             got[which] = fn()
             ms[which] = ms_since(t0)
         if not same(got[0], got[1]):
@@ -120,16 +112,7 @@ def frame_data(sc, frames):
 
 
 def action_frames(ob, stride: int, max_frames: int) -> list[int]:
-    import bpy
-
-    from skin_collide.addon import animation, extract
-
-    scene = bpy.context.scene
-    arm = extract.modifier_report(ob).armature
-    act = arm.animation_data.action if arm.animation_data else None
-    frames = animation.action_frames(act) if act else list(range(scene.frame_start,
-                                                                   scene.frame_end + 1))
-    return frames[::stride][:max_frames]
+    return scenes.action_frames(ob)[::stride][:max_frames]
 
 
 class SeedPart:
@@ -224,13 +207,13 @@ def round_control(pool, workers: int):
             np.multiply(outs[k], x, out=outs[k])
 
     def f():
-        t0 = time.perf_counter()
+        t0 = timing.now()
         for k in range(workers):
             loop(k)
-        s = time.perf_counter() - t0
-        t0 = time.perf_counter()
+        s = timing.now() - t0
+        t0 = timing.now()
         list(pool.map(loop, range(workers)))
-        return s / max(time.perf_counter() - t0, 1e-9)
+        return s / max(timing.now() - t0, 1e-9)
     return f
 
 
@@ -242,7 +225,7 @@ def bench_one(args, pool, asset: str, level: int) -> None:
     from skin_collide.core.scan import carry as sc_carry
 
     scene_name = f"{asset.split('.')[0]} L{level}"
-    ob = load_one(asset, level)
+    ob = scenes.load_one(asset, level)
     sc = scanner.Scanner([ob], self_collision=True)
     obj = sc.objects[0]
     tree = sc_carry.for_object(obj)
@@ -262,14 +245,14 @@ def bench_one(args, pool, asset: str, level: int) -> None:
     for pos, _poses, tris_l in data:
         p, t = pos[0], np.asarray(tris_l[0], np.intp)
         # Serial phases of one query (what a split of the exact test alone can gain).
-        t0 = time.perf_counter()
+        t0 = timing.now()
         boxes = q.frame_boxes(tree, p, t, tree.weld_ids)
         phases["boxes"].append(ms_since(t0))
-        t0 = time.perf_counter()
+        t0 = timing.now()
         sa, sb, _ = q.candidate_leaf_pairs(tree, boxes)
         phases["traversal"].append(ms_since(t0))
         ta, tb = np.take(tree.slot_tri, sa), np.take(tree.slot_tri, sb)
-        t0 = time.perf_counter()
+        t0 = timing.now()
         q.exact_test(p, t, ta, tb)
         phases["exact"].append(ms_since(t0))
         phases["cand"].append(ta.size)
@@ -298,7 +281,7 @@ def bench_one(args, pool, asset: str, level: int) -> None:
         measure(lambda: split_self_pairs(tree, parts, p, t, map),
                 lambda: split_self_pairs(tree, parts, p, t, pool.map),
                 arrays_equal, args.rounds, r_split)
-    med = {k: float(np.median(v)) for k, v in phases.items()}
+    med = {k: float(timing.median(v)) for k, v in phases.items()}
     print(f"  serial phases (medians): boxes {med['boxes']:.2f} ms, traversal "
           f"{med['traversal']:.2f} ms, exact test {med['exact']:.2f} ms "
           f"({med['cand']:.0f} candidate pairs)", flush=True)
@@ -324,7 +307,7 @@ def bench_objects(args, pool, asset: str, level: int, copies: int) -> None:
     from skin_collide.core.query import broad_phase, traversal
     from skin_collide.core.scan import carry as sc_carry
 
-    ob = load_one(asset, level)
+    ob = scenes.load_one(asset, level)
     arm = extract.modifier_report(ob).armature
     meshes = [ob]
     for k in range(1, copies):
@@ -391,7 +374,7 @@ def bench_objects(args, pool, asset: str, level: int, copies: int) -> None:
 
         if cand:
             measure(pairs_serial, pairs_threaded, same_pairs, args.rounds, r_pairs)
-    r_pairs["note"] = f"{np.median(n_pairs):.0f} object pairs"
+    r_pairs["note"] = f"{timing.median(n_pairs):.0f} object pairs"
     if args.skip_build:
         return
     # (d) builds: the rigs of the copies are the same mesh; each build is independent.
@@ -437,15 +420,14 @@ def print_table(args) -> None:
     for r in ROWS:
         if not r["s"]:
             continue
-        q25, q75 = np.percentile(r["r"], [25, 75])
-        ctl = f"{np.median(r['c']):.2f}x" if r["c"] else "-"
-        print(f"| {r['case']} | {r['scene']} | {np.median(r['s']):.2f} | "
-              f"{np.median(r['t']):.2f} | {np.median(r['r']):.2f}x | {q25:.2f}-{q75:.2f} | "
+        q25, q75 = timing.percentiles(r["r"], (25, 75))
+        ctl = f"{timing.median(r['c']):.2f}x" if r["c"] else "-"
+        print(f"| {r['case']} | {r['scene']} | {timing.median(r['s']):.2f} | "
+              f"{timing.median(r['t']):.2f} | {timing.median(r['r']):.2f}x | {q25:.2f}-{q75:.2f} | "
               f"{ctl} | {r['note']} |")
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def options(p) -> None:
     p.add_argument("--cases", nargs="+",
                    default=["makehuman_default.blend:0", "makehuman_default.blend:1",
                             "cesium_man.glb:1"], help="ASSET:LEVEL for (a) and (b)")
@@ -461,11 +443,15 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=6, help="serial/threaded rounds per frame")
     p.add_argument("--build-rounds", type=int, default=4)
     p.add_argument("--skip-build", action="store_true")
-    args = p.parse_args()
+
+
+def run(args) -> int:
+    ROWS.clear()
+    CONTROL.clear()
+    for c in args.cases + args.objects:
+        scenes.require(c.split(":")[0])
     if args.parts is None:
         args.parts = args.workers
-    if not os.path.isdir(SHARED):
-        sys.exit(f"bench needs ../shared/assets next to the repository ({SHARED})")
     print(f"os.cpu_count() = {os.cpu_count()}, workers {args.workers}, parts {args.parts}")
     with ThreadPoolExecutor(args.workers) as pool:
         bench_control(args, pool)
@@ -477,7 +463,10 @@ def main() -> None:
             asset, level, copies = c.rsplit(":", 2)
             bench_objects(args, pool, asset, int(level), int(copies))
     print_table(args)
+    return 0
 
 
-if __name__ == "__main__":
-    main()
+registry.register("threads", "threads (issue 29 item 4): does splitting a frame's work over a "
+                  "thread pool pay? serial against threaded, answers compared", options, run,
+                  smoke={"cases": [f"{scenes.SMOKE}:0"], "objects": [f"{scenes.SMOKE}:0:2"],
+                         "max_frames": 1, "rounds": 1, "build_rounds": 1}, doc=__doc__)
