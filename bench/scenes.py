@@ -113,6 +113,26 @@ def load_meshes(asset: str, level: int) -> list:
     return meshes
 
 
+def rest_mesh(ob) -> tuple[np.ndarray, np.ndarray]:
+    """(V, 3) float64 vertices and (T, 3) int64 loop triangles of mesh object `ob`'s own
+    data (rest pose, mesh data coordinates: no modifier, no object transform)."""
+    me = ob.data
+    co = np.empty(3 * len(me.vertices), dtype=np.float32)
+    me.vertices.foreach_get("co", co)
+    me.calc_loop_triangles()
+    tris = np.empty(3 * len(me.loop_triangles), dtype=np.int32)
+    me.loop_triangles.foreach_get("vertices", tris)
+    return co.reshape(-1, 3).astype(np.float64), tris.reshape(-1, 3).astype(np.int64)
+
+
+def load_rest_mesh(asset: str) -> tuple[str, np.ndarray, np.ndarray]:
+    """The largest skinned mesh of `asset` as `skin_collide sphere-set` reads it: (its name,
+    rest vertices, loop triangles)."""
+    ob = load_asset(asset)
+    v, t = rest_mesh(ob)
+    return ob.name, v, t
+
+
 def armature(ob):
     from skin_collide.addon import extract
 

@@ -25,6 +25,11 @@ def ms_since(t0: float) -> float:
     return (time.perf_counter() - t0) * 1000.0
 
 
+def seconds_since(t0: float) -> float:
+    """Seconds since `t0` (`now()`)."""
+    return time.perf_counter() - t0
+
+
 def cpu_now() -> float:
     """The process's CPU time, for `cpu_ms_since`."""
     return time.process_time()

@@ -32,26 +32,23 @@ log10 y axis), one line per builder per asset, with the AMAA reference of issue 
 Cesium Man. The plot needs matplotlib, a benchmark-only dependency (the fits and tables
 do not): `bash dev python -m pip install -r bench/requirements.txt` once.
 
-Usage (from the repository root):
-    bash dev python bench/bench_sphere_sets.py --assets cesium_man.glb --counts 8 16 32 64 128 \\
+    bash dev python -m bench sphere-sets --assets cesium_man.glb --counts 8 16 32 64 128 \\
         --out-json out/sphere_sets.json --plot docs/sphere_sets_er.png
-    bash dev python bench/bench_sphere_sets.py --plot-only --out-json out/sphere_sets.json \\
+    bash dev python -m bench sphere-sets --plot-only --out-json out/sphere_sets.json \\
         --plot docs/sphere_sets_er.png
-Not a test: nothing here asserts on time.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import multiprocessing as mp
 import os
-import sys
+import tempfile
 import time
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SHARED = os.path.join(HERE, "..", "..", "shared", "assets")
+from bench import registry, scenes, timing
+
 METHODS = ("variational", "top-down", "grid")
 #: AMAA (Bradshaw's sphere-tree toolkit, medial axis, grown to bound) on Cesium Man, issue 10.
 AMAA = {8: 4.0, 16: 2.0, 32: 1.1, 62: 0.70, 124: 0.47}
@@ -62,29 +59,8 @@ LABELS = {"cesium_man.glb": "Cesium Man", "fox.glb": "Fox",
 
 
 # ------------------------------------------------------------------------- meshes
-def rest_mesh(ob) -> tuple[np.ndarray, np.ndarray]:
-    """(V, 3) float64 vertices and (T, 3) int64 loop triangles of mesh object `ob`'s own
-    data (rest pose, mesh data coordinates)."""
-    me = ob.data
-    co = np.empty(3 * len(me.vertices), dtype=np.float32)
-    me.vertices.foreach_get("co", co)
-    me.calc_loop_triangles()
-    tris = np.empty(3 * len(me.loop_triangles), dtype=np.int32)
-    me.loop_triangles.foreach_get("vertices", tris)
-    return co.reshape(-1, 3).astype(np.float64), tris.reshape(-1, 3).astype(np.int64)
-
-
-def load_asset(asset: str) -> tuple[str, np.ndarray, np.ndarray]:
-    """The largest skinned mesh of `asset` (as bench_self.load_one picks it)."""
-    import bpy
-
-    from skin_collide.addon import extract, files
-
-    files.load_file(os.path.join(SHARED, asset))
-    meshes = extract.skinned_meshes(bpy.context.scene)
-    ob = max(meshes, key=lambda o: len(o.data.polygons))
-    v, t = rest_mesh(ob)
-    return ob.name, v, t
+rest_mesh = scenes.rest_mesh
+load_asset = scenes.load_rest_mesh
 
 
 # ---------------------------------------------------------------------- the fits
@@ -93,20 +69,20 @@ def _fit_child(conn, method: str, v, t, count: int, seed: int, limit: float) -> 
     try:
         from skin_collide.core.methods.sphere_set import baselines
 
-        t0 = time.perf_counter()
+        t0 = timing.now()
         deadline = t0 + limit
         if method == "variational":
             from skin_collide.core.methods.sphere_set import variational
 
             s = variational.fit(v, t, count, seed=seed,
-                                should_stop=lambda: time.perf_counter() > deadline)
+                                should_stop=lambda: timing.now() > deadline)
             stopped = bool(s.info.get("stopped", False))
             extra = {k: s.info.get(k) for k in ("iterations", "teleports", "sov_evaluations")}
             extra["own_er"] = float(s.relative_outside_volume)
         else:
             s = baselines.BUILDERS[method](v, t, count, seed=seed)
             stopped, extra = False, {}
-        seconds = time.perf_counter() - t0
+        seconds = timing.seconds_since(t0)
         conn.send({"ok": True, "centers": np.asarray(s.centers, np.float64),
                    "radii": np.asarray(s.radii, np.float64), "seconds": seconds,
                    "stopped": stopped, "extra": extra})
@@ -121,7 +97,7 @@ def run_fit(method: str, v, t, count: int, seed: int, limit: float) -> dict:
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
     p = ctx.Process(target=_fit_child, args=(child, method, v, t, count, seed, limit))
-    t0 = time.perf_counter()
+    t0 = timing.now()
     p.start()
     child.close()
     hard = 1.5 * limit + 60.0
@@ -131,7 +107,7 @@ def run_fit(method: str, v, t, count: int, seed: int, limit: float) -> dict:
             msg = parent.recv()
         except EOFError:
             msg = None
-    wall = time.perf_counter() - t0
+    wall = timing.seconds_since(t0)
     if msg is None:
         if p.is_alive():
             p.kill()
@@ -184,7 +160,7 @@ def union_coverage(centers, radii, v, t, k: int = 6, rel_tol: float = 1e-9) -> t
 def measure(centers, radii, v, t, samples: int, seed: int, mesh, vol: float) -> dict:
     from skin_collide.core.methods.sphere_set import outside_volume as ov
 
-    t0 = time.perf_counter()
+    t0 = timing.now()
     out, err = ov.union_outside_volume_estimate(centers, radii, v, t, n_samples=samples,
                                                 seed=seed, mesh=mesh)
     missed, gap = coverage(centers, radii, v, t)
@@ -192,7 +168,7 @@ def measure(centers, radii, v, t, samples: int, seed: int, mesh, vol: float) -> 
     return {"e_r": out / vol, "e_r_stderr": err / vol, "uncovered": missed, "gap": gap,
             "union_uncovered": u_missed, "union_gap": u_gap,
             "centers": np.asarray(centers).tolist(), "radii": np.asarray(radii).tolist(),
-            "measure_s": time.perf_counter() - t0}
+            "measure_s": timing.seconds_since(t0)}
 
 
 # ------------------------------------------------------------------------ output
@@ -202,7 +178,7 @@ def variational_version() -> str:
     '+modified' when the working copy differs from it (others may be editing them)."""
     import subprocess
 
-    root = os.path.join(HERE, "..")
+    root = scenes.ROOT
     paths = [os.path.join("core", "methods", "sphere_set", f)
              for f in ("variational.py", "seeding.py", "flood_fill.py", "clustering.py", "cover.py",
                        "union_search.py")]
@@ -379,8 +355,7 @@ def plot(results: dict, path: str) -> None:
 
 
 # -------------------------------------------------------------------------- main
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def options(ap) -> None:
     ap.add_argument("--assets", nargs="+", default=list(LABELS))
     ap.add_argument("--counts", nargs="+", type=int, default=[8, 16, 32, 64, 128])
     ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
@@ -394,13 +369,20 @@ def main(argv=None) -> int:
                     help="write the E_r plot to this PNG (needs matplotlib: bench/requirements.txt)")
     ap.add_argument("--plot-only", action="store_true",
                     help="no fits: table and plot from --out-json")
-    a = ap.parse_args(argv)
+
+
+def run(a) -> int:
     if a.plot:
         import importlib.util
 
         if importlib.util.find_spec("matplotlib") is None:   # say so before hours of fits
-            ap.error("--plot needs matplotlib: bash dev python -m pip install -r "
-                     "bench/requirements.txt")
+            raise SystemExit("--plot needs matplotlib: bash dev python -m pip install -r "
+                             "bench/requirements.txt")
+    if a.smoke:                 # never into out/: a file of its own, gone afterwards
+        a.out_json = os.path.join(tempfile.mkdtemp(prefix="bench_smoke_"), "sphere_sets.json")
+    if not a.plot_only:
+        for asset in a.assets:
+            scenes.require(asset)
 
     results = {"cells": [], "assets": {}}
     if os.path.exists(a.out_json):
@@ -475,5 +457,7 @@ def main(argv=None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+registry.register("sphere-sets", "sphere sets (Wang et al. 2006, issue 10): E_r and build time "
+                  "of the variational fit against the baselines, table and plot", options, run,
+                  smoke={"assets": [scenes.SMOKE], "counts": [4], "samples": 2000,
+                         "time_limit": 20.0}, doc=__doc__)
