@@ -5,7 +5,7 @@ the whole figure, with the contact sites numbered, then each site zoomed on its
 intersection curve. Matplotlib lays them out (bench/requirements.txt).
 
     bash dev python -m pip install -r bench/requirements.txt     # once: matplotlib
-    bash dev python bench/render_readme_contacts.py [--file ../shared/assets/makehuman_default.blend]
+    bash dev python -m bench.pictures.render_readme_contacts [--file ../shared/assets/makehuman_default.blend]
         [--frame 25] [--sites 2] [--zoom 0.15 0.25] [--out docs/contacts_makehuman_f25.png]
 
 A site is a contact (`core.contacts.groups.Contact`) with a crossing curve, largest first,
@@ -20,8 +20,10 @@ import sys
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SHARED = os.path.join(HERE, "..", "..", "shared", "assets")
+from bench import scenes
+
+HERE = os.path.join(scenes.ROOT, "bench")
+SHARED = scenes.SHARED
 
 
 def pick_sites(contacts: list, body_size: float, n: int) -> list:

@@ -4,7 +4,7 @@ Man (or another asset) at a walk frame, its set built by the method `sphere-set`
 sphere refitted on demand from the bone matrices at the frame, world space) and added as
 translucent UV spheres; Cycles on the CPU.
 
-    bash dev python bench/render_sphere_set.py [--asset cesium_man.glb] [--frame 14]
+    bash dev python -m bench.pictures.render_sphere_set [--asset cesium_man.glb] [--frame 14]
         [--count 32] [--builder variational|top-down|grid] [--out docs/sphere_set_posed.png]
 
 Prints the builder, the count, the build time, the rest set's E_r and a check that every
@@ -21,8 +21,10 @@ import time
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SHARED = os.path.join(HERE, "..", "..", "shared", "assets")
+from bench import scenes
+
+HERE = os.path.join(scenes.ROOT, "bench")
+SHARED = scenes.SHARED
 
 
 def _material(name, rgb, alpha):

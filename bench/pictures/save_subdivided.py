@@ -1,9 +1,9 @@
 """Save a shared asset with Simple subdivision applied to the rest mesh of every skinned
-mesh (`scenes.subdivide_rest_mesh`, the setup of bench_table3.py and bench_self.py), so
+mesh (`bench.scenes.subdivide_rest_mesh`, the setup of the table3 and self scenarios), so
 that the command-line `scan` can be measured on large meshes as a whole process.
 
 Usage (from the repository root), MakeHuman at 428,096 triangles (level 2):
-    bash dev python bench/save_subdivided.py --asset makehuman_default.blend --level 2 \\
+    bash dev python -m bench.pictures.save_subdivided --asset makehuman_default.blend --level 2 \\
         --out out/makehuman_428k.blend
     /usr/bin/time -v bash dev skin_collide scan out/makehuman_428k.blend --self --frames 25:25
 Not a test.
@@ -14,11 +14,7 @@ import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import scenes  # noqa: E402
-
-SHARED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "assets")
+from bench import scenes
 
 
 def main() -> int:
@@ -31,7 +27,7 @@ def main() -> int:
 
     from skin_collide.addon import extract, files
 
-    files.load_file(os.path.join(SHARED, args.asset))
+    files.load_file(scenes.require(args.asset))
     for ob in extract.skinned_meshes(bpy.context.scene):
         scenes.subdivide_rest_mesh(ob, args.level)
         tris = sum(len(p.vertices) - 2 for p in ob.data.polygons)
