@@ -2,9 +2,9 @@
 query (`traversal.collide`), which `core.scan.query_frame` used before the AABB self tree."""
 from __future__ import annotations
 
-import time
-
 import numpy as np
+
+from bench import timing
 
 
 def old_self(obj, pos, pose, mode):
@@ -14,7 +14,7 @@ def old_self(obj, pos, pose, mode):
     from skin_collide.core import triangles, welds
     from skin_collide.core.query import traversal
 
-    t0 = time.perf_counter()
+    t0 = timing.now()
     tris = core_scan.frame_triangles(obj, pos)
     spheres = core_scan.volumes(obj, pos, pose, mode, tris)
     keys = obj.vertex_keys[tris]
@@ -26,7 +26,7 @@ def old_self(obj, pos, pose, mode):
         return hit
 
     pairs, _ = traversal.collide(spheres, None, test)
-    return pairs, (time.perf_counter() - t0) * 1000.0
+    return pairs, timing.ms_since(t0)
 
 
 def as_set(p) -> set:

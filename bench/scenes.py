@@ -14,8 +14,10 @@ import numpy as np
 from bench import timing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED = os.path.join(os.environ.get("SKIN_COLLIDE_SHARED") or os.path.join(ROOT, "..", "shared"),
-                      "assets")
+#: The shared characters: SKIN_COLLIDE_ASSETS (copies another Blender reads, as the tests
+#: use it), else SKIN_COLLIDE_SHARED/assets, else ../shared/assets next to the repository.
+SHARED = os.environ.get("SKIN_COLLIDE_ASSETS") or os.path.join(
+    os.environ.get("SKIN_COLLIDE_SHARED") or os.path.join(ROOT, "..", "shared"), "assets")
 
 #: The asset names of the smoke runs, each saved once per process into a temporary .blend
 #: (no shared asset needed): `SMOKE`, a small animated tube character (`addon.demo_rig`:

@@ -115,9 +115,9 @@ def run_crowd(n: int, spacing: float, n_frames: int, seed: int, turn: bool = Fal
         rows["box_pairs"].append(len(box_pairs(wboxes)))
     med = rows.medians()
     med["tris"] = sum(o.rig.n_triangles for o in sc.objects)
-    med["build_s"] = float(np.mean([o.build_seconds for o in sc.objects]))
-    med["mem_kb"] = float(np.mean([(sum(a.nbytes for a in o.data.arrays().values())
-                                    + o.vertex_keys.nbytes) / 1024 for o in sc.objects]))
+    med["build_s"] = timing.mean(o.build_seconds for o in sc.objects)
+    med["mem_kb"] = timing.mean((sum(a.nbytes for a in o.data.arrays().values())
+                                 + o.vertex_keys.nbytes) / 1024 for o in sc.objects)
     med["frames"] = len(frames)
     med["height"] = height
     return med
