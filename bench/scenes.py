@@ -1,7 +1,9 @@
 """Building and loading the benchmark scenes: the shared assets (``../shared/assets`` next
 to the repository, or ``$SKIN_COLLIDE_SHARED/assets``), a small generated rig for smoke runs
 (`SMOKE`), subdivided characters and interpenetrating copies (Kavan & Žára 2005, Table 3
-setup: every triangle split into four, same shape), a shirt over a body, pose edits."""
+setup: every triangle split into four, same shape), a shirt over a body, pose edits.
+Some tests import this module alone (`scenes`, with bench/ on their path): it imports
+nothing of the bench package at the top."""
 from __future__ import annotations
 
 import math
@@ -10,8 +12,6 @@ import sys
 import tempfile
 
 import numpy as np
-
-from bench import timing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: The shared characters: SKIN_COLLIDE_ASSETS (copies another Blender reads, as the tests
@@ -260,6 +260,8 @@ def edit_and_query(pb, k: int, sc, sc_carry):
     and triangles). Returns (evaluation ms, depsgraph, positions, poses, full pairs, full
     ms, carried pairs, carried ms)."""
     import bpy
+
+    from bench import timing
 
     rotate(pb, math.radians(6.0) * (1 if k % 2 else -1))
     t0 = timing.now()
