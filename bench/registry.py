@@ -67,9 +67,10 @@ def parser_for(s: Scenario) -> argparse.ArgumentParser:
 def parse(s: Scenario, argv: list[str]) -> argparse.Namespace:
     p = parser_for(s)
     args = p.parse_args(argv)
-    if args.smoke:
+    if args.smoke:                  # the smoke settings, where the command line left the default
         for key, value in s.smoke.items():
-            setattr(args, key, value)
+            if getattr(args, key) == p.get_default(key):
+                setattr(args, key, value)
     if not s.against:
         args.against = None
     return args
