@@ -35,7 +35,7 @@ class DegeneratePose(extract.RigError):
     """Bones of the pose collapse space (zero scale): the frame is not checked, because
     every squashed triangle touches every other one (MakeHuman with spine03 at scale 0:
     2.1 million triangle pairs; Blender's own BVHTree took 29-58 s for that frame,
-    bench/bench_degenerate.py)."""
+    `python -m bench degenerate`)."""
 
 
 @dataclass

@@ -68,8 +68,8 @@ _NEAR_FLAT: float = 1e-3
 # Pairs processed per block: keeps the temporaries of one block in cache and
 # bounds peak memory for very large K; each block is fully vectorized. Since
 # the vertices are gathered per block (`_rel_rows_indexed`), 2**14 beat 2**13
-# on self-collision candidates (bench/bench_self.py --parts: MakeHuman 27k
-# 1.37 -> 1.20 ms, 107k 5.8 -> 5.0-5.5 ms; bench/bench_dense_pairs.py pose
+# on self-collision candidates (`python -m bench self --parts`: MakeHuman 27k
+# 1.37 -> 1.20 ms, 107k 5.8 -> 5.0-5.5 ms; `python -m bench dense-pairs` pose
 # 0.002 5 1 --exact: 2.24 -> 1.81 s), with fewer numpy calls per pair.
 _BLOCK: int = 1 << 14
 

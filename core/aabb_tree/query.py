@@ -38,9 +38,9 @@ from .self_tree import SelfTree
 
 #: A capped (live) query sends at most this many candidate triangle pairs through the
 #: exact test per frame (`self_pairs`' `budget`). An ordinary MakeHuman frame has about
-#: 14,000 (bench/bench_self.py); a pose with limbs scaled up to 5x has 10 million, which
+#: 14,000 (`python -m bench self`); a pose with limbs scaled up to 5x has 10 million, which
 #: Blender's BVHTree tests in C in 0.6-1.9 s and all of which we test in 2.4-6 s; 500,000
-#: of them take us 0.2-0.5 s (bench/bench_dense_pairs.py pose 0.002 5 1).
+#: of them take us 0.2-0.5 s (`python -m bench dense-pairs pose 0.002 5 1`).
 CANDIDATE_BUDGET = 500_000
 
 

@@ -19,7 +19,7 @@ LEVEL_BLOCK = 1 << 16
 #: Candidate leaf pairs per block that a capped frame hands to the exact test (then asks
 #: `enough`). Gathering all of a dense frame's candidates at once was memory-bound: on
 #: MakeHuman in a pose with limbs scaled up to 5x (10M candidates), blocks of 2**18
-#: halved the exact test's time (bench/bench_dense_pairs.py pose 0.002 5 1); the exact
+#: halved the exact test's time (`python -m bench dense-pairs pose 0.002 5 1`); the exact
 #: test now gathers per block of its own (`core.triangles._BLOCK`).
 EXACT_BLOCK = 1 << 18
 

@@ -26,7 +26,7 @@ from ..types import Hierarchy, Volumes
 #: per triangle of the objects it traverses (`live_budget`) and at least
 #: `DENSE_HIT_SHARE` of them hit. Blender's reference builds a tree over every one of
 #: those triangles each frame. Two MakeHumans standing on the same spot
-#: (bench/bench_dense_pairs.py copies 2 0 0) reach it after 20,000 (`DENSE_TESTS_MIN`) of
+#: (`python -m bench dense-pairs copies 2 0 0`) reach it after 20,000 (`DENSE_TESTS_MIN`) of
 #: their 547,000 tests (64% hit); two interpenetrating, 35 cm apart and turned 29
 #: degrees, make 15,000 tests (5% hit) and never do. Past the budget the traversal's
 #: descent from the roots dominates (0.1 s there), so a smaller one gains little.

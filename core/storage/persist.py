@@ -3,7 +3,7 @@ saving and reloading the .blend without rebuilding.
 
 The bytes are a `core.storage.blob` container (compressed, integers narrowed). What is cheap to
 derive again is not stored but recomputed by `from_bytes` (measured by
-`bench/bench_storage.py`, docs/storage.md §3): the weld ids, and for the sphere-tree
+`python -m bench storage`, docs/storage.md §3): the weld ids, and for the sphere-tree
 methods each node's vertex set and the refit bounds but their corner rows. Their rest
 spheres are stored in float32, grown so that they still contain the float64 ones
 (`core.bounds.float32_rounding.spheres_float32`, docs/storage.md §2). Other methods' prepared data ("data."

@@ -95,7 +95,7 @@ def test_obb_equals_sphere_tree_on_crossing_characters(bpy_module, assets_dir, a
 def test_chains_equal_the_self_tree_on_covered_pairs(bpy_module, assets_dir, asset):
     """Sphere chains: regions found automatically, and on a few frames and strong poses
     the covered self-collision pairs equal the exact self tree's restricted to them
-    (MakeHuman: in bench/bench_obb_chains.py, which asserts the same; too slow here)."""
+    (MakeHuman: in `python -m bench obb-chains`, which asserts the same; too slow here)."""
     from skin_collide.addon import extract, files, scanner
     from skin_collide.core import triangles, welds
     from skin_collide.core.methods.chains import chains

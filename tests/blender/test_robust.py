@@ -398,7 +398,7 @@ def test_rest_contacts_survive_renames_and_another_characters_rebuild(demo):
 
 def test_zero_scale_bone_is_explained_not_run_away(demo):
     """A bone scaled to zero squashes skin to a point: millions of pairs on MakeHuman,
-    about a minute per frame for Blender's own BVHTree (bench/bench_degenerate.py). The
+    about a minute per frame for Blender's own BVHTree (`python -m bench degenerate`). The
     frame is not checked, and the message says why, instead of running away."""
     from skin_collide.addon import overlay, session
 

@@ -1,4 +1,4 @@
-"""bench/bench_sphere_sets.py: its coverage checks on a triangle whose corners and middle
+"""The sphere-sets scenario (bench/scenarios/sphere_sets.py): its coverage checks on a triangle whose corners and middle
 are or are not in the balls; the plot's series; the plot itself (matplotlib, a
 benchmark-only dependency: skipped where it is not installed, as in CI)."""
 import sys
@@ -7,9 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:          # `python -m bench` runs from the repository root
+    sys.path.insert(0, str(ROOT))
 
-import bench_sphere_sets as b  # noqa: E402
+from bench.scenarios import sphere_sets as b  # noqa: E402
 
 
 def _results():
@@ -64,6 +66,5 @@ def test_the_plot_needs_no_matplotlib_until_it_draws():
     # Importing the benchmark (fits, tables) must not import matplotlib.
     import subprocess
 
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import bench_sphere_sets; "
-            "assert 'matplotlib' not in sys.modules")
-    subprocess.run([sys.executable, "-c", code, str(Path(b.__file__).parent)], check=True)
+    code = "import sys; import bench.scenarios.sphere_sets; assert 'matplotlib' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)

@@ -1,0 +1,1 @@
+"""One module per scenario; each calls `bench.registry.register` when imported."""
