@@ -12,7 +12,7 @@ def old_self(obj, pos, pose, mode):
     (triangle pairs, ms)."""
     from skin_collide.core import scan as core_scan
     from skin_collide.core import triangles, welds
-    from skin_collide.core.query import traversal
+    from skin_collide.core.hierarchy import traversal
 
     t0 = timing.now()
     tris = core_scan.frame_triangles(obj, pos)

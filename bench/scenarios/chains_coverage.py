@@ -89,10 +89,10 @@ def run(args) -> int:
     from skin_collide.addon import scanner
     from skin_collide.core import triangles as tri_test
     from skin_collide.core import welds
+    from skin_collide.core.hierarchy import traversal
     from skin_collide.core.methods import registry
     from skin_collide.core.methods.base import Frame
     from skin_collide.core.methods.chains import chains, self_tree
-    from skin_collide.core.query import traversal
     from skin_collide.core.scan.carry import object_self_pairs
 
     ob, arm = scenes.load_body(args.asset)

@@ -41,8 +41,8 @@ class Row:
 
 def obb_frame(m, objs, pos, tris, poses, how: str, row: Row, want: set) -> None:
     from skin_collide.core import triangles
+    from skin_collide.core.hierarchy import traversal
     from skin_collide.core.methods.base import Frame
-    from skin_collide.core.query import traversal
 
     t0 = timing.now()
     va = m.volumes(objs[0].rig, objs[0].data, Frame(pos[0], tris[0], poses[0]), how)

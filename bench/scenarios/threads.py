@@ -304,7 +304,8 @@ def bench_objects(args, pool, asset: str, level: int, copies: int) -> None:
     from skin_collide.addon import extract, scanner
     from skin_collide.core import aabb_tree as self_collision
     from skin_collide.core import scan as core_scan
-    from skin_collide.core.query import broad_phase, traversal
+    from skin_collide.core.hierarchy import traversal
+    from skin_collide.core.query import broad_phase
     from skin_collide.core.scan import carry as sc_carry
 
     ob = scenes.load_one(asset, level)
