@@ -78,6 +78,12 @@ class ScanReport:
     #: the clearance D of `scan --clearance` (scene units), or None: no clearance stage,
     #: and the report has no near fields.
     clearance: float | None = None
+    #: which surfaces were checked: "viewport" (the viewport's evaluation) or "render"
+    #: (`scan --as-rendered`: Blender's render-mode evaluation).
+    evaluation: str = "viewport"
+    #: notes on the scan as a whole (the meshes that draw otherwise in renders). Empty:
+    #: not written.
+    notes: list = field(default_factory=list)
 
     def near_episodes(self) -> list:
         """Near episodes by bone pair (`core.contacts.near.NearEpisode`)."""
@@ -124,6 +130,8 @@ class ScanReport:
             **({"scene": self.scene, "view_layer": self.view_layer}
                if self.scene is not None else {}),
             "objects": self.objects,
+            "evaluation": self.evaluation,
+            **({"notes": list(self.notes)} if self.notes else {}),
             "refit": self.refit,
             **({"uncovered": self.uncovered} if self.uncovered else {}),
             **({"fallback": self.fallback} if self.fallback else {}),
@@ -204,4 +212,6 @@ def from_json(doc: dict) -> ScanReport:
                       fallback=dict(doc.get("fallback", {})),
                       surface=dict(doc.get("surface", {})),
                       scene=doc.get("scene"), view_layer=doc.get("view_layer"),
-                      clearance=doc.get("clearance"))
+                      clearance=doc.get("clearance"),
+                      evaluation=doc.get("evaluation", "viewport"),
+                      notes=list(doc.get("notes", ())))
