@@ -34,7 +34,7 @@ def collisions(path_or_objects, frames=None, self_collision: bool = True,
                mode: str = "on-demand", allow: str | None = None,
                crossing_only: bool = False, min_length: float = 0.0,
                ignore_bones=None, ignore_groups=None, scene: str | None = None,
-               clearance: float | str | None = None) -> list:
+               clearance: float | str | None = None, as_rendered: bool = False) -> list:
     """Scan and return the collision episodes (an empty list when nothing collides), and
     with `clearance` the near episodes after them.
 
@@ -64,17 +64,21 @@ def collisions(path_or_objects, frames=None, self_collision: bool = True,
             (`core.contacts.near.NearEpisode`: objects, bones, frames, the closest
             distance and its frame) after the collision episodes. Self-clearance is not
             checked; `min_length` and `crossing_only` do not apply to near contacts.
+        as_rendered: check the surfaces renders draw (`scan --as-rendered`: Blender's
+            render-mode evaluation, `addon.evaluation`) instead of the viewport's. The
+            scene's render engine, camera and frame are put back after.
     Raises ValueError on bad input (the message says why).
     """
     rep = _scan(path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode,
-                allow, crossing_only, min_length, ignore_bones, ignore_groups, scene, clearance)
+                allow, crossing_only, min_length, ignore_bones, ignore_groups, scene, clearance,
+                as_rendered)
     return rep.episodes() + (rep.near_episodes() if rep.clearance is not None else [])
 
 
 def _scan(path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode, allow,
           crossing_only=False, min_length=0.0, ignore_bones=None, ignore_groups=None,
-          scene=None, clearance=None):
-    from .addon import files, report, scenes
+          scene=None, clearance=None, as_rendered=False):
+    from .addon import evaluation, files, report, scenes
 
     if isinstance(path_or_objects, (str, os.PathLike)):
         try:
@@ -86,9 +90,13 @@ def _scan(path_or_objects, frames, self_collision, ignore_rest_contacts, objects
     except scenes.SceneError as exc:
         raise ValueError(str(exc)) from None
     with scenes.use(chosen, layer):
-        rep = _scan_scene(path_or_objects, frames, self_collision, ignore_rest_contacts,
-                          objects, mode, allow, crossing_only, min_length, ignore_bones,
-                          ignore_groups, clearance)
+        try:
+            rep = evaluation.run(chosen, lambda: _scan_scene(
+                path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode,
+                allow, crossing_only, min_length, ignore_bones, ignore_groups, clearance),
+                evaluation.RENDER if as_rendered else evaluation.VIEWPORT, layer)
+        except evaluation.EvaluationError as exc:
+            raise ValueError(str(exc)) from None
     return rep
 
 
@@ -97,7 +105,7 @@ def _scan_scene(path_or_objects, frames, self_collision, ignore_rest_contacts, o
     """`_scan` in the context's scene (`addon.scenes.use`)."""
     import bpy
 
-    from .addon import motion, scanner, scenes, zones
+    from .addon import evaluation, motion, scanner, scenes, zones
     from .core.contacts import filters as contact_filters
 
     scene = bpy.context.scene
@@ -137,7 +145,7 @@ def _scan_scene(path_or_objects, frames, self_collision, ignore_rest_contacts, o
             sc.ignore = sc.rest_pose_contacts(scene)
         rep = sc.run(scene, frame_list)
     finally:
-        scene.frame_set(current)
+        evaluation.frame_set(scene, current)
     return rep
 
 
@@ -165,7 +173,8 @@ def assert_no_collisions(path_or_objects, frames=None, self_collision: bool = Tr
                          crossing_only: bool = False, min_length: float = 0.0,
                          ignore_bones=None, ignore_groups=None,
                          scene: str | None = None,
-                         clearance: float | str | None = None) -> None:
+                         clearance: float | str | None = None,
+                         as_rendered: bool = False) -> None:
     """`collisions(...)`, raising AssertionError that says which frames, which objects and
     how many pairs when there is any collision episode, then the contact episodes by bone
     pair with their lengths (the longest crossings first, at most 10); with `clearance`,
@@ -173,7 +182,8 @@ def assert_no_collisions(path_or_objects, frames=None, self_collision: bool = Tr
     from .core.contacts import groups as contact_groups
 
     rep = _scan(path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode,
-                allow, crossing_only, min_length, ignore_bones, ignore_groups, scene, clearance)
+                allow, crossing_only, min_length, ignore_bones, ignore_groups, scene, clearance,
+                as_rendered)
     eps = rep.episodes()
     near = rep.near_episodes() if rep.clearance is not None else []
     if eps or near:

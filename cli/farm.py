@@ -50,7 +50,8 @@ def _plan_from_args(args) -> dict:
                             args.first_hit == "yes", args.ignore_rest_contacts == "yes",
                             args.allow or None, scene=args.scene or None,
                             clearance=args.clearance or None,
-                            near_pairs=args.near_pairs == "yes")
+                            near_pairs=args.near_pairs == "yes",
+                            as_rendered=args.as_rendered == "yes")
     if args.clearance:
         scan_flags.parse_clearance(args.clearance)         # a bad one: one line, exit 2
     elif args.near_pairs == "yes":                         # scan would refuse every chunk

@@ -7,7 +7,7 @@ import os
 
 from . import scan_flags
 from .errors import UsageError
-from .load import load, scene_line
+from .load import evaluation_line, run_loaded, scene_line
 
 
 def add_parser(sub) -> None:
@@ -18,6 +18,8 @@ def add_parser(sub) -> None:
     scan_flags.add(sn, "--object", help=scan_flags.OBJECT_HELP + "; default all)")
     scan_flags.add(sn, "--scene")
     scan_flags.add(sn, "--self", help="also show each object's self-intersections")
+    scan_flags.add(sn, "--as-rendered", help="collide the surfaces renders draw (render-mode "
+                   "evaluation); the shaded picture is the viewport's")
     sn.add_argument("--png", required=True, help="output picture path")
     sn.add_argument("--size", default="640x400", help="WxH in pixels (default 640x400)")
     sn.set_defaults(func=run)
@@ -60,18 +62,30 @@ def run(args) -> int:
         core_report.check_output_path(args.png, "--png")
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    bpy, scene, meshes, _ = load(args)
-    from ..addon import extract, scanner, snapshot
-    if not args.self_collision and len(meshes) < 2:
-        raise UsageError("only one object: pass --self for self-collision, or name two objects")
+    from ..addon import extract, snapshot
+
+    def collide(bpy, scene, meshes, _notes):
+        # In the evaluation of --as-rendered; the picture is drawn after it.
+        from ..addon import scanner
+
+        if not args.self_collision and len(meshes) < 2:
+            raise UsageError("only one object: pass --self for self-collision, or name two "
+                             "objects")
+        try:
+            sc = scanner.Scanner(meshes, self_collision=args.self_collision)
+            res = snapshot.scanner_result(sc, scene, args.frame)
+        except extract.RigError as exc:
+            raise UsageError(str(exc)) from None
+        return scene, res, {o.name: o for o in sc.objects}, evaluation_line()
+
+    scene, res, objects, line = run_loaded(args, collide)
     try:
-        sc = scanner.Scanner(meshes, self_collision=args.self_collision)
-        res, _ = snapshot.frame_snapshot(sc, scene, args.frame, os.path.abspath(args.png), size)
-    except extract.RigError as exc:
-        raise UsageError(str(exc)) from None
+        scene.frame_set(args.frame)
+        snapshot.snapshot_result(scene, res, objects, os.path.abspath(args.png), size)
     except snapshot.GPUUnavailable as exc:
         raise UsageError(str(exc)) from None
     print(scene_line(scene))
     print(f"frame {args.frame}: {res.n_pairs} colliding pair(s); wrote {args.png} "
           f"({size[0]}x{size[1]})")
+    print(line)
     return 0

@@ -50,6 +50,8 @@ const JOB_TYPE = {
           description: "Also near contacts within D (scan --clearance D: 2mm, 1cm or scene units); empty for none" },
         { key: "near_pairs", type: "bool", default: false, visible: "submission",
           description: "List the near polygon pairs (scan --near-pairs; needs a clearance)" },
+        { key: "as_rendered", type: "bool", default: false, visible: "submission",
+          description: "Check the surfaces renders draw, Blender's render-mode evaluation (scan --as-rendered)" },
         { key: "python", type: "string", default: "python3", visible: "submission",
           description: "The workers' Python with bpy and skin_collide" },
         { key: "blendfile", type: "string", required: true, visible: "web",
@@ -117,6 +119,7 @@ function scanFlags(settings) {
     if (settings.allow) flags.push("--allow", settings.allow);
     if (settings.clearance) flags.push("--clearance", String(settings.clearance));
     if (settings.near_pairs) flags.push("--near-pairs");
+    if (settings.as_rendered) flags.push("--as-rendered");
     return flags;
 }
 
