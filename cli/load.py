@@ -160,13 +160,16 @@ def scene_line(scene) -> str:
     return f"scene: {scene.name_full} (view layer {bpy.context.view_layer.name})"
 
 
+#: The console header's evaluation line, per evaluation (a report's "evaluation").
+EVALUATION_LINES = {"viewport": "evaluation: viewport (the surfaces the viewport draws)",
+                    "render": "evaluation: render (the surfaces renders draw: --as-rendered)"}
+
+
 def evaluation_line() -> str:
     """The console header's evaluation line: which surfaces the command checks."""
     from ..addon import evaluation
 
-    if evaluation.mode() == evaluation.RENDER:
-        return "evaluation: render (the surfaces renders draw: --as-rendered)"
-    return "evaluation: viewport (the surfaces the viewport draws)"
+    return EVALUATION_LINES[evaluation.mode()]
 
 
 def print_notes(notes: list[str]) -> None:
