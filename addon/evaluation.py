@@ -137,9 +137,13 @@ def run(scene, body, evaluation: str = VIEWPORT, view_layer=None):
     raised. Raises `EvaluationError` when the render cannot run."""
     if evaluation not in MODES:
         raise EvaluationError(f"no evaluation '{evaluation}' (one of {', '.join(MODES)})")
-    if evaluation == VIEWPORT or _RENDERS:
-        if evaluation == RENDER and _RENDERS[-1].depsgraph.scene_eval.original != scene:
+    if _RENDERS:
+        if evaluation == VIEWPORT:
+            raise EvaluationError("a viewport check cannot run inside a render-mode one")
+        if _RENDERS[-1].depsgraph.scene_eval.original != scene:
             raise EvaluationError("a render-mode check is already running on another scene")
+        return body()
+    if evaluation == VIEWPORT:
         return body()
     import bpy
 

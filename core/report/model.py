@@ -161,17 +161,19 @@ class ScanReport:
 
 def report_source(file: str, method: str, self_collision: bool, first_hit: bool,
                   ignore_rest_contacts: bool, allow: str | None = None,
-                  sha256: str | None = None) -> dict:
+                  sha256: str | None = None, evaluation: str = "viewport") -> dict:
     """The report's "source": what `core.report.merge` checks before combining reports. The file
     is identified by `sha256`, a digest of its content (`core.report.merge.file_digest`; None
     where the file on disk is not what was scanned, e.g. the panel's unsaved scene): farm
     machines mount one file at different paths, and two shots may hold files of one name.
     "path" (absolute) names it in messages, "file" is its base name; `allow` is a digest
-    of the allow-list's content (None without one)."""
+    of the allow-list's content (None without one); `evaluation` the surfaces checked
+    ("viewport", or "render": `scan --as-rendered`)."""
     return {"file": os.path.basename(file), "path": os.path.abspath(file) if file else "",
             "sha256": sha256, "method": method, "self": bool(self_collision),
             "first_hit": bool(first_hit),
-            "filters": {"ignore_rest_contacts": bool(ignore_rest_contacts), "allow": allow}}
+            "filters": {"ignore_rest_contacts": bool(ignore_rest_contacts), "allow": allow},
+            "evaluation": evaluation}
 
 
 def _contact_from_json(c: dict) -> contact_groups.Contact:

@@ -260,3 +260,46 @@ def test_two_cesium_men_with_a_render_level_subdivision(assets_dir, tmp_path):
     assert all(truths[f].pairs != viewport[f].pairs for f in frames)
     assert_exact(doc, truths, "cesium men")
     bpy.ops.wm.read_homefile(use_empty=True)
+
+
+def test_render_only_character_disabled_in_renders_and_simplify(tmp_path):
+    """A third character disabled in viewports only ("Ghost", crossing Left), Right
+    disabled in renders, Simplify's render Max Subdivision 1: the viewport scan checks Left
+    and Right and its note names all three; the render scan checks Left and Ghost, Left at
+    level 1, and equals Blender's render-mode overlap."""
+    from skin_collide.addon import demo_rig
+
+    make_render_shot(bpy)
+    ghost, _ = demo_rig.build_character("Ghost", location=(-0.45, 0.12, 0.0),
+                                        rotation_z=-math.pi / 2, rings=12, segments=8,
+                                        frames=12)
+    ghost.hide_viewport = True
+    bpy.data.objects["Right"].hide_render = True
+    scene = bpy.context.scene
+    scene.render.use_simplify = True
+    scene.render.simplify_subdivision_render = 1
+    scene.frame_set(1)
+    path = tmp_path / "ghost.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+
+    view, rend = tmp_path / "view.json", tmp_path / "render.json"
+    rc, out, err = run_cli(["scan", path, "--json", view])
+    assert rc == 0, err
+    notes = [x for x in out.splitlines() if "--as-rendered" in x]
+    assert len(notes) == 1, out
+    assert "Ghost: drawn only in renders" in notes[0]
+    assert "Right: disabled in renders" in notes[0]
+    assert "level 0 in the viewport, 1 in renders" in notes[0]
+    assert json.loads(view.read_text())["objects"] == ["Left", "Right"]
+
+    rc, out, err = run_cli(["scan", path, "--self", "--as-rendered", "--json", rend])
+    assert rc == 0, err
+    doc = json.loads(rend.read_text())
+    assert sorted(doc["objects"]) == ["Ghost", "Left"]
+    assert doc["surface"]["Left"].startswith("evaluated surface: 402 vertices")
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    truths = render_truths(list(range(1, 13)), ["Left", "Ghost"], True)
+    assert all(len(t.drawn[[d.name for d in t.drawn].index("Left")].tris) == 800
+               for t in truths.values())
+    assert_exact(doc, truths, "ghost")
+    bpy.ops.wm.read_homefile(use_empty=True)
