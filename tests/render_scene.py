@@ -34,3 +34,26 @@ def save_render_shot(bpy, path, **kwargs) -> list[str]:
     meshes = make_render_shot(bpy, **kwargs)
     bpy.ops.wm.save_as_mainfile(filepath=str(path))
     return [m.name for m in meshes]
+
+
+def add_is_viewport_subdivision(bpy, ob, level: int = 1):
+    """A Geometry Nodes modifier on `ob` (after its stack) that subdivides the mesh
+    (Subdivide Mesh, `level`) only where *Is Viewport* is false: in renders."""
+    ng = bpy.data.node_groups.new("Subdivide in renders", "GeometryNodeTree")
+    ng.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+    ng.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+    n, link = ng.nodes, ng.links.new
+    inp, out = n.new("NodeGroupInput"), n.new("NodeGroupOutput")
+    is_viewport = n.new("GeometryNodeIsViewport")
+    sub = n.new("GeometryNodeSubdivideMesh")
+    sub.inputs["Level"].default_value = level
+    switch = n.new("GeometryNodeSwitch")
+    switch.input_type = "GEOMETRY"
+    link(inp.outputs[0], sub.inputs["Mesh"])
+    link(is_viewport.outputs["Is Viewport"], switch.inputs["Switch"])
+    link(sub.outputs[0], switch.inputs["False"])
+    link(inp.outputs[0], switch.inputs["True"])
+    link(switch.outputs[0], out.inputs[0])
+    mod = ob.modifiers.new("Render detail", "NODES")
+    mod.node_group = ng
+    return mod

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from drawn_oracle import reported, truth, verdict
-from render_scene import make_render_shot
+from render_scene import add_is_viewport_subdivision, make_render_shot
 from studio_helpers import report_pairs
 
 pytestmark = [pytest.mark.blender, pytest.mark.usefixtures("registered_addon")]
@@ -302,4 +302,33 @@ def test_render_only_character_disabled_in_renders_and_simplify(tmp_path):
     assert all(len(t.drawn[[d.name for d in t.drawn].index("Left")].tris) == 800
                for t in truths.values())
     assert_exact(doc, truths, "ghost")
+    bpy.ops.wm.read_homefile(use_empty=True)
+
+
+def test_geometry_nodes_is_viewport(tmp_path):
+    """A Geometry Nodes tree that subdivides only where *Is Viewport* is false: the
+    viewport scan names it in its note, the render scan checks the subdivided surface and
+    equals Blender's render-mode overlap."""
+    from skin_collide.addon import demo_rig
+
+    meshes = demo_rig.build_demo_scene(rings=12, segments=8, frames=12)
+    for ob in meshes:
+        add_is_viewport_subdivision(bpy, ob)
+    path = tmp_path / "gn.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    view, rend = tmp_path / "view.json", tmp_path / "render.json"
+    rc, out, err = run_cli(["scan", path, "--json", view])
+    assert rc == 0, err
+    notes = [x for x in out.splitlines() if "--as-rendered" in x]
+    assert len(notes) == 1 and "Render detail (Geometry Nodes) reads Is Viewport" in notes[0], out
+    rc, out, err = run_cli(["scan", path, "--as-rendered", "--self", "--json", rend])
+    assert rc == 0, err
+    doc = json.loads(rend.read_text())
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    frames = list(range(1, 13))
+    truths = render_truths(frames, PARTICIPANTS, True)
+    viewport = viewport_truths(frames, PARTICIPANTS, True)
+    assert all(len(truths[f].drawn[0].tris) > 3 * len(viewport[f].drawn[0].tris) for f in frames)
+    assert all(s.startswith("evaluated surface: ") for s in doc["surface"].values()), doc["surface"]
+    assert_exact(doc, truths, "is viewport")
     bpy.ops.wm.read_homefile(use_empty=True)
