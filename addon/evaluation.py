@@ -72,12 +72,12 @@ def update() -> None:
     """Re-evaluate what changed (an armature switched to Rest Position, an attribute added):
     the view layer's update; in render mode the render depsgraph evaluated again at its
     frame (its own update leaves the animation at the original's values)."""
-    import bpy
-
     if _RENDERS:
-        scene = bpy.context.scene
+        scene = _RENDERS[-1].depsgraph.scene        # the original scene rendered
         _RENDERS[-1].engine.frame_set(scene.frame_current, scene.frame_subframe)
     else:
+        import bpy
+
         bpy.context.view_layer.update()
 
 
@@ -140,7 +140,7 @@ def run(scene, body, evaluation: str = VIEWPORT, view_layer=None):
     if _RENDERS:
         if evaluation == VIEWPORT:
             raise EvaluationError("a viewport check cannot run inside a render-mode one")
-        if _RENDERS[-1].depsgraph.scene_eval.original != scene:
+        if _RENDERS[-1].depsgraph.scene != scene:
             raise EvaluationError("a render-mode check is already running on another scene")
         return body()
     if evaluation == VIEWPORT:

@@ -125,3 +125,23 @@ def test_bad_input_is_one_line_and_writes_nothing_over(shot, tmp_path):
     assert "--snapshots" in line and "--as-rendered" in line
     line = one_error_line(run("doctor", off, "--as-rendered"))
     assert "render-mode evaluation" in line
+
+
+@pytest.mark.blender
+def test_snapshot_as_rendered_collides_the_render_surface(shot, tmp_path):
+    from test_viewport_gpu import mesa_egl_present
+
+    if not mesa_egl_present():
+        pytest.skip("Mesa's EGL is not installed (libegl-mesa0 libgl1-mesa-dri libgbm1)")
+    report = tmp_path / "r.json"
+    assert run("scan", shot, "--as-rendered", "--frames", "10:10", "--json", report).returncode == 0
+    want = len(json.loads(report.read_text())["frames"][0]["pairs"])
+    for flag, line in (("--as-rendered", "evaluation: render"),
+                       (None, "evaluation: viewport")):
+        png = tmp_path / f"{flag or 'viewport'}.png"
+        res = run("snapshot", shot, "--frame", 10, "--png", png, *([flag] if flag else []))
+        assert res.returncode == 0, res.stderr[-2000:]
+        lines = res.stdout.splitlines()
+        assert lines[2].startswith(line) and png.stat().st_size > 0
+        n = int(lines[1].split(": ")[1].split()[0])
+        assert (n == want) == (flag is not None) and want > 0
