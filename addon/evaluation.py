@@ -14,7 +14,8 @@ renders the scene's view layer with this module's engine (`SkinCollideEvaluation
 draws nothing) and runs the whole check inside that one call; `frame_set` then re-evaluates
 the render depsgraph (`RenderEngine.frame_set`). Nothing is copied from settings: Blender
 decides what renders. The scene's render engine, camera, sequencer switch and frame are
-restored afterwards (a temporary camera is removed).
+restored afterwards (a temporary camera is removed), and the session's *Render Result*
+kept (`_keep_render_result`).
 
 Every evaluation of the check goes through `depsgraph`, `frame_set` and `update`, and the
 settings-only readers (`addon.extract.stack`, `addon.motion`) ask `shows` and `hidden` which
@@ -131,6 +132,37 @@ def render_engine_class():
     return SkinCollideEvaluation
 
 
+#: The render slot of an existing *Render Result* a render-mode check renders its empty
+#: picture into (the artist's own renders stay in theirs).
+SLOT = "skin_collide evaluation"
+
+
+def _keep_render_result():
+    """Keep the session's *Render Result* as it is across the render-mode evaluation's
+    render: with none yet, the one the render makes is removed after; with one, the render
+    goes into its own slot (`SLOT`, added once) and the active slot is put back. Returns
+    the function that restores it."""
+    import bpy
+
+    before = [im for im in bpy.data.images if im.type == "RENDER_RESULT"]
+    if not before:
+        def restore():
+            for im in [im for im in bpy.data.images if im.type == "RENDER_RESULT"]:
+                bpy.data.images.remove(im)
+        return restore
+    slots = before[0].render_slots
+    saved = slots.active_index
+    names = [sl.name for sl in slots]
+    if SLOT not in names:
+        slots.new(name=SLOT)
+        names = [sl.name for sl in slots]
+    slots.active_index = names.index(SLOT)
+
+    def restore():
+        slots.active_index = saved
+    return restore
+
+
 def run(scene, body, evaluation: str = VIEWPORT, view_layer=None):
     """`body()` in `evaluation` (`VIEWPORT`: called as it is; `RENDER`: inside a render of
     `scene`'s `view_layer`, default the context's), its result returned and its exception
@@ -167,6 +199,7 @@ def run(scene, body, evaluation: str = VIEWPORT, view_layer=None):
         render.engine = engine.bl_idname
         # The sequencer's strips would be rendered instead of the scene.
         render.use_sequencer = False
+        results = _keep_render_result()
         try:
             bpy.ops.render.render(scene=scene.name, layer=layer.name)
         except RuntimeError as exc:
@@ -174,6 +207,8 @@ def run(scene, body, evaluation: str = VIEWPORT, view_layer=None):
             raise EvaluationError(
                 f"the render-mode evaluation of scene '{scene.name_full}' could not run: "
                 f"{text[-1] if text else 'Blender refused to render'}") from None
+        finally:
+            results()
     finally:
         engine.job = None
         render.engine, render.use_sequencer = saved[0], saved[2]

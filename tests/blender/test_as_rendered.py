@@ -212,6 +212,7 @@ def test_testing_as_rendered_leaves_the_scene_unchanged(shot):
     scene.frame_set(5)
     engine, camera = scene.render.engine, scene.camera
     n_objects, n_cameras = len(bpy.data.objects), len(bpy.data.cameras)
+    assert not [im for im in bpy.data.images if im.type == "RENDER_RESULT"]
     meshes = [bpy.data.objects[n] for n in PARTICIPANTS]
 
     rendered = testing.collisions(meshes, frames=(1, 12), self_collision=False,
@@ -220,11 +221,20 @@ def test_testing_as_rendered_leaves_the_scene_unchanged(shot):
                                   ignore_rest_contacts=False)
     assert (scene.render.engine, scene.camera, scene.frame_current) == (engine, camera, 5)
     assert (len(bpy.data.objects), len(bpy.data.cameras)) == (n_objects, n_cameras)
+    assert not [im for im in bpy.data.images if im.type == "RENDER_RESULT"]
 
     truths = render_truths(list(range(1, 13)), PARTICIPANTS, False)
     colliding = sorted(f for f, t in truths.items() if t.pairs)
     assert sorted({f for e in rendered for f in range(e.start, e.end + 1)}) == colliding
     assert rendered != viewport
+    # The oracle's render made a Render Result: the check keeps its active slot.
+    result = [im for im in bpy.data.images if im.type == "RENDER_RESULT"]
+    assert len(result) == 1
+    result[0].render_slots.active_index = 2
+    assert testing.collisions(meshes, frames=(1, 12), self_collision=False,
+                              ignore_rest_contacts=False, as_rendered=True) == rendered
+    assert [im for im in bpy.data.images if im.type == "RENDER_RESULT"] == result
+    assert result[0].render_slots.active_index == 2
     with pytest.raises(AssertionError):
         testing.assert_no_collisions(meshes, frames=(1, 12), self_collision=False,
                                      ignore_rest_contacts=False, as_rendered=True)
