@@ -40,6 +40,8 @@ class _Render:
 
     engine: object
     depsgraph: object
+    #: the scene's own render engine (replaced by this module's for the render)
+    scene_engine: str = ""
 
 
 #: The render-mode evaluation in progress (a stack: at most one deep in practice).
@@ -93,6 +95,13 @@ def hidden(idb) -> bool:
     return bool(idb.hide_render if _RENDERS else idb.hide_viewport)
 
 
+def scene_engine(scene) -> str:
+    """The scene's own render engine (during a render-mode check, the one it had before)."""
+    if _RENDERS and _RENDERS[-1].depsgraph.scene == scene:
+        return _RENDERS[-1].scene_engine
+    return scene.render.engine
+
+
 def render_engine_class():
     """The render engine class of `run` (registered on first use)."""
     import bpy
@@ -119,7 +128,7 @@ def render_engine_class():
                 return          # another view layer, or no check asked
             if depsgraph.view_layer.name != job["layer"]:
                 return
-            _RENDERS.append(_Render(self, depsgraph))
+            _RENDERS.append(_Render(self, depsgraph, job["scene_engine"]))
             try:
                 job["result"] = job["body"]()
             except BaseException as exc:        # handed back to `run`'s caller
@@ -183,8 +192,8 @@ def run(scene, body, evaluation: str = VIEWPORT, view_layer=None):
     layer = view_layer or (bpy.context.view_layer if bpy.context.scene == scene
                            and bpy.context.view_layer is not None else scene.view_layers[0])
     engine = render_engine_class()
-    job = {"body": body, "layer": layer.name}
     render = scene.render
+    job = {"body": body, "layer": layer.name, "scene_engine": render.engine}
     saved = (render.engine, scene.camera, render.use_sequencer, scene.frame_current,
              scene.frame_subframe)
     camera = None

@@ -96,6 +96,26 @@ def render_only_characters(scene, view_layer, meshes) -> list[str]:
     return out
 
 
+def adaptive_note(scene, meshes) -> str | None:
+    """With Cycles as the scene's engine, the checked meshes whose Subdivision Surface
+    Cycles dices adaptively at render time (*Adaptive Subdivision*): that geometry is made
+    by the renderer, in no depsgraph; the render-mode check reads the modifier's render
+    level. None when there is none."""
+    from . import evaluation
+
+    if evaluation.scene_engine(scene) != "CYCLES":
+        return None
+    names = [m.name for m in meshes
+             if any(mod.type == "SUBSURF" and mod.show_render
+                    and getattr(mod, "use_adaptive_subdivision", False)
+                    for mod in drawn.source_of(m).modifiers)]
+    if not names:
+        return None
+    return (f"{', '.join(names)}: Cycles dices the Subdivision Surface adaptively at render "
+            "time (Adaptive Subdivision), geometry no depsgraph holds: this check reads the "
+            "modifier's render level")
+
+
 def note(scene, view_layer, meshes) -> str | None:
     """The one line saying which checked meshes draw otherwise in renders (and which
     meshes renders alone draw), and the flag that checks what renders draw; None when

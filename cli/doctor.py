@@ -32,7 +32,8 @@ def _doctor(args, frames_override, bpy, scene, meshes, notes) -> int:
     print(scene_line(scene))
     print(evaluation_line())
     print_notes(notes)
-    differs = None if getattr(args, "as_rendered", False) else \
+    differs = render_differences.adaptive_note(scene, meshes) \
+        if getattr(args, "as_rendered", False) else \
         render_differences.note(scene, bpy.context.view_layer, meshes)
     if differs:
         print(f"note: {differs}", flush=True)

@@ -144,13 +144,14 @@ def _check_flags(args) -> tuple[set, int]:
 
 def _render_note(args, scene, meshes) -> str | None:
     """Without `--as-rendered`: the one line naming the checked meshes that renders draw
-    otherwise (`addon.render_differences`), else None."""
-    if getattr(args, "as_rendered", False):
-        return None
+    otherwise (`addon.render_differences`); with it, the one naming the meshes Cycles
+    subdivides adaptively; else None."""
     import bpy
 
     from ..addon import render_differences
 
+    if getattr(args, "as_rendered", False):
+        return render_differences.adaptive_note(scene, meshes)
     return render_differences.note(scene, bpy.context.view_layer, meshes)
 
 

@@ -342,3 +342,24 @@ def test_geometry_nodes_is_viewport(tmp_path):
     assert all(s.startswith("evaluated surface: ") for s in doc["surface"].values()), doc["surface"]
     assert_exact(doc, truths, "is viewport")
     bpy.ops.wm.read_homefile(use_empty=True)
+
+
+def test_cycles_adaptive_subdivision_is_named(tmp_path):
+    """Cycles dices an Adaptive Subdivision at render time, geometry no depsgraph holds:
+    the render scan says it checks the modifier's render level instead (console and
+    notes)."""
+    make_render_shot(bpy)
+    bpy.context.scene.render.engine = "CYCLES"
+    bpy.data.objects["Left"].modifiers["Subdivision"].use_adaptive_subdivision = True
+    path = tmp_path / "adaptive.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    report = tmp_path / "r.json"
+    rc, out, err = run_cli(["scan", path, "--as-rendered", "--frames", "1:2", "--json", report])
+    assert rc == 0, err
+    notes = [x for x in out.splitlines() if "Adaptive Subdivision" in x]
+    assert len(notes) == 1 and notes[0].startswith("note: Left: Cycles dices"), out
+    doc = json.loads(report.read_text())
+    assert doc["notes"] == [notes[0][len("note: "):]]
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    assert bpy.context.scene.render.engine == "CYCLES"
+    bpy.ops.wm.read_homefile(use_empty=True)
