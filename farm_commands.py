@@ -31,21 +31,23 @@ def chunk_report(out: str, start: int, end: int) -> str:
 def scan_flags(objects=(), self_collision=False, method: str | None = None, first_hit=False,
                ignore_rest_contacts=False, allow=None, scene: str | None = None,
                clearance: str | None = None, near_pairs: bool = False,
-               enable_autoexec: bool = False, allow_failed_drivers: bool = False,
-               allow_missing: bool = False) -> list[str]:
+               as_rendered: bool = False, enable_autoexec: bool = False,
+               allow_failed_drivers: bool = False, allow_missing: bool = False) -> list[str]:
     """The scan flags that decide the report's content, in one order for every farm (the
     same flags for every chunk, as `merge` requires; the order of `cli.scan_flags`);
     `method` None: the default one; `scene` None (or empty): the scene the file was saved
     on; `clearance` None (or empty): no clearance (`scan --clearance`, as given: "2mm");
-    `enable_autoexec`, `allow_failed_drivers`, `allow_missing`: what the run may trust and
-    go on without (`scan`'s flags, docs/cli.md "What the run sees")."""
+    `as_rendered`: the surfaces renders draw (`scan --as-rendered`); `enable_autoexec`,
+    `allow_failed_drivers`, `allow_missing`: what the run may trust and go on without
+    (`scan`'s flags, docs/cli.md "What the run sees")."""
     from .cli import scan_flags as flags
 
     return flags.forward({"scene": scene or None, "object": objects,
                           "self_collision": self_collision, "method": method or registry.DEFAULT,
                           "first_hit": first_hit, "ignore_rest_contacts": ignore_rest_contacts,
                           "allow": allow or None, "clearance": clearance or None,
-                          "near_pairs": near_pairs, "enable_autoexec": enable_autoexec,
+                          "near_pairs": near_pairs, "as_rendered": as_rendered,
+                          "enable_autoexec": enable_autoexec,
                           "allow_failed_drivers": allow_failed_drivers,
                           "allow_missing": allow_missing})
 

@@ -35,8 +35,9 @@ def collisions(path_or_objects, frames=None, self_collision: bool = True,
                mode: str = "on-demand", allow: str | None = None,
                crossing_only: bool = False, min_length: float = 0.0,
                ignore_bones=None, ignore_groups=None, scene: str | None = None,
-               clearance: float | str | None = None, enable_autoexec: bool = False,
-               allow_failed_drivers: bool = False, allow_missing: bool = False) -> list:
+               clearance: float | str | None = None, as_rendered: bool = False,
+               enable_autoexec: bool = False, allow_failed_drivers: bool = False,
+               allow_missing: bool = False) -> list:
     """Scan and return the collision episodes (an empty list when nothing collides), and
     with `clearance` the near episodes after them.
 
@@ -72,19 +73,24 @@ def collisions(path_or_objects, frames=None, self_collision: bool = True,
             move the characters fail; otherwise that is a ValueError naming them.
         allow_missing: check what loaded when linked data is missing; otherwise that is a
             ValueError naming the libraries.
+        as_rendered: check the surfaces renders draw (`scan --as-rendered`: Blender's
+            render-mode evaluation, `addon.evaluation`) instead of the viewport's. The
+            scene's render engine, camera and frame are put back after.
     Raises ValueError on bad input (the message says why).
     """
     rep = _scan(path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode,
                 allow, crossing_only, min_length, ignore_bones, ignore_groups, scene, clearance,
-                _Seen(enable_autoexec, allow_failed_drivers, allow_missing))
+                _Seen(as_rendered, enable_autoexec, allow_failed_drivers, allow_missing))
     return rep.episodes() + (rep.near_episodes() if rep.clearance is not None else [])
 
 
 @dataclass(frozen=True)
 class _Seen:
-    """What the check may trust and go on without (`scan`'s --enable-autoexec,
-    --allow-failed-drivers, --allow-missing; `addon.trust`)."""
+    """How the check sees the shot: which evaluation (`scan --as-rendered`,
+    `addon.evaluation`), and what it may trust and go on without (`scan`'s
+    --enable-autoexec, --allow-failed-drivers, --allow-missing; `addon.trust`)."""
 
+    as_rendered: bool = False
     enable_autoexec: bool = False
     allow_failed_drivers: bool = False
     allow_missing: bool = False
@@ -93,7 +99,7 @@ class _Seen:
 def _scan(path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode, allow,
           crossing_only=False, min_length=0.0, ignore_bones=None, ignore_groups=None,
           scene=None, clearance=None, seen: _Seen = _Seen()):
-    from .addon import files, report, scenes, trust
+    from .addon import evaluation, files, report, scenes, trust
 
     if isinstance(path_or_objects, (str, os.PathLike)):
         try:
@@ -109,9 +115,13 @@ def _scan(path_or_objects, frames, self_collision, ignore_rest_contacts, objects
         raise ValueError(trust.missing_line(missing).replace("--allow-missing",
                                                              "allow_missing=True"))
     with scenes.use(chosen, layer):
-        rep = _scan_scene(path_or_objects, frames, self_collision, ignore_rest_contacts,
-                          objects, mode, allow, crossing_only, min_length, ignore_bones,
-                          ignore_groups, clearance, seen)
+        try:
+            rep = evaluation.run(chosen, lambda: _scan_scene(
+                path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode,
+                allow, crossing_only, min_length, ignore_bones, ignore_groups, clearance, seen),
+                evaluation.RENDER if seen.as_rendered else evaluation.VIEWPORT, layer)
+        except evaluation.EvaluationError as exc:
+            raise ValueError(str(exc)) from None
     return rep
 
 
@@ -132,7 +142,7 @@ def _scan_scene(path_or_objects, frames, self_collision, ignore_rest_contacts, o
     """`_scan` in the context's scene (`addon.scenes.use`)."""
     import bpy
 
-    from .addon import motion, scanner, scenes, zones
+    from .addon import evaluation, motion, scanner, scenes, zones
     from .core.contacts import filters as contact_filters
 
     scene = bpy.context.scene
@@ -174,7 +184,7 @@ def _scan_scene(path_or_objects, frames, self_collision, ignore_rest_contacts, o
         rep = sc.run(scene, frame_list)
         _check_drivers(meshes, seen)           # one that failed at a frame not sampled
     finally:
-        scene.frame_set(current)
+        evaluation.frame_set(scene, current)
     return rep
 
 
@@ -202,8 +212,9 @@ def assert_no_collisions(path_or_objects, frames=None, self_collision: bool = Tr
                          crossing_only: bool = False, min_length: float = 0.0,
                          ignore_bones=None, ignore_groups=None,
                          scene: str | None = None,
-                         clearance: float | str | None = None, enable_autoexec: bool = False,
-                         allow_failed_drivers: bool = False, allow_missing: bool = False) -> None:
+                         clearance: float | str | None = None, as_rendered: bool = False,
+                         enable_autoexec: bool = False, allow_failed_drivers: bool = False,
+                         allow_missing: bool = False) -> None:
     """`collisions(...)`, raising AssertionError that says which frames, which objects and
     how many pairs when there is any collision episode, then the contact episodes by bone
     pair with their lengths (the longest crossings first, at most 10); with `clearance`,
@@ -212,7 +223,7 @@ def assert_no_collisions(path_or_objects, frames=None, self_collision: bool = Tr
 
     rep = _scan(path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode,
                 allow, crossing_only, min_length, ignore_bones, ignore_groups, scene, clearance,
-                _Seen(enable_autoexec, allow_failed_drivers, allow_missing))
+                _Seen(as_rendered, enable_autoexec, allow_failed_drivers, allow_missing))
     eps = rep.episodes()
     near = rep.near_episodes() if rep.clearance is not None else []
     if eps or near:

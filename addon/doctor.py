@@ -8,7 +8,7 @@ import numpy as np
 from ..core import skinning
 from ..core.methods import registry
 from ..core.rig import Rig
-from . import animation, extract
+from . import animation, evaluation, extract
 
 
 @dataclass
@@ -95,15 +95,13 @@ def measure_deviation(scene, ob, report: MeshReport, frames: list[int]) -> None:
     and relative to the evaluated mesh's bounding-box size (a rigid prop: its rest mesh
     moved by its world matrix). Not measured (NaN) on an evaluated surface: it is refitted
     from Blender's positions, and nothing skins it."""
-    import bpy
-
     if report.rig.surface:
         report.max_deviation = report.max_deviation_relative = float("nan")
         return
     worst = worst_rel = 0.0
     for f in frames:
-        scene.frame_set(f)
-        dg = bpy.context.evaluated_depsgraph_get()
+        evaluation.frame_set(scene, f)
+        dg = evaluation.depsgraph()
         ref = extract.evaluated_positions(ob, dg)
         if ref.shape[0] != report.rig.n_vertices:
             report.max_deviation = float("inf")

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..core import skinning
 from ..core.rig import Rig
-from . import drawn, extract
+from . import drawn, evaluation, extract
 
 #: How many frames of the range are sampled (spread evenly, both ends included).
 SAMPLES = 5
@@ -79,10 +79,8 @@ def _key(ob):
 
 def sample(scene, meshes: list, frames: list[int]) -> Sampled:
     """Evaluate `scene` at each of `frames` (then back at its current frame) and read every
-    mesh of `meshes` (objects or `drawn.Instance`s). The frame changes are the project's
-    own (`state.quiet`), not pose edits."""
-    import bpy
-
+    mesh of `meshes` (objects or `drawn.Instance`s), in the current `evaluation`. The frame
+    changes are the project's own (`state.quiet`), not pose edits."""
     from .state import quiet
 
     out = Sampled(list(frames))
@@ -93,8 +91,8 @@ def sample(scene, meshes: list, frames: list[int]) -> Sampled:
     with quiet():
         try:
             for f in frames:
-                scene.frame_set(f)
-                dg = bpy.context.evaluated_depsgraph_get()
+                evaluation.frame_set(scene, f)
+                dg = evaluation.depsgraph()
                 drawn.refresh(dg)
                 for ptr, src in sources.items():
                     out.local.setdefault(ptr, []).append(
@@ -111,8 +109,8 @@ def sample(scene, meshes: list, frames: list[int]) -> Sampled:
                     M = np.array(ob.evaluated_get(dg).matrix_world, dtype=np.float64)
                     out.world.setdefault(_key(ob), []).append(local @ M[:3, :3].T + M[:3, 3])
         finally:
-            scene.frame_set(current[0], subframe=current[1])
-            drawn.refresh(bpy.context.evaluated_depsgraph_get())
+            evaluation.frame_set(scene, current[0], current[1])
+            drawn.refresh(evaluation.depsgraph())
     return out
 
 
@@ -137,7 +135,7 @@ def settings_that_move(ob) -> str:
     if keys is not None and len(keys.key_blocks) > 1 and _animated(keys):
         return "animated shape keys"
     for m in src.modifiers:
-        if m.show_viewport and m.type in _FOLLOWING:
+        if evaluation.shows(m) and m.type in _FOLLOWING:
             return f"modifier '{m.name}' ({extract.modifier_label(m)})"
     if drawn.is_instance(ob):
         moved = extract.what_moves(ob.top)
@@ -240,7 +238,7 @@ class Selection:
 
 def _layer_collections(lc, off: bool = False):
     """(layer collection, excluded or disabled here or above) of a view layer's tree."""
-    off = off or lc.exclude or lc.collection.hide_viewport
+    off = off or lc.exclude or evaluation.hidden(lc.collection)
     yield lc, off
     for child in lc.children:
         yield from _layer_collections(child, off)
@@ -250,20 +248,24 @@ def left_out_reason(ob, depsgraph) -> str:
     """Why Blender does not draw mesh object `ob` (for the notes), "" when it does."""
     import bpy
 
-    if ob.hide_viewport:
-        return "it is disabled in viewports"
+    if evaluation.hidden(ob):
+        return ("it is disabled in renders" if evaluation.mode() == evaluation.RENDER
+                else "it is disabled in viewports")
     holding = [off for lc, off in _layer_collections(bpy.context.view_layer.layer_collection)
                if ob.name_full in {o.name_full for o in lc.collection.objects}]
     if (holding and all(holding)) or not ob.evaluated_get(depsgraph).is_evaluated:
         return "its collection is excluded or disabled in this view layer"
-    if ob.hide_get():
+    if evaluation.mode() == evaluation.VIEWPORT and ob.hide_get():
         return "it is hidden"
     return ""
 
 
 def is_helper(ob) -> bool:
     """Displayed as Wire or Bounds: a Mesh Deform cage, a helper; drawn but not a surface
-    anyone looks at, so left out unless named (`--object`)."""
+    anyone looks at, so left out unless named (`--object`). Renders ignore the display
+    type (they draw every mesh they evaluate as a surface): no helper in render mode."""
+    if evaluation.mode() == evaluation.RENDER:
+        return False
     return drawn.source_of(ob).display_type in {"WIRE", "BOUNDS"}
 
 
@@ -281,11 +283,9 @@ def characters(scene, frames: list[int] | None = None, chosen=None,
         a `Selection`; the notes name every mesh left out that something could move
         (not drawn, a helper, still in these frames) with the reason.
     """
-    import bpy
-
     if frames is None:
         frames = list(range(scene.frame_start, scene.frame_end + 1))
-    dg = bpy.context.evaluated_depsgraph_get()
+    dg = evaluation.depsgraph()
     every = drawn.drawn_meshes(dg)
     pool = chosen if chosen is not None else scene.objects
     if named is not None:

@@ -25,7 +25,7 @@ from ..core.contacts import groups as contact_groups
 from ..core.contacts import pairs as contacts
 from ..core.methods import registry
 from ..core.report.model import FrameRecord, ScanReport, report_source  # noqa: F401
-from . import drawn, extract, motion
+from . import drawn, evaluation, extract, motion
 
 #: The older spelling of a scan's method (`registry.MODES`: mode name -> method id).
 MODES = tuple(registry.MODES)
@@ -165,6 +165,10 @@ class Scanner:
         #: one answered before (playback looping, scrubbing back) is answered from it.
         #: None: every frame is queried.
         self.frame_memo: core_scan.FrameMemo | None = None
+        #: the evaluation the scan reads (`addon.evaluation`: "viewport" or "render"), the
+        #: one current when it was built; and the report's notes on the whole scan.
+        self.evaluation = evaluation.mode()
+        self.notes: list[str] = []
 
     def refit_label(self, obj) -> str:
         """The method this scan uses for `obj`, in words: id, label and, when the asked
@@ -395,14 +399,15 @@ class Scanner:
         return pairs, found
 
     def step(self, scene, f: int) -> FrameRecord:
-        """Evaluate and query one frame."""
-        import bpy
-
+        """Evaluate and query one frame (in the current `evaluation`)."""
+        if evaluation.mode() != self.evaluation:
+            raise extract.RigError(f"this scan was built on the {self.evaluation} evaluation "
+                                   f"and cannot step in the {evaluation.mode()} one")
         if self.where is None:
             self.where = where(scene)
         t0 = time.perf_counter()
-        scene.frame_set(f)
-        dg = bpy.context.evaluated_depsgraph_get()
+        evaluation.frame_set(scene, f)
+        dg = evaluation.depsgraph()
         eval_ms = (time.perf_counter() - t0) * 1000.0
         return self.current(scene, dg, eval_ms).record
 
@@ -423,7 +428,8 @@ class Scanner:
                           surface=self.surfaces(),
                           scene=self.where[0] if self.where else None,
                           view_layer=self.where[1] if self.where else None,
-                          clearance=self.clearance, seen=self.seen)
+                          clearance=self.clearance, seen=self.seen,
+                          evaluation=self.evaluation, notes=list(self.notes))
 
     def surfaces(self) -> dict:
         """Per object, the surface checked (`ScanReport.surface`), when some object is on
@@ -583,7 +589,7 @@ def rest_pose_pairs(meshes: list, objects: list, self_collision: bool,
 
     arms = [a for ob in meshes for a in extract.armatures_of(ob)]
     with extract.rest_position(arms):
-        dg = bpy.context.evaluated_depsgraph_get()
+        dg = evaluation.depsgraph()
         frame = bpy.context.scene.frame_current
         for ob, obj in zip(meshes, objects):
             extract.check_topology(ob, ob.evaluated_get(dg).data, obj.rig, frame)

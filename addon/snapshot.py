@@ -14,6 +14,8 @@ import os
 
 import numpy as np
 
+from . import evaluation
+
 
 class GPUUnavailable(RuntimeError):
     """No GPU context can be made here (usually: Mesa's EGL libraries are missing)."""
@@ -306,13 +308,12 @@ def snapshot_result(scene, res, objects: dict, path: str | None, size=(640, 400)
 
 
 def scanner_result(scanner, scene, frame: int):
-    """Evaluate `frame` and collide the scanner's meshes: a `session.LiveResult`."""
-    import bpy
-
+    """Evaluate `frame` (in the current `evaluation`) and collide the scanner's meshes: a
+    `session.LiveResult`."""
     from .session import LiveResult
 
-    scene.frame_set(frame)
-    positions, poses = scanner.evaluate(bpy.context.evaluated_depsgraph_get())
+    evaluation.frame_set(scene, frame)
+    positions, poses = scanner.evaluate(evaluation.depsgraph())
     pairs, ms, _ = scanner.query(positions, poses)
     from ..core.contacts import groups as contact_groups
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from . import scan_flags
 from .errors import UsageError
 from .frames import parse_frames
-from .load import load, print_notes, scene_line
+from .load import evaluation_line, print_notes, run_loaded, scene_line
 
 
 def add_parser(sub) -> None:
@@ -13,7 +13,7 @@ def add_parser(sub) -> None:
     d.add_argument("file", help=".blend, .glb or .gltf")
     scan_flags.add(d, "--object", help=scan_flags.OBJECT_HELP + ")")
     d.add_argument("--frames", help="START:END (default: the armature's action)")
-    for flag in ("--scene", *scan_flags.SEEN_FLAGS):
+    for flag in ("--scene", "--as-rendered", *scan_flags.SEEN_FLAGS):
         scan_flags.add(d, flag)
     d.set_defaults(func=run)
 
@@ -21,11 +21,22 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     """Print the file, the scene and, per character mesh, its facts and deviation."""
     frames_override = parse_frames(args.frames)
-    bpy, scene, meshes, notes = load(args)
-    from ..addon import doctor, extract, motion
+    return run_loaded(args, lambda *loaded: _doctor(args, frames_override, *loaded))
+
+
+def _doctor(args, frames_override, bpy, scene, meshes, notes) -> int:
+    """`run` once the file is loaded and the meshes picked (in the evaluation of
+    `--as-rendered`)."""
+    from ..addon import doctor, extract, motion, render_differences
     print(f"file: {args.file}")
     print(scene_line(scene))
+    print(evaluation_line())
     print_notes(notes)
+    differs = render_differences.adaptive_note(scene, meshes) \
+        if getattr(args, "as_rendered", False) else \
+        render_differences.note(scene, bpy.context.view_layer, meshes)
+    if differs:
+        print(f"note: {differs}", flush=True)
     sel = args.selection
     try:
         rigs = motion.rigs(meshes, sel.sampled, sel.moved)

@@ -51,6 +51,7 @@ def _plan_from_args(args) -> dict:
                             args.allow or None, scene=args.scene or None,
                             clearance=args.clearance or None,
                             near_pairs=args.near_pairs == "yes",
+                            as_rendered=args.as_rendered == "yes",
                             enable_autoexec=args.enable_autoexec == "yes",
                             allow_failed_drivers=args.allow_failed_drivers == "yes",
                             allow_missing=args.allow_missing == "yes")

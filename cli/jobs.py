@@ -268,6 +268,12 @@ def _print_objects(doc: dict) -> None:
     `scan --jobs 1` does)."""
     if "scene" in doc:
         print(f"scene: {doc['scene']} (view layer {doc.get('view_layer')})", flush=True)
+    if "evaluation" in doc:
+        from .load import EVALUATION_LINES
+
+        print(EVALUATION_LINES[doc["evaluation"]], flush=True)
+    for note in doc.get("notes", ()):
+        print(f"note: {note}", flush=True)
     for name in doc["objects"]:
         why = doc.get("fallback", {}).get(name)
         surface = doc.get("surface", {}).get(name)

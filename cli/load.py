@@ -23,9 +23,7 @@ def select_meshes(scene, names: list[str] | None, frames: tuple[int, int] | None
     collection instance draws) or a bare name only one drawn mesh has, or every mesh the
     scene's view layer draws that Blender's evaluation moves in `frames` (default the
     scene's range), with the notes on the meshes left out (none when names are given)."""
-    import bpy
-
-    from ..addon import drawn, extract, identity, motion
+    from ..addon import drawn, evaluation, extract, identity, motion
 
     span = list(range(frames[0], frames[1] + 1)) if frames else None
     if not names:
@@ -36,7 +34,7 @@ def select_meshes(scene, names: list[str] | None, frames: tuple[int, int] | None
                              "deforming modifier moves"
                              + ("; " + "; ".join(sel.notes) if sel.notes else ""))
         return sel
-    every = drawn.drawn_meshes(bpy.context.evaluated_depsgraph_get())
+    every = drawn.drawn_meshes(evaluation.depsgraph())
     chosen = []
     for n in names:
         try:
@@ -49,7 +47,7 @@ def select_meshes(scene, names: list[str] | None, frames: tuple[int, int] | None
         if m is None:
             if ob.type != "MESH":
                 raise UsageError(f"object '{n}' is not a mesh")
-            why = motion.left_out_reason(ob, bpy.context.evaluated_depsgraph_get())
+            why = motion.left_out_reason(ob, evaluation.depsgraph())
             raise UsageError(f"object '{n}' is not checked: "
                              f"{why or 'Blender does not draw it'}")
         chosen.append(m)
@@ -75,10 +73,10 @@ def leave_scene() -> None:
         SCENE_CONTEXTS[-1].close()
 
 
-def load(args):
-    """Open the file, make the scene of `--scene` (default: the saved window's) the
-    context's with its view layer (`addon.scenes`), and pick the meshes: (bpy, scene,
-    meshes, notes on the meshes skipped); UsageError on bad input."""
+def open_scene(args):
+    """Open the file and make the scene of `--scene` (default: the saved window's) the
+    context's with its view layer (`addon.scenes`): (bpy, scene, view layer); UsageError
+    on bad input."""
     bpy = import_bpy()
     from ..addon import files, report, scenes
 
@@ -98,11 +96,21 @@ def load(args):
         SCENE_CONTEXTS[-1].enter_context(use)
     else:
         use.__enter__()         # outside `main`: for the rest of the process
-    missing_notes = see_missing(args, scene)
+    # Linked data that did not load: no verdict, before any frame (`see_missing`).
+    args.seen_notes = see_missing(args, scene)
+    return bpy, scene, layer
+
+
+def pick(args, scene, layer) -> tuple[list, list[str]]:
+    """The meshes of `--object` (or every character) in the current evaluation, and the
+    notes on the meshes skipped, on missing data allowed and on failed drivers allowed
+    (`args.selection` is set); UsageError on bad input, and on drivers that fail unless
+    allowed (`see_drivers`)."""
+    from ..addon import scenes
+
     try:
         args.selection = select_meshes(scene, args.object,
                                        parse_frames(getattr(args, "frames", None)))
-        meshes, notes = args.selection.meshes, args.selection.notes
     except UsageError as exc:
         if args.object:
             raise
@@ -112,7 +120,9 @@ def load(args):
             text = f"no character in scene '{scene.name_full}' (view layer '{layer.name}')" \
                 + text[len(prefix):]
         raise UsageError(f"{text}; {scenes.characters_hint(scene)}") from None
-    return bpy, scene, meshes, missing_notes + notes + see_drivers(args, meshes)
+    meshes = args.selection.meshes
+    return meshes, (getattr(args, "seen_notes", []) + args.selection.notes
+                    + see_drivers(args, meshes))
 
 
 def see_missing(args, scene) -> list[str]:
@@ -149,12 +159,59 @@ def see_drivers(args, meshes) -> list[str]:
             f"(--allow-failed-drivers): {shown}" + (" ..." if len(failed) > 5 else "")]
 
 
+def load(args):
+    """Open the file (`open_scene`) and pick the meshes (`pick`) in the current
+    evaluation: (bpy, scene, meshes, notes on the meshes skipped); UsageError on bad
+    input."""
+    bpy, scene, layer = open_scene(args)
+    meshes, notes = pick(args, scene, layer)
+    return bpy, scene, meshes, notes
+
+
+def evaluation_of(args) -> str:
+    """The evaluation the command checks: "render" with `--as-rendered`, else "viewport"
+    (`addon.evaluation`)."""
+    from ..addon import evaluation
+
+    return evaluation.RENDER if getattr(args, "as_rendered", False) else evaluation.VIEWPORT
+
+
+def run_loaded(args, body):
+    """Open the file, then pick the meshes and call `body(bpy, scene, meshes, notes)` in
+    the evaluation of `--as-rendered` (`addon.evaluation.run`: with it, the picking and the
+    whole check run inside one render-mode evaluation); body's result. UsageError on bad
+    input, and when the render-mode evaluation cannot run."""
+    bpy, scene, layer = open_scene(args)
+    from ..addon import evaluation
+
+    def inside():
+        meshes, notes = pick(args, scene, layer)
+        return body(bpy, scene, meshes, notes)
+
+    try:
+        return evaluation.run(scene, inside, evaluation_of(args), layer)
+    except evaluation.EvaluationError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def scene_line(scene) -> str:
     """The console header's scene line: the scene checked and its view layer (the
     context's, set by `load`)."""
     import bpy
 
     return f"scene: {scene.name_full} (view layer {bpy.context.view_layer.name})"
+
+
+#: The console header's evaluation line, per evaluation (a report's "evaluation").
+EVALUATION_LINES = {"viewport": "evaluation: viewport (the surfaces the viewport draws)",
+                    "render": "evaluation: render (the surfaces renders draw: --as-rendered)"}
+
+
+def evaluation_line() -> str:
+    """The console header's evaluation line: which surfaces the command checks."""
+    from ..addon import evaluation
+
+    return EVALUATION_LINES[evaluation.mode()]
 
 
 def print_notes(notes: list[str]) -> None:

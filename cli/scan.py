@@ -16,7 +16,7 @@ from .errors import EXIT_CLEAN, EXIT_COLLISIONS, EXIT_INTERRUPTED, UsageError, d
 from .frames import parse_frames
 from .interrupt import interrupt_on_signals, raise_if_interrupted
 from .jobs import cap_jobs, scan_jobs, usable_cores
-from .load import load, print_notes, scene_line
+from .load import evaluation_line, print_notes, run_loaded, scene_line
 from .outputs import (
     check_outputs,
     print_contact_episodes,
@@ -69,7 +69,7 @@ def add_parser(sub) -> None:
                          "--ignore-rest-contacts)")
     for flag in ("--ignore-rest-contacts", "--allow", "--crossing-only", "--min-length",
                  "--ignore-bones", "--ignore-group", "--clearance", "--near-pairs",
-                 *scan_flags.SEEN_FLAGS):
+                 "--as-rendered", *scan_flags.SEEN_FLAGS):
         scan_flags.add(sc, flag)
     sc.add_argument("--snapshots", metavar="DIR",
                     help="also write a viewport picture of each collision episode's worst frame")
@@ -85,19 +85,28 @@ def run(args) -> int:
     allow, jobs = _check_flags(args)
     if jobs > 1:
         if frames is None:
-            _, scene, _, _ = load(args)
-            frames = _scene_frames(scene)
+            frames = run_loaded(args, lambda bpy, scene, meshes, notes: _scene_frames(scene))
         if not os.path.isfile(args.file):
             raise UsageError(f"no such file: {args.file}")
         return scan_jobs(args, frames, jobs)
-    bpy, scene, meshes, notes = load(args)
+    return run_loaded(args, lambda *loaded: _scan_loaded(args, frames, allow, *loaded))
+
+
+def _scan_loaded(args, frames, allow, bpy, scene, meshes, notes) -> int:
+    """`run` once the file is loaded and the meshes picked (in the evaluation of
+    `--as-rendered`, `load.run_loaded`)."""
     print(scene_line(scene))
+    print(evaluation_line())
     print_notes(notes)
+    differs = _render_note(args, scene, meshes)
+    if differs:
+        print(f"note: {differs}", flush=True)
     if frames is None:
         frames = _scene_frames(scene)
     if not args.self_collision and len(meshes) < 2:
         raise UsageError("only one object: pass --self for self-collision, or name two objects")
     sc = _scanner(args, scene, meshes, allow)
+    sc.notes = [differs] if differs else []
     frame_list = list(range(frames[0], frames[1] + 1))
     note = _range_note(scene, meshes, frame_list)
     if note:
@@ -127,10 +136,26 @@ def _check_flags(args) -> tuple[set, int]:
     if jobs > 1 and getattr(args, "snapshots", None) is not None:
         # Refused as asked, before the cap: the command is valid on every machine or none.
         raise UsageError("--snapshots cannot be combined with --jobs (run it with --jobs 1)")
+    if getattr(args, "as_rendered", False) and getattr(args, "snapshots", None) is not None:
+        raise UsageError("--snapshots cannot be combined with --as-rendered (picture a "
+                         "frame with `snapshot --as-rendered`)")
     jobs, note = cap_jobs(jobs, usable_cores())
     if note:
         print(f"skin_collide: note: {note}", file=sys.stderr, flush=True)
     return allow, jobs
+
+
+def _render_note(args, scene, meshes) -> str | None:
+    """Without `--as-rendered`: the one line naming the checked meshes that renders draw
+    otherwise (`addon.render_differences`); with it, the one naming the meshes Cycles
+    subdivides adaptively; else None."""
+    import bpy
+
+    from ..addon import render_differences
+
+    if getattr(args, "as_rendered", False):
+        return render_differences.adaptive_note(scene, meshes)
+    return render_differences.note(scene, bpy.context.view_layer, meshes)
 
 
 def _scene_frames(scene) -> tuple[int, int]:
@@ -359,7 +384,7 @@ def _built_objects(meshes, method: str, selection=None):
     build; the pairs are the same either way."""
     import bpy
 
-    from ..addon import motion, properties, storage
+    from ..addon import evaluation, motion, properties, storage
     from ..core.methods import registry
 
     if not hasattr(bpy.types.Object, "skin_collide"):
@@ -368,6 +393,8 @@ def _built_objects(meshes, method: str, selection=None):
         for cls in properties.CLASSES:
             bpy.utils.register_class(cls)
         properties.register()
+    if evaluation.mode() != evaluation.VIEWPORT:
+        return None         # the panel builds on the viewport's surfaces
     out = []
     for ob in meshes:
         try:

@@ -111,6 +111,12 @@ SCAN_FLAGS = (
                   help="with --clearance, list every near polygon pair of each frame with "
                        "its distance (\"near\" beside \"pairs\"; large reports)"),
              dict(help="list the near polygon pairs (with --clearance)")),
+    ScanFlag("--as-rendered", "as_rendered", "switch",
+             dict(action="store_true",
+                  help="check the surfaces renders draw: Blender's render-mode evaluation "
+                       "(modifiers' Render toggle and render levels, Disable in Renders, "
+                       "Simplify's render values), not the viewport's"),
+             dict(help="check the surfaces renders draw (render-mode evaluation)")),
     ScanFlag("--enable-autoexec", "enable_autoexec", "switch",
              dict(action="store_true",
                   help="trust the file: run its registered text blocks on load, as Blender "
@@ -256,6 +262,7 @@ def report_source(args) -> dict:
     if getattr(args, "enable_autoexec", False):
         # The file's scripts ran: what Python drivers move differs from an untrusted run.
         src["filters"]["autoexec"] = True
+    src["evaluation"] = "render" if getattr(args, "as_rendered", False) else "viewport"
     if getattr(args, "clearance", None) is not None:
         # The flag as given (a unit follows each file's own scale), and the pair list.
         src["filters"]["clearance"] = str(args.clearance)

@@ -7,7 +7,7 @@ import os
 
 from . import scan_flags
 from .errors import UsageError
-from .load import load, print_notes, scene_line
+from .load import evaluation_line, print_notes, run_loaded, scene_line
 
 
 def add_parser(sub) -> None:
@@ -18,6 +18,8 @@ def add_parser(sub) -> None:
     scan_flags.add(sn, "--object", help=scan_flags.OBJECT_HELP + "; default all)")
     scan_flags.add(sn, "--scene")
     scan_flags.add(sn, "--self", help="also show each object's self-intersections")
+    scan_flags.add(sn, "--as-rendered", help="collide the surfaces renders draw (render-mode "
+                   "evaluation); the shaded picture is the viewport's")
     for flag in scan_flags.SEEN_FLAGS:
         scan_flags.add(sn, flag)
     sn.add_argument("--png", required=True, help="output picture path")
@@ -62,19 +64,31 @@ def run(args) -> int:
         core_report.check_output_path(args.png, "--png")
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    bpy, scene, meshes, notes = load(args)
-    print_notes(notes)
-    from ..addon import extract, scanner, snapshot
-    if not args.self_collision and len(meshes) < 2:
-        raise UsageError("only one object: pass --self for self-collision, or name two objects")
+    from ..addon import extract, snapshot
+
+    def collide(bpy, scene, meshes, notes):
+        # In the evaluation of --as-rendered; the picture is drawn after it.
+        from ..addon import scanner
+
+        print_notes(notes)
+        if not args.self_collision and len(meshes) < 2:
+            raise UsageError("only one object: pass --self for self-collision, or name two "
+                             "objects")
+        try:
+            sc = scanner.Scanner(meshes, self_collision=args.self_collision)
+            res = snapshot.scanner_result(sc, scene, args.frame)
+        except extract.RigError as exc:
+            raise UsageError(str(exc)) from None
+        return scene, res, {o.name: o for o in sc.objects}, evaluation_line()
+
+    scene, res, objects, line = run_loaded(args, collide)
     try:
-        sc = scanner.Scanner(meshes, self_collision=args.self_collision)
-        res, _ = snapshot.frame_snapshot(sc, scene, args.frame, os.path.abspath(args.png), size)
-    except extract.RigError as exc:
-        raise UsageError(str(exc)) from None
+        scene.frame_set(args.frame)
+        snapshot.snapshot_result(scene, res, objects, os.path.abspath(args.png), size)
     except snapshot.GPUUnavailable as exc:
         raise UsageError(str(exc)) from None
     print(scene_line(scene))
     print(f"frame {args.frame}: {res.n_pairs} colliding pair(s); wrote {args.png} "
           f"({size[0]}x{size[1]})")
+    print(line)
     return 0

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import evaluation
+
 
 @dataclass
 class ModifierReport:
@@ -44,15 +46,16 @@ def armature_parent(ob):
 def modifier_report(ob) -> ModifierReport:
     """Find the (first enabled) Armature modifier and the modifiers around it.
 
-    Only modifiers shown in the viewport count, because that is what the evaluated mesh
-    (and so the user) sees.
+    Only modifiers on in the current evaluation count (shown in the viewport, or in
+    renders: `addon.evaluation.shows`), because that is what the evaluated mesh (and so
+    the user) sees.
     """
     arm_mod = None
     before: list[str] = []
     after: list[str] = []
     others: list[str] = []
     for mod in ob.modifiers:
-        if not mod.show_viewport:
+        if not evaluation.shows(mod):
             continue
         if mod.type == "ARMATURE" and mod.object is not None and arm_mod is None:
             arm_mod = mod
@@ -102,7 +105,7 @@ def deformers(ob) -> list[str]:
     these names (a cache, a Geometry Nodes tree reading the time) shows in its evaluated
     positions, which `addon.motion` compares between frames."""
     out = [f"{m.name} ({m.type})" for m in ob.modifiers
-           if m.show_viewport and m.type != "ARMATURE"]
+           if evaluation.shows(m) and m.type != "ARMATURE"]
     keys = ob.data.shape_keys
     if keys is not None and len(keys.key_blocks) > 1:
         out.append(f"{len(keys.key_blocks) - 1} shape keys")
@@ -116,15 +119,14 @@ def is_evaluated(ob, depsgraph=None) -> bool:
     """Whether the view layer's depsgraph evaluates `ob` (default: the context's). Not
     when it is disabled in viewports or its collection is hidden or excluded: Blender then
     hands out its original mesh, the rest shape, at every frame."""
-    import bpy
-
-    dg = depsgraph or bpy.context.evaluated_depsgraph_get()
+    dg = depsgraph or evaluation.depsgraph()
     return bool(ob.evaluated_get(dg).is_evaluated)
 
 
 def not_evaluated(ob) -> str:
     """Why `ob`'s skin cannot be checked when `is_evaluated` says no."""
-    return (f"'{ob.name}' is disabled in viewports, or its collection is hidden or "
+    where = "renders" if evaluation.mode() == evaluation.RENDER else "viewports"
+    return (f"'{ob.name}' is disabled in {where}, or its collection is hidden or "
             "excluded, so Blender does not pose it")
 
 
@@ -149,14 +151,12 @@ def character_meshes(objects) -> tuple[list, list[str]]:
     rigid props (`what_moves`) that the view layer evaluates (`is_evaluated`), and one
     note per other mesh, which is skipped (it stands still: e.g. a stray Icosphere in a
     character's collection; or Blender does not pose it)."""
-    import bpy
-
     meshes, notes = [], []
     dg = None
     for ob in objects:
         if ob.type != "MESH":
             continue
-        dg = dg or bpy.context.evaluated_depsgraph_get()
+        dg = dg or evaluation.depsgraph()
         if not is_evaluated(ob, dg):
             notes.append(not_evaluated_note(ob))
         elif modifier_report(ob).armature is not None or what_moves(ob):
@@ -179,7 +179,7 @@ def stack_labels(ob) -> list[str]:
     in stack order and each once ("Mirror", "Subdivision Surface")."""
     out: list[str] = []
     for mod in ob.modifiers:
-        if mod.show_viewport and mod.type != "ARMATURE":
+        if evaluation.shows(mod) and mod.type != "ARMATURE":
             label = modifier_label(mod)
             if label not in out:
                 out.append(label)

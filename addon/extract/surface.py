@@ -15,6 +15,7 @@ import numpy as np
 
 from ...core import welds
 from ...core.rig import Rig
+from .. import evaluation
 from .mesh import RigError, read_loop_triangles, read_polygons, read_topology_arrays, same_topology
 from .rig import bone_arrays, no_bones, read_weights, source_rig
 from .stack import armatures_of, modifier_report, plain_stack, stack_labels
@@ -34,9 +35,7 @@ def rig_from_object(ob, depsgraph=None, moved: str = "") -> Rig:
     if plain_stack(ob):
         return rig
     if depsgraph is None:
-        import bpy
-
-        depsgraph = bpy.context.evaluated_depsgraph_get()
+        depsgraph = evaluation.depsgraph()
     if same_topology(ob.evaluated_get(depsgraph).data, rig):
         return rig
     return surface_rig(ob, rig, depsgraph)
@@ -56,9 +55,7 @@ def surface_rig(ob, source: Rig, depsgraph) -> Rig:
     now_counts = (len(now.vertices), len(now.polygons), len(now.loops))
     now_start, now_verts = read_topology_arrays(now)
     with rest_position(armatures_of(ob)), _faces_tagged(ob.data) as tag:
-        import bpy
-
-        dg = bpy.context.evaluated_depsgraph_get()
+        dg = evaluation.depsgraph()
         me = ob.evaluated_get(dg).data
         start, verts = read_topology_arrays(me)
         if (len(me.vertices), len(me.polygons), len(me.loops)) != now_counts \
@@ -112,8 +109,6 @@ def rest_position(armatures) -> Iterator[None]:
     """The armatures switched to Rest Position (and the view layer evaluated) inside the
     block, switched back after. The depsgraph updates this causes are the project's own,
     not pose edits (`handlers.quiet`)."""
-    import bpy
-
     from ..state import quiet
 
     arms = list(dict.fromkeys(a for a in armatures if a is not None))
@@ -122,12 +117,12 @@ def rest_position(armatures) -> Iterator[None]:
         try:
             for a in arms:
                 a.data.pose_position = "REST"
-            bpy.context.view_layer.update()
+            evaluation.update()
             yield
         finally:
             for a, pos in saved.items():
                 a.data.pose_position = pos
-            bpy.context.view_layer.update()
+            evaluation.update()
 
 
 #: The face attribute that carries each polygon's index through the modifiers for a moment
@@ -142,8 +137,6 @@ def _faces_tagged(me) -> Iterator[str]:
     Subdivision Surface, Mirror, Solidify, Triangulate and Geometry Nodes do), removed
     after. Yields the attribute's name, or "" when the mesh cannot be written (linked from
     a library) or already has an attribute of that name (then nothing is mapped)."""
-    import bpy
-
     attr = None
     if me.library is None and me.attributes.get(FACE_TAG) is None:
         try:
@@ -156,7 +149,7 @@ def _faces_tagged(me) -> Iterator[str]:
     try:
         attr.data.foreach_set("value", np.arange(len(me.polygons), dtype=np.int32))
         me.update()
-        bpy.context.view_layer.update()
+        evaluation.update()
         yield FACE_TAG
     finally:
         attr = me.attributes.get(FACE_TAG)

@@ -163,6 +163,10 @@ def merge_reports(docs: Sequence[dict], names: Sequence[str] | None = None) -> d
                           if a.get(k) != b.get(k))
             raise MergeError(f"{name} differs from {names[0]} in {', '.join(diff)}: "
                              "reports of different settings")
+        if d.get("evaluation", "viewport") != first.get("evaluation", "viewport"):
+            raise MergeError(f"{name} checks the {d.get('evaluation', 'viewport')} evaluation "
+                             f"but {names[0]} the {first.get('evaluation', 'viewport')} one: "
+                             "reports of different settings")
         if d.get("clearance") != first.get("clearance"):
             raise MergeError(f"{name} has clearance {d.get('clearance')} but {names[0]} "
                              f"{first.get('clearance')}: reports of different settings")
@@ -190,12 +194,15 @@ def merge_reports(docs: Sequence[dict], names: Sequence[str] | None = None) -> d
         if why:
             fallback[o] = "; ".join(why)
     interrupted = any(d.get("interrupted") for d in docs)
+    notes = list(dict.fromkeys(n for d in docs for n in d.get("notes", ())))
     # The key order of `ScanReport.to_json`.
     return {
         **({"clearance": first["clearance"]} if "clearance" in first else {}),
         **({"scene": first["scene"], "view_layer": first.get("view_layer")}
            if "scene" in first else {}),
         "objects": list(first["objects"]),
+        **({"evaluation": first["evaluation"]} if "evaluation" in first else {}),
+        **({"notes": notes} if notes else {}),
         "refit": refit,
         **({"uncovered": first["uncovered"]} if "uncovered" in first else {}),
         **({"fallback": fallback} if fallback else {}),

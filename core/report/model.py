@@ -84,6 +84,12 @@ class ScanReport:
     #: objects}, ...] not checked (--allow-missing)}, written at the top level. Empty (the
     #: panel's scans: the artist's Blender decided): not written.
     seen: dict = field(default_factory=dict)
+    #: which surfaces were checked: "viewport" (the viewport's evaluation) or "render"
+    #: (`scan --as-rendered`: Blender's render-mode evaluation).
+    evaluation: str = "viewport"
+    #: notes on the scan as a whole (the meshes that draw otherwise in renders). Empty:
+    #: not written.
+    notes: list = field(default_factory=list)
 
     def near_episodes(self) -> list:
         """Near episodes by bone pair (`core.contacts.clearance.NearEpisode`)."""
@@ -130,6 +136,8 @@ class ScanReport:
             **({"scene": self.scene, "view_layer": self.view_layer}
                if self.scene is not None else {}),
             "objects": self.objects,
+            "evaluation": self.evaluation,
+            **({"notes": list(self.notes)} if self.notes else {}),
             "refit": self.refit,
             **({"uncovered": self.uncovered} if self.uncovered else {}),
             **({"fallback": self.fallback} if self.fallback else {}),
@@ -160,17 +168,19 @@ class ScanReport:
 
 def report_source(file: str, method: str, self_collision: bool, first_hit: bool,
                   ignore_rest_contacts: bool, allow: str | None = None,
-                  sha256: str | None = None) -> dict:
+                  sha256: str | None = None, evaluation: str = "viewport") -> dict:
     """The report's "source": what `core.report.merge` checks before combining reports. The file
     is identified by `sha256`, a digest of its content (`core.report.merge.file_digest`; None
     where the file on disk is not what was scanned, e.g. the panel's unsaved scene): farm
     machines mount one file at different paths, and two shots may hold files of one name.
     "path" (absolute) names it in messages, "file" is its base name; `allow` is a digest
-    of the allow-list's content (None without one)."""
+    of the allow-list's content (None without one); `evaluation` the surfaces checked
+    ("viewport", or "render": `scan --as-rendered`)."""
     return {"file": os.path.basename(file), "path": os.path.abspath(file) if file else "",
             "sha256": sha256, "method": method, "self": bool(self_collision),
             "first_hit": bool(first_hit),
-            "filters": {"ignore_rest_contacts": bool(ignore_rest_contacts), "allow": allow}}
+            "filters": {"ignore_rest_contacts": bool(ignore_rest_contacts), "allow": allow},
+            "evaluation": evaluation}
 
 
 def _contact_from_json(c: dict) -> contact_groups.Contact:
@@ -213,4 +223,6 @@ def from_json(doc: dict) -> ScanReport:
                       scene=doc.get("scene"), view_layer=doc.get("view_layer"),
                       clearance=doc.get("clearance"),
                       seen={k: doc[k] for k in ("autoexec", "failed_drivers", "missing")
-                            if k in doc})
+                            if k in doc},
+                      evaluation=doc.get("evaluation", "viewport"),
+                      notes=list(doc.get("notes", ())))

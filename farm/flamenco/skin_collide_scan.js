@@ -50,6 +50,8 @@ const JOB_TYPE = {
           description: "Also near contacts within D (scan --clearance D: 2mm, 1cm or scene units); empty for none" },
         { key: "near_pairs", type: "bool", default: false, visible: "submission",
           description: "List the near polygon pairs (scan --near-pairs; needs a clearance)" },
+        { key: "as_rendered", type: "bool", default: false, visible: "submission",
+          description: "Check the surfaces renders draw, Blender's render-mode evaluation (scan --as-rendered)" },
         { key: "enable_autoexec", type: "bool", default: false, visible: "submission",
           description: "Trust the file's scripts, as Blender's -y (scan --enable-autoexec): drivers calling its functions evaluate" },
         { key: "allow_failed_drivers", type: "bool", default: false, visible: "submission",
@@ -123,6 +125,7 @@ function scanFlags(settings) {
     if (settings.allow) flags.push("--allow", settings.allow);
     if (settings.clearance) flags.push("--clearance", String(settings.clearance));
     if (settings.near_pairs) flags.push("--near-pairs");
+    if (settings.as_rendered) flags.push("--as-rendered");
     if (settings.enable_autoexec) flags.push("--enable-autoexec");
     if (settings.allow_failed_drivers) flags.push("--allow-failed-drivers");
     if (settings.allow_missing) flags.push("--allow-missing");

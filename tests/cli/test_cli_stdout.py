@@ -31,9 +31,10 @@ def test_gltf_info_lines_stay_off_stdout(assets_dir, tmp_path):
         lines = res.stdout.splitlines()
         assert lines and lines[0].startswith(first), res.stdout[:500]
         assert not [ln for ln in lines if "INFO" in ln or LOG.match(ln)], res.stdout
-    assert scan.stdout.splitlines()[1].startswith("object fox: "), scan.stdout[:500]
+    assert scan.stdout.splitlines()[1] == "evaluation: viewport (the surfaces the viewport draws)"
+    assert scan.stdout.splitlines()[2].startswith("object fox: "), scan.stdout[:500]
     # doctor: only its report (keys, two-space indented facts, the deviation lines)
-    assert all(re.match(r"^(file|scene|mesh|max_deviation\w*): |^  \w+: ", ln)
+    assert all(re.match(r"^(file|scene|evaluation|mesh|max_deviation\w*): |^  \w+: ", ln)
                for ln in doc.stdout.splitlines()), doc.stdout
     # scan: the object line, one progress line per frame, the summary lines
     progress = [ln for ln in scan.stdout.splitlines() if ln.startswith("[")]
