@@ -10,7 +10,7 @@ import numpy as np
 from ..core import scan as core_scan
 from ..core.aabb_tree import query as _query
 from ..core.query import multi
-from . import clearance, drawn, extract, motion, scanner, storage
+from . import clearance, drawn, extract, motion, scanner, storage, trust
 from . import rest_contacts as rest_contacts_store
 from .state import STATE
 
@@ -323,6 +323,7 @@ def pipeline(scene, meshes: list, objects: list, first_hit: bool = False) -> sca
 
     sc.source = scanner.report_source(bpy.data.filepath, s.method, s.self_collision,
                                       first_hit, s.ignore_rest_contacts)
+    sc.seen = trust.in_session(scene, meshes)
     from ..core.contacts import filters as contact_filters
 
     try:

@@ -261,3 +261,16 @@ def missing_line(missing: list[MissingData]) -> str:
     return (f"linked data did not load, so the shot cannot be checked as it renders: "
             f"{shown}{more}; make the library reachable at that path (or remap it in the "
             "file), or pass --allow-missing to check what loaded")
+
+
+def in_session(scene, meshes) -> dict:
+    """How this Blender session sees the shot, for the panel's reports (the same fields as
+    a headless scan's, `core.report.model.ScanReport.seen`): whether it runs the files'
+    scripts (the Auto Run preference), the failed drivers that move `meshes` (checked as
+    evaluated: the artist sees them so) and the linked data missing. Nothing is refused:
+    in the panel the artist's Blender has decided."""
+    import bpy
+
+    return {"autoexec": bool(bpy.context.preferences.filepaths.use_scripts_auto_execute),
+            "failed_drivers": [d.to_json() for d in failed_drivers(meshes)],
+            "missing": [m.to_json() for m in missing_data(scene)]}

@@ -81,8 +81,9 @@ class ScanReport:
     #: how the run saw the shot (`addon.trust`, docs/cli.md "What the run sees"):
     #: {"autoexec": the file's scripts ran, "failed_drivers": [[owner, path, expression],
     #: ...] checked as evaluated (--allow-failed-drivers), "missing": [{library, path,
-    #: objects}, ...] not checked (--allow-missing)}, written at the top level. Empty (the
-    #: panel's scans: the artist's Blender decided): not written.
+    #: objects}, ...] not checked (--allow-missing)}, written at the top level (the
+    #: panel's reports too: its session's Auto Run, and what it evaluates; nothing refused).
+    #: Empty: not written.
     seen: dict = field(default_factory=dict)
     #: which surfaces were checked: "viewport" (the viewport's evaluation) or "render"
     #: (`scan --as-rendered`: Blender's render-mode evaluation).

@@ -1,9 +1,13 @@
-"""What the run sees (issue 55), held out on a real character: MakeHuman (../shared/assets,
-made by others) given a studio-style rig script, a registered text block whose functions
-drive the left arm through the torso (170° swings, a scaled forearm) and the armature
-1 km from the origin. Untrusted, the scan stops (exit 2, the drivers named); trusted
-(`--enable-autoexec`), every frame's self pairs equal Blender's overlap of what it draws
-with the file trusted (tests/drawn_oracle.py), and differ from what it draws untrusted.
+"""What the run sees (issue 55), held out on real characters (../shared/assets, made by
+others):
+
+* MakeHuman given a studio-style rig script, a registered text block whose functions drive
+  the left arm through the torso (170° swings, a scaled forearm), the armature 1 km from
+  the origin. Untrusted, the scan stops (exit 2, the drivers named); trusted
+  (`--enable-autoexec`), every frame's self pairs equal Blender's overlap of what it draws
+  with the file trusted (tests/drawn_oracle.py), and differ from what it draws untrusted.
+* MakeHuman linked from a library that is then gone, beside a local Cesium Man: exit 2
+  naming the library; `--allow-missing` checks Cesium Man, equal to Blender's overlap.
 """
 from __future__ import annotations
 
@@ -15,7 +19,9 @@ import pytest
 from conftest import ASSET_FILES, ASSETS
 from drawn_oracle import reported, truth, verdict
 
-pytestmark = [pytest.mark.asset, pytest.mark.blender]
+# In-process CLI runs read the add-on's properties: registered (and unregistered after) by the
+# fixture, not left behind by the CLI.
+pytestmark = [pytest.mark.asset, pytest.mark.blender, pytest.mark.usefixtures("registered_addon")]
 bpy = pytest.importorskip("bpy")
 
 ASSET = "makehuman_default.blend"
@@ -107,3 +113,46 @@ def test_makehuman_driven_by_its_rig_script(shot, tmp_path):
         differ += t.pairs != still[f].pairs
     assert differ == len(truths), "the rig script's drivers must change what Blender draws"
     print({f: len(t.pairs) for f, t in truths.items()})
+
+
+def test_a_linked_makehuman_gone_beside_a_local_cesium_man(tmp_path):
+    if ASSET not in ASSET_FILES or "cesium_man.glb" not in ASSET_FILES:
+        pytest.skip("assets missing")
+    import shutil
+
+    from skin_collide.addon import files
+
+    lib = tmp_path / "characters" / "makehuman_lib.blend"
+    lib.parent.mkdir()
+    shutil.copyfile(ASSETS / ASSET, lib)
+    files.load_file(str(ASSETS / "cesium_man.glb"))
+    scene = bpy.context.scene
+    with bpy.data.libraries.load(str(lib), link=True, relative=True) as (src, dst):
+        dst.objects = ["makehuman_body", "makehuman_armature"]
+    for ob in dst.objects:
+        scene.collection.objects.link(ob)
+        ob.location.x += 2.0 if ob.type == "ARMATURE" else 0.0
+    shot = tmp_path / "shot.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(shot))
+    names = [o.name_full for o in scene.objects if o.type == "MESH" and o.library is None]
+    bpy.ops.wm.read_homefile(use_empty=True)
+    lib.unlink()                                  # the farm node's mount has no such file
+
+    rc, out, err = _scan(["scan", str(shot), "--self", "--frames", "1:2"])
+    line = [x for x in err.splitlines() if x.startswith("skin_collide: error:")]
+    assert rc == 2 and len(line) == 1, (out[-1500:], err[-1500:])
+    assert "makehuman_lib.blend" in line[0] and "makehuman_body" in line[0]
+    report = tmp_path / "allowed.json"
+    rc, out, err = _scan(["scan", str(shot), "--self", "--frames", "1:2", "--allow-missing",
+                          "--json", str(report)])
+    assert rc == 0, (out[-1500:], err[-1500:])
+    doc = json.loads(report.read_text())
+    assert doc["objects"] == names and len(doc["missing"]) == 1
+    bpy.ops.wm.open_mainfile(filepath=str(shot))
+    for f in (1, 2):
+        bpy.context.scene.frame_set(f)
+        t = truth(bpy.context.evaluated_depsgraph_get(), names, True)
+        pairs = next(x["pairs"] for x in doc["frames"] if x["frame"] == f)
+        v = verdict(t, reported(pairs))
+        assert not v.missed and not v.extra and not v.unknown, (f, v.text())
+    bpy.ops.wm.read_homefile(use_empty=True)

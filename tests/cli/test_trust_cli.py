@@ -207,9 +207,12 @@ def test_python_drivers_untrusted_stop_the_scan_naming_them(shots, tmp_path):
     assert "--enable-autoexec" in line and "--allow-failed-drivers" in line
     assert "and 31 more" in line                    # five named, the rest counted
     assert not out.exists() or json.loads(out.read_text())["frames"] == []
-    # The same for doctor and the testing helper.
+    # The same for doctor, the render-mode evaluation and the testing helper.
     line = one_error_line(run("doctor", shots["python"]))
     assert "--enable-autoexec" in line
+    line = one_error_line(run("scan", shots["python"], "--frames", "%d:%d" % FRAMES,
+                              "--as-rendered"))
+    assert 'Left_rig pose.bones["bone_0"].rotation_euler[0]' in line
     from skin_collide import testing
 
     with pytest.raises(ValueError, match="enable_autoexec=True"):
@@ -231,6 +234,13 @@ def test_python_drivers_trusted_equal_blender_trusted(shots, tmp_path):
     assert n > 0 and n != sum(len(t.pairs) for t in still.values())
     from skin_collide import testing
 
+    # Trusted and as rendered (the same surfaces here): the same pairs.
+    rendered = tmp_path / "rendered.json"
+    res = run("scan", shots["python"], "--frames", "%d:%d" % FRAMES, "--json", rendered,
+              "--enable-autoexec", "--as-rendered")
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert [f["pairs"] for f in json.loads(rendered.read_text())["frames"]] == \
+        [f["pairs"] for f in doc["frames"]]
     eps = testing.collisions(str(shots["python"]), frames=FRAMES, self_collision=False,
                              ignore_rest_contacts=False, enable_autoexec=True)
     frames = {f for e in eps for f in range(e.start, e.end + 1)}
