@@ -142,8 +142,9 @@ def _scan_scene(path_or_objects, frames, self_collision, ignore_rest_contacts, o
     """`_scan` in the context's scene (`addon.scenes.use`)."""
     import bpy
 
-    from .addon import evaluation, motion, scanner, scenes, zones
+    from .addon import evaluation, motion, scanner, scenes
     from .core.contacts import filters as contact_filters
+    from .core.scan import ScanSettings
 
     scene = bpy.context.scene
     frame_list = _frames(scene, frames)
@@ -171,16 +172,14 @@ def _scan_scene(path_or_objects, frames, self_collision, ignore_rest_contacts, o
         crossing_only=bool(crossing_only), min_length=min_length,
         ignore_bones={tuple(p) for p in ignore_bones or ()},
         ignore_groups={k: set(v) for k, v in (ignore_groups or {}).items()})
-    sc = scanner.Scanner(meshes, mode=mode, self_collision=self_collision, selection=sel,
-                         clearance=_clearance(clearance, scene))
-    if allow:
-        sc.allow_polygons = contacts.load_allow_list(allow)
-    sc.contact_filter = flt
-    sc.zones = zones.zone_masks(meshes, sc.objects, flt.ignore_groups)
+    settings = ScanSettings.of(mode, self_collision=self_collision,
+                               clearance=_clearance(clearance, scene), contact_filter=flt,
+                               allow=contacts.load_allow_list(allow) if allow else ())
+    sc = scanner.Scanner(meshes, settings=settings, selection=sel)
     current = scene.frame_current
     try:
         if ignore_rest_contacts:
-            sc.ignore = sc.rest_pose_contacts(scene)
+            sc.ignore_contacts(sc.rest_pose_contacts(scene))
         rep = sc.run(scene, frame_list)
         _check_drivers(meshes, seen)           # one that failed at a frame not sampled
     finally:

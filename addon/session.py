@@ -303,47 +303,66 @@ def forget_contacts(uids: set[str]) -> None:
     rest_contacts_store.forget(uids)
 
 
-def pipeline(scene, meshes: list, objects: list, first_hit: bool = False) -> scanner.Scanner:
+def pipeline(scene, meshes: list, objects: list, first_hit: bool = False,
+             live: bool = False, carry: bool = False) -> scanner.Scanner:
     """The scene's pipeline (`addon.scanner.Scanner`, the one the headless scan uses) over
-    built `meshes`, with the panel's settings: method, self-collision and the stored rest
-    contacts (by stable ids); with Clearance on, its distance (`addon.clearance.distance`).
-    Cheap to make: the objects come built."""
-    s = scene.skin_collide
-    sc = scanner.Scanner(meshes, method=s.method, self_collision=s.self_collision,
-                         first_hit=first_hit, objects=objects,
-                         ids=[participant_id(ob) for ob in meshes],
-                         clearance=clearance.distance(scene))
-    sc.where = scanner.where(scene)
-    if s.ignore_rest_contacts:
-        sc.ignore = rest_contacts_store.index(
-            scene, [ob for ob in meshes if not drawn.is_instance(ob)])
-        if any(drawn.is_instance(ob) for ob in meshes):
-            sc.ignore = _with_instance_rest_contacts(scene, sc)
+    built `meshes`, with the panel's settings (`panel_settings`) and the stored rest
+    contacts (by stable ids). Cheap to make: the objects come built. `live`: the live
+    overlay's caps and budgets; `carry`: also what it carries between frames (the memos
+    of a `FrameState`)."""
     import bpy
 
-    sc.source = scanner.report_source(bpy.data.filepath, s.method, s.self_collision,
-                                      first_hit, s.ignore_rest_contacts)
-    sc.seen = trust.in_session(scene, meshes)
+    s = scene.skin_collide
+    settings = panel_settings(scene, meshes, first_hit, live, carry)
+    from . import zones
+
+    try:
+        masks = zones.cached_zone_masks(meshes, objects, settings.contact_filter.ignore_groups,
+                                        _mesh_was_changed)
+    except ValueError as exc:
+        raise SessionError(f"Ignore Zone: {exc}") from None
+    source = scanner.report_source(bpy.data.filepath, s.method, s.self_collision,
+                                   first_hit, s.ignore_rest_contacts)
+    source["filters"].update(settings.contact_filter.describe())
+    about = scanner.ReportContext(source=source, seen=trust.in_session(scene, meshes),
+                                  where=scanner.where(scene))
+    sc = scanner.Scanner(meshes, settings=settings, objects=objects,
+                         ids=[participant_id(ob) for ob in meshes], zones=masks, about=about)
+    if s.ignore_rest_contacts:
+        sc.ignore_contacts(rest_contacts_store.index(
+            scene, [ob for ob in meshes if not drawn.is_instance(ob)]))
+        if any(drawn.is_instance(ob) for ob in meshes):
+            sc.ignore_contacts(_with_instance_rest_contacts(scene, sc))
+    if carry and live:              # contacts of object pairs whose pairs did not change
+        sc.carry_state(core_scan.FrameState(
+            frame_memo=_frame_memo(scene, sc),          # and frames seen before
+            contacts_memo=STATE.contacts_memo.setdefault(scene.name_full, {})))
+    return sc
+
+
+def panel_settings(scene, meshes: list, first_hit: bool = False, live: bool = False,
+                   carry: bool = False) -> core_scan.ScanSettings:
+    """The panel's `ScanSettings`: method, self-collision, the contact filters and ignore
+    zones, the Clearance (`addon.clearance.distance`); `live`: the live overlay's cap and
+    clearance budget; `carry`: pairs carried while posing. SessionError on a bad filter."""
     from ..core.contacts import filters as contact_filters
 
+    s = scene.skin_collide
     try:
         bones = contact_filters.parse_bone_pairs(s.ignore_bones)
     except ValueError as exc:
         raise SessionError(f"Ignore Bones: {exc}") from None
     groups = {ob.name_full: {ob.skin_collide.ignore_group} for ob in meshes
               if ob.skin_collide.ignore_group}
-    sc.contact_filter = contact_filters.ContactFilter(crossing_only=bool(s.crossing_only),
-                                                      min_length=float(s.min_length),
-                                                      ignore_bones=bones,
-                                                      ignore_groups=groups)
-    from . import zones
-
-    try:
-        sc.zones = zones.cached_zone_masks(meshes, objects, groups, _mesh_was_changed)
-    except ValueError as exc:
-        raise SessionError(f"Ignore Zone: {exc}") from None
-    sc.source["filters"].update(sc.contact_filter.describe())
-    return sc
+    flt = contact_filters.ContactFilter(crossing_only=bool(s.crossing_only),
+                                        min_length=float(s.min_length), ignore_bones=bones,
+                                        ignore_groups=groups)
+    return core_scan.ScanSettings(
+        method=s.method, self_collision=s.self_collision, first_hit=first_hit,
+        clearance=clearance.distance(scene), contact_filter=flt,
+        max_pairs=MAX_PAIRS if live else None,        # a dense frame stops counting
+        clearance_limit=core_scan.LIVE_LIMIT if live else None,   # a large D stops early
+        carry=carry and live)
 
 
 def _with_instance_rest_contacts(scene, sc: scanner.Scanner):
@@ -376,10 +395,7 @@ def _frame_memo(scene, sc: scanner.Scanner) -> core_scan.FrameMemo:
     Anything else starts a new memo."""
     same = (tuple(sc.objects), sc.ignore if sc.ignore else None,
             tuple((k, sc.zones[k]) for k in sorted(sc.zones)))
-    values = (tuple(sc.ids), tuple((o.name, o.rig.armature) for o in sc.objects), sc.method,
-              sc.query_mode, sc.self_collision, sc.first_hit, sc.clearance, sc.near_pairs,
-              sc.max_pairs, sc.clearance_limit, tuple(sorted(sc.allow_polygons)),
-              repr(sc.contact_filter.describe()))
+    values = (tuple(sc.ids), tuple((o.name, o.rig.armature) for o in sc.objects), sc.settings)
     memo = STATE.frame_memos.get(scene.name_full)
     if memo is None or not _same_memo_key(memo.key, (same, values)):
         memo = STATE.frame_memos[scene.name_full] = core_scan.FrameMemo((same, values))
@@ -431,14 +447,9 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
     objects = objects or load_objects(meshes)
     for o in objects:
         o.carry_self_pairs = carry and not exact_count
-    sc = pipeline(scene, meshes, objects, first_hit=first_hit)
-    if not exact_count:             # a dense frame stops counting past the cap
-        sc.max_pairs = MAX_PAIRS
-        sc.clearance_limit = core_scan.LIVE_LIMIT   # a clearance too large stops early
-    if carry and not exact_count:   # contacts of object pairs whose pairs did not change
-        sc.contacts_memo = STATE.contacts_memo.setdefault(scene.name_full, {})
-        sc.frame_memo = _frame_memo(scene, sc)      # and frames seen before
-    else:
+    sc = pipeline(scene, meshes, objects, first_hit=first_hit, live=not exact_count,
+                  carry=carry and not exact_count)
+    if not (carry and not exact_count):
         STATE.contacts_memo.pop(scene.name_full, None)
         STATE.frame_memos.pop(scene.name_full, None)
     try:

@@ -105,8 +105,7 @@ def _scan_loaded(args, frames, allow, bpy, scene, meshes, notes) -> int:
         frames = _scene_frames(scene)
     if not args.self_collision and len(meshes) < 2:
         raise UsageError("only one object: pass --self for self-collision, or name two objects")
-    sc = _scanner(args, scene, meshes, allow)
-    sc.notes = [differs] if differs else []
+    sc = _scanner(args, scene, meshes, allow, [differs] if differs else [])
     frame_list = list(range(frames[0], frames[1] + 1))
     note = _range_note(scene, meshes, frame_list)
     if note:
@@ -165,27 +164,27 @@ def _scene_frames(scene) -> tuple[int, int]:
     return scene.frame_start, scene.frame_end
 
 
-def _scanner(args, scene, meshes, allow: set):
+def _scanner(args, scene, meshes, allow: set, notes: list[str]):
     """The `addon.scanner.Scanner` of the flags (the collision data the panel stored when it
     fits, else built), its object lines and those of the rest contacts and allow-list."""
     from ..addon import extract, scanner
+    from ..core.scan import ScanSettings
 
+    settings = ScanSettings(method=scan_method(args), self_collision=args.self_collision,
+                            first_hit=args.first_hit, clearance=scan_flags.clearance(args, scene),
+                            near_pairs=bool(getattr(args, "near_pairs", False)),
+                            allow=frozenset(allow), contact_filter=contact_filter(args))
+    about = scanner.ReportContext(source=report_source(args), seen=getattr(args, "seen", {}),
+                                  notes=tuple(notes), where=scanner.where(scene))
     try:
-        built = _built_objects(meshes, scan_method(args), args.selection)
-        sc = scanner.Scanner(meshes, self_collision=args.self_collision,
-                             first_hit=args.first_hit, method=scan_method(args),
-                             objects=built, selection=args.selection,
-                             clearance=scan_flags.clearance(args, scene),
-                             near_pairs=bool(getattr(args, "near_pairs", False)))
-        sc.allow_polygons = allow
-        sc.contact_filter = contact_filter(args)
-        sc.zones = _zones(meshes, sc)
-        sc.source = report_source(args)
-        sc.seen = getattr(args, "seen", {})
-        sc.where = scanner.where(scene)
+        built = _built_objects(meshes, settings.method, args.selection)
+        sc = scanner.Scanner(meshes, settings=settings, objects=built,
+                             selection=args.selection, about=about)
         if args.ignore_rest_contacts:
-            sc.ignore = sc.rest_pose_contacts(scene)
+            sc.ignore_contacts(sc.rest_pose_contacts(scene))
     except extract.RigError as exc:
+        raise UsageError(str(exc)) from None
+    except ValueError as exc:           # an unknown object or group of --ignore-group
         raise UsageError(str(exc)) from None
     for obj in sc.objects:
         how = ("loaded from the .blend (built by the panel)" if built is not None
@@ -281,7 +280,7 @@ def _late_drivers(args, sc) -> str | None:
     failed = trust.failed_drivers(sc.meshes)
     if not failed:
         return None
-    return "during the scan: " + trust.drivers_line(failed, bool(sc.seen.get("autoexec")))
+    return "during the scan: " + trust.drivers_line(failed, bool((sc.about.seen or {}).get("autoexec")))
 
 
 def _write_outputs(args, report) -> str:
@@ -349,17 +348,6 @@ def _range_note(scene, meshes, frame_list: list[int]) -> str | None:
     return (f"note: {out_scene} of {len(frame_list)} frames lie outside the scene range "
             f"{scene.frame_start}:{scene.frame_end} and {out_act} outside the action "
             f"range(s) {acts_text} (the pose holds still there)")
-
-
-def _zones(meshes, sc) -> dict:
-    """`--ignore-group OBJECT GROUP`: per scanned object index, its polygons inside the
-    groups (one line, exit 2, for an unknown object or group)."""
-    from ..addon import zones
-
-    try:
-        return zones.zone_masks(meshes, sc.objects, sc.contact_filter.ignore_groups)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
 
 
 def _surface_text(rig) -> str:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .cache import Recent
+from .cache import Recent, derived
 
 #: Blender leaves a vertex undeformed when its summed bone weight is not above this
 #: (``contrib > 0.0001f`` in the Armature modifier).
@@ -316,3 +316,8 @@ def rest_pose(rig: Rig, armature_world: np.ndarray | None = None,
 def transform_points(matrix: np.ndarray, points: np.ndarray) -> np.ndarray:
     """Apply a (4, 4) affine matrix to (N, 3) points; returns (N, 3) float64."""
     return points @ matrix[:3, :3].T + matrix[:3, 3]
+
+
+def bone_rest_inverse(rig: Rig) -> np.ndarray:
+    """(J, 4, 4) float64 the inverses of the bones' rest matrices (made once per rig)."""
+    return derived(rig, "bone_rest_inverse", lambda: np.linalg.inv(rig.bone_rest))

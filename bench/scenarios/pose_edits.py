@@ -42,9 +42,9 @@ def measure(asset: str, level: int, bones: list[str], edits: int, frame: int) ->
     carry = dataclasses.replace(full)
     carry.carry_self_pairs = True
     # Both capped as the live overlay is (`session.query`: at most MAX_PAIRS pairs).
-    sc.max_pairs = MAX_PAIRS
+    sc.reconfigure(max_pairs=MAX_PAIRS)
     sc_carry = scanner.Scanner([ob], self_collision=True, objects=[carry])
-    sc_carry.max_pairs = MAX_PAIRS
+    sc_carry.reconfigure(max_pairs=MAX_PAIRS)
     scene = bpy.context.scene
     scene.frame_set(frame)
     arm = scenes.armature(ob)

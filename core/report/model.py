@@ -15,33 +15,10 @@ import numpy as np
 from ..contacts import clearance as near_contacts
 from ..contacts import groups as contact_groups
 from ..contacts import pairs as contacts
+from ..types import FrameRecord
 from . import writing as core_report
 
-
-@dataclass
-class FrameRecord:
-    """One scanned frame: its polygon pairs (named, after the filters; `pairs_total` is the
-    exact count when `pairs` was capped), query and evaluation ms, the method used per
-    object, and why the frame was not checked (empty when it was)."""
-
-    frame: int
-    pairs: list[tuple[str, int, str, int]]
-    ms: float
-    eval_ms: float
-    modes: list[str] = field(default_factory=list)
-    not_checked: str = ""
-    pairs_total: int = -1
-    #: the frame's contacts (`core.contacts.groups.Contact`), partitioning `pairs`
-    contacts: list = field(default_factory=list)
-    #: with a clearance, the frame's near contacts (`core.contacts.clearance.NearContact`)
-    near_contacts: list = field(default_factory=list)
-    #: with `--near-pairs`, its near polygon pairs [obj A, poly A, obj B, poly B,
-    #: distance] (`core.contacts.clearance.near_pair_rows`); None: not listed
-    near_pairs: list | None = None
-
-    @property
-    def n_pairs(self) -> int:
-        return self.pairs_total if self.pairs_total >= 0 else len(self.pairs)
+__all__ = ["FrameRecord", "ScanReport", "from_json", "report_source"]
 
 
 @dataclass

@@ -1,4 +1,6 @@
-"""One frame, as its stages, top to bottom (docs/architecture.md, "One frame"):
+"""One frame, as its stages, top to bottom (docs/architecture.md, "One frame"). The frame
+is planned once (`plan_frame`: its object broad phase, its seams, and which stages run,
+from its `FrameQuery`), then `collide_frame` runs the plan's stages in order:
 
     inputs  = FrameInputs(positions, poses, triangles)        the frame's surfaces
     near    = broad_phase.object_pairs(positions)              object pairs whose boxes meet
@@ -27,6 +29,8 @@ back up. Contacts are made from the result by the report (`core.contacts.pairs`,
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -43,13 +47,43 @@ from .seams import frame_seams
 from .within import pairs_within
 
 
+@dataclass(frozen=True)
+class FrameQuery:
+    """How one frame is queried: `query_frame`'s options (their meaning in its docstring).
+    `fold`: the pairs between objects come from the clearance stage's traversal (a whole
+    query with a clearance: no first hit, no cap, no budget)."""
+
+    mode: str = OWN
+    self_collision: bool = False
+    first_hit: bool = False
+    enough_self: Callable | None = None
+    enough_between: Callable | None = None
+    clearance: float | None = None
+    clearance_limit: int | None = None
+
+    @property
+    def fold(self) -> bool:
+        return (self.clearance is not None and not self.first_hit
+                and self.enough_between is None and self.clearance_limit is None)
+
+
+@dataclass
+class FramePlan:
+    """What a frame will do, decided once from its query before any stage runs: the
+    object pairs whose boxes meet (`near`; and with a clearance, whose boxes inflated by
+    it meet, `inflated`), their seams, and the stages in order. `kept`: the kept frames
+    of carrying objects, brought up to this frame once and shared by the stages."""
+
+    near: ObjectPairs | None
+    inflated: ObjectPairs | None
+    seams: FrameSeams | None
+    stages: list
+    kept: dict = field(default_factory=dict)
+
+
 def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
-                poses: list[Pose | None], mode: str = OWN,
-                self_collision: bool = False, first_hit: bool = False,
-                triangles: list[np.ndarray | None] | None = None,
-                enough_self=None, enough_between=None,
-                clearance: float | None = None,
-                clearance_limit: int | None = None) -> FrameResult:
+                poses: list[Pose | None], triangles: list[np.ndarray | None] | None = None,
+                **options) -> FrameResult:
     """Collide every pair of objects (and each with itself if `self_collision`).
 
     Adjacent triangles are never reported: within an object those sharing a weld id (a
@@ -81,26 +115,39 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
             overlay's; `clearance.near_between`'s `limit`): past it, `FrameResult.near` is
             empty and `FrameResult.near_stopped` says how far it got. None: no budget.
     """
-    check_mode(mode)
+    return collide_frame(objects, _inputs(objects, positions, poses, triangles),
+                         FrameQuery(**options))
+
+
+def collide_frame(objects: list[CollisionObject], inputs: FrameInputs,
+                  q: FrameQuery) -> FrameResult:
+    """The frame's plan (`plan_frame`), its stages in order, then the rule that a polygon
+    pair is intersecting or near, never both."""
+    check_mode(q.mode)
     t0 = time.perf_counter()
-    inputs = _inputs(objects, positions, poses, triangles)
-    modes = [frame_method(obj, pose, mode) for obj, pose in zip(objects, poses)]
+    modes = [frame_method(obj, pose, q.mode) for obj, pose in zip(objects, inputs.poses)]
     result = FrameResult([], 0.0, modes=modes, triangles=inputs.triangles)
     for obj in objects:
         if not obj.carry_self_pairs:       # a query that does not carry starts afresh
             obj.self_last = None
             obj.cross_last = {}
-    # The kept frames of carrying objects, brought up to this frame once and shared by the
-    # pairs between objects and the self pairs (`self_collision.frame_state`).
-    kept: dict = {}
-    inflated = seams = None
-    # With a clearance, a whole query (no first hit, no cap, no budget: a scan) answers
-    # the pairs between objects from the clearance stage's traversal, whose candidates
-    # (boxes inflated by d) hold every pair whose boxes meet: one traversal, not two.
-    fold = (clearance is not None and not first_hit and enough_between is None
-            and clearance_limit is None)
-    if clearance is not None:
-        inflated = broad_phase.object_pairs_within(inputs.positions, clearance)
+    plan = plan_frame(objects, inputs, q)
+    for stage in plan.stages:
+        stage(objects, inputs, q, plan, result)
+    result.near = apart_from(result.near, result.pairs)
+    result.ms = (time.perf_counter() - t0) * 1000.0
+    return result
+
+
+def plan_frame(objects: list[CollisionObject], inputs: FrameInputs,
+               q: FrameQuery) -> FramePlan:
+    """The frame's object broad phase, seams and stages: between objects (the clearance
+    fold, or `pairs_between`), within each (with self-collision), the clearance stage
+    (with a clearance, unless folded)."""
+    inflated = near = seams = None
+    if q.clearance is not None:
+        inflated = broad_phase.object_pairs_within(inputs.positions, q.clearance)
+    stages: list = []
     if inputs.n > 1:
         near = broad_phase.object_pairs(inputs.positions)
         # One seam stage for both stages: whether seams hold is decided per object pair
@@ -108,34 +155,54 @@ def query_frame(objects: list[CollisionObject], positions: list[np.ndarray],
         # is the intersection stages' own on their pairs.
         seams = frame_seams(objects, inputs, near.pairs if inflated is None else
                             np.concatenate([near.pairs, inflated.pairs]))
-        if fold:
-            # One traversal for both stages (docstring): the clearance candidates hold
-            # every pair whose boxes meet.
-            result.near, result.pairs = near_and_hits_between(objects, inputs, inflated,
-                                                              seams, clearance)
-            result.stats.append(QueryStats(extra=dict(
-                object_pairs=int(near.pairs.shape[0]), box_pairs=0, traversed_pairs=0,
-                carried_pairs=0, clearance_pairs=int(inflated.pairs.shape[0]))))
-        else:
-            exact = ExactTest(inputs, seams)
-            result.pairs, st, methods = pairs_between(objects, inputs, near, seams, exact,
-                                                      mode, first_hit, enough_between, kept)
-            result.stats.append(st)
-            for k, m in methods.items():
-                modes[k] = m
-    if self_collision and not (first_hit and result.pairs):
-        pairs, stats = pairs_within(objects, inputs, mode, first_hit, enough_self, kept)
-        result.pairs += pairs
-        result.stats += stats
-    if clearance is not None and not (fold and inputs.n > 1):
-        try:
-            result.near = _clearance(objects, inputs, clearance, inflated, seams,
-                                     clearance_limit)
-        except TooManyPairs as exc:
-            result.near, result.near_stopped = [], exc.count
-    result.near = apart_from(result.near, result.pairs)
-    result.ms = (time.perf_counter() - t0) * 1000.0
-    return result
+        stages.append(_folded if q.fold else _between)
+    if q.self_collision:
+        stages.append(_within)
+    if q.clearance is not None and not (q.fold and inputs.n > 1):
+        stages.append(_near)
+    return FramePlan(near, inflated, seams, stages)
+
+
+def _folded(objects, inputs: FrameInputs, q: FrameQuery, plan: FramePlan,
+            result: FrameResult) -> None:
+    """Pairs between objects and near pairs from one traversal: the clearance candidates
+    (boxes inflated by d) hold every pair whose boxes meet (module docstring)."""
+    result.near, result.pairs = near_and_hits_between(objects, inputs, plan.inflated,
+                                                      plan.seams, q.clearance)
+    result.stats.append(QueryStats(extra=dict(
+        object_pairs=int(plan.near.pairs.shape[0]), box_pairs=0, traversed_pairs=0,
+        carried_pairs=0, clearance_pairs=int(plan.inflated.pairs.shape[0]))))
+
+
+def _between(objects, inputs: FrameInputs, q: FrameQuery, plan: FramePlan,
+             result: FrameResult) -> None:
+    """Pairs between objects (`between.pairs_between`: carried, boxed, deep, traversed)."""
+    exact = ExactTest(inputs, plan.seams)
+    result.pairs, st, methods = pairs_between(objects, inputs, plan.near, plan.seams, exact,
+                                              q.mode, q.first_hit, q.enough_between, plan.kept)
+    result.stats.append(st)
+    for k, m in methods.items():
+        result.modes[k] = m
+
+
+def _within(objects, inputs: FrameInputs, q: FrameQuery, plan: FramePlan,
+            result: FrameResult) -> None:
+    """Each object's self pairs (`within.pairs_within`), unless a first hit was found."""
+    if q.first_hit and result.pairs:
+        return
+    pairs, stats = pairs_within(objects, inputs, q.mode, q.first_hit, q.enough_self, plan.kept)
+    result.pairs += pairs
+    result.stats += stats
+
+
+def _near(objects, inputs: FrameInputs, q: FrameQuery, plan: FramePlan,
+          result: FrameResult) -> None:
+    """The clearance stage on its own (the live overlay's budget may stop it)."""
+    try:
+        result.near = _clearance(objects, inputs, q.clearance, plan.inflated, plan.seams,
+                                 q.clearance_limit)
+    except TooManyPairs as exc:
+        result.near, result.near_stopped = [], exc.count
 
 
 def clearance_frame(objects: list[CollisionObject], positions: list[np.ndarray],

@@ -39,7 +39,7 @@ def _check_state(sc, positions, poses, d: float, size: float) -> int:
     pairs checked."""
     from skin_collide.core.triangles import triangle_pairs_intersect
 
-    sc.clearance = d
+    sc.reconfigure(clearance=d)
     sc.query(positions, poses)
     got = {(i, j): r for i, j, r in sc.near}
     pa, pb = positions

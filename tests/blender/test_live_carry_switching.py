@@ -53,8 +53,8 @@ class Recorder:
         real_object_self_pairs = core_scan.within.object_self_pairs
         real_self_pairs = self_collision.self_pairs
 
-        def current(sc, scene, depsgraph, eval_ms=0.0):
-            out = real_current(sc, scene, depsgraph, eval_ms)
+        def current(sc, scene, depsgraph, *args, **kw):
+            out = real_current(sc, scene, depsgraph, *args, **kw)
             self.outcomes.append((sc, out))
             return out
 

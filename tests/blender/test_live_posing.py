@@ -257,8 +257,7 @@ def fresh_answer(scene, meshes) -> tuple:
     """The frame queried afresh, as Refresh does (nothing carried, no memo)."""
     from skin_collide.addon import scanner
 
-    sc = scanner.Scanner(meshes)
-    sc.self_collision = scene.skin_collide.self_collision
+    sc = scanner.Scanner(meshes, self_collision=scene.skin_collide.self_collision)
     out = sc.current(scene, bpy.context.evaluated_depsgraph_get())
     return sorted(out.record.pairs)
 
@@ -304,19 +303,20 @@ def test_frames_seen_before_are_answered_from_memory(live_demo):
 def test_a_capped_frame_is_never_answered_from_memory(live_demo, monkeypatch):
     """A frame whose live query stopped early (at the cap, or a dense frame) holds a
     subset: it is not kept, and visiting it again queries it again."""
-    from skin_collide.addon import scanner
+    from skin_collide.core.scan import pipeline
+    from skin_collide.core.types import QueryStats
 
     scene = bpy.context.scene
-    real = scanner.Scanner.query
+    real = pipeline.query
     capped = {5}
 
-    def query(self, *args, **kw):
-        out = real(self, *args, **kw)
+    def query(*args, **kw):
+        res = real(*args, **kw)
         if scene.frame_current in capped:
-            self.stopped = True                            # as a capped frame says
-        return out
+            res.stats.append(QueryStats(extra={"stopped": True}))   # as a capped frame says
+        return res
 
-    monkeypatch.setattr(scanner.Scanner, "query", query)
+    monkeypatch.setattr(pipeline, "query", query)
     for f in (1, 5):
         scene.frame_set(f)
     memo = STATE.frame_memos[scene.name_full]

@@ -434,20 +434,21 @@ def test_zero_scale_bone_is_explained_not_run_away(demo):
 
 
 def test_degenerate_bones_decompose_only_what_changed_with_the_same_verdicts(demo):
-    """`degenerate_bones` keeps each bone's verdict and decomposes again only the
+    """`collapsed_bones` keeps each bone's verdict and decomposes again only the
     matrices that changed since its last call: over a run of poses where bones collapse
     and recover one at a time (and some matrices become NaN), the verdicts equal those of
     a fresh object every time."""
-    import copy
 
     import numpy as np
 
-    from skin_collide.addon import scanner, storage
+    from skin_collide.addon import storage
     from skin_collide.core.rig import Pose
+    from skin_collide.core.scan.degenerate import collapsed_bones
 
     a, _ = demo
     obj = storage.load(a)
     J = obj.rig.n_bones
+    last = None
     rng = np.random.default_rng(5)
     deform = np.tile(np.eye(4), (J, 1, 1))
     seen = set()
@@ -461,10 +462,8 @@ def test_degenerate_bones_decompose_only_what_changed_with_the_same_verdicts(dem
         deform = deform.copy()
         deform[j] = m
         pose = Pose(deform, np.eye(4), np.eye(4))
-        got = scanner.degenerate_bones(obj, pose)
-        fresh = copy.copy(obj)
-        fresh.__dict__.pop("_degenerate_last", None)
-        assert got == scanner.degenerate_bones(fresh, pose), step
+        got, last = collapsed_bones(obj.rig, pose, last)
+        assert got == collapsed_bones(obj.rig, pose)[0], step        # afresh
         seen.add(bool(got))
     assert seen == {True, False}
 
@@ -474,12 +473,12 @@ def test_degenerate_bones_equal_the_decomposition_at_the_threshold(demo):
     verdict: random rotations times singular values on both sides of the threshold (1e-3,
     a hair above and below it, far below, uniform and not), against the smallest singular
     value of each matrix."""
-    import copy
 
     import numpy as np
 
-    from skin_collide.addon import scanner, storage
+    from skin_collide.addon import storage
     from skin_collide.core.rig import Pose
+    from skin_collide.core.scan.degenerate import collapsed_bones
 
     a, _ = demo
     obj = storage.load(a)
@@ -500,9 +499,7 @@ def test_degenerate_bones_equal_the_decomposition_at_the_threshold(demo):
             sv = np.array([big, rng.choice(values) if step % 3 else big, rng.choice(values)])
             deform[j, :3, :3] = q @ np.diag(sv) @ r
         pose = Pose(deform, np.eye(4), np.eye(4))
-        fresh = copy.copy(obj)
-        fresh.__dict__.pop("_degenerate_last", None)
-        got = scanner.degenerate_bones(fresh, pose, tol)
+        got, _ = collapsed_bones(obj.rig, pose, None, tol)
         small = np.linalg.svd(deform[used, :3, :3], compute_uv=False)[:, 2]
         want = [str(n) for n in names[used][small <= tol * (1 + 1e-6)]]
         assert got == want, step

@@ -19,6 +19,7 @@ def without_ms(rec) -> tuple:
 
 def test_a_held_pose_is_answered_once_and_the_same(monkeypatch):
     from skin_collide.addon import demo_rig, scanner
+    from skin_collide.core.scan import pipeline
 
     bpy.ops.wm.read_homefile(use_empty=True)
     a, b = demo_rig.build_demo_scene(rings=12, segments=8, frames=16)
@@ -40,20 +41,20 @@ def test_a_held_pose_is_answered_once_and_the_same(monkeypatch):
     try:
         frames = list(range(1, 13))
         queried = []
-        real = scanner.Scanner.query
+        real = pipeline.query
 
-        def query(self, *args, **kw):
+        def query(*args, **kw):
             queried.append(scene.frame_current)
-            return real(self, *args, **kw)
+            return real(*args, **kw)
 
-        monkeypatch.setattr(scanner.Scanner, "query", query)
+        monkeypatch.setattr(pipeline, "query", query)
         sc = scanner.Scanner([a, b], self_collision=True)
         report = sc.run(scene, frames)
         assert queried == [1, 2, 3, 4, 5, 11, 12]                 # 6-10 hold 5's pose
         assert sc.frame_memo is None                               # kept for the run only
         assert all(r.pairs == report.frames[4].pairs != [] for r in report.frames[4:10])
         # Every frame queried on its own gives the same records.
-        monkeypatch.setattr(scanner.Scanner, "query", real)
+        monkeypatch.setattr(pipeline, "query", real)
         for rec in report.frames:
             fresh = scanner.Scanner([a, b], self_collision=True)
             assert without_ms(fresh.step(scene, rec.frame)) == without_ms(rec)
