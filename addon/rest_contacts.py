@@ -19,7 +19,7 @@ import json
 import numpy as np
 
 from ..core.contacts import pairs as contacts
-from . import scanner, storage
+from . import rest_pose, storage
 from .state import STATE
 
 Contact = tuple[str, int, str, int]
@@ -97,7 +97,7 @@ def store(scene, meshes: list, objects: list, self_collision: bool) -> int:
     from .state import quiet  # the rest-pose switch is not a pose edit
 
     with quiet():
-        pairs = scanner.rest_pose_pairs(group, list(objects) + other_objs, self_collision)
+        pairs = rest_pose.rest_pose_pairs(group, list(objects) + other_objs, self_collision)
     ids = [storage.uid(ob) for ob in group]
     own, count = _per_built_mesh(pairs, ids, len(meshes))
     built_ids = set(ids[:len(meshes)])

@@ -12,20 +12,20 @@ The reference method, Blender's own BVHTree, answers in `addon.reference`.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
 from ..core import scan as core_scan
 from ..core.contacts import pairs as contacts
 from ..core.methods import registry
-from ..core.report.model import FrameRecord, ScanReport, report_source  # noqa: F401
+from ..core.report.model import FrameRecord, ReportContext, ScanReport, report_source, scan_report  # noqa: F401
 from ..core.rig import bone_rest_inverse
 from ..core.scan.degenerate import collapsed_bones
 from ..core.scan.pipeline import FrameFilters, FrameOutcome, FrameState  # noqa: F401
 from ..core.scan.settings import ScanSettings
 from ..core.types import FrameInputs
-from . import drawn, evaluation, extract, motion, reference
+from . import drawn, evaluation, extract, motion, reference, rest_pose
 from .reference import bvhtree_pairs  # noqa: F401  (the reference's pairs, by their old name)
 
 #: The older spelling of a scan's method (`registry.MODES`: mode name -> method id).
@@ -35,19 +35,6 @@ MODES = tuple(registry.MODES)
 class DegeneratePose(extract.RigError):
     """Bones of the pose collapse space (zero scale): the frame is not checked
     (`core.scan.degenerate`)."""
-
-
-@dataclass(frozen=True)
-class ReportContext:
-    """What a scan's report says of where it comes from, given by its front end: the
-    report's "source" (the file, method, flags; None: omitted), how the run saw the shot
-    (`ScanReport.seen`), its notes, and (scene, view layer) it evaluates in (None: the
-    scene of the first frame stepped)."""
-
-    source: dict | None = None
-    seen: dict | None = None
-    notes: tuple = ()
-    where: tuple | None = None
 
 
 class Scanner:
@@ -102,12 +89,9 @@ class Scanner:
         #: one current when it was built.
         self.evaluation = evaluation.mode()
         self._collapse: dict = {}          # object index -> `core.scan.degenerate.Collapse`
-        self._coverage: dict = {}          # object index -> `Method.coverage`
 
     # -- read-only views of the settings and the last frame -------------------------------
-    method = property(lambda self: self.settings.method)
     self_collision = property(lambda self: self.settings.self_collision)
-    first_hit = property(lambda self: self.settings.first_hit)
     clearance = property(lambda self: self.settings.clearance)
     ignore = property(lambda self: self.filters.ignore)
     ids = property(lambda self: list(self.filters.ids))
@@ -118,12 +102,6 @@ class Scanner:
     stopped = property(lambda self: bool(self.last and self.last.stopped))
     dense = property(lambda self: bool(self.last and self.last.dense))
     near_stopped = property(lambda self: self.last.near_stopped if self.last else 0)
-    near_pairs = property(lambda self: self.settings.near_pairs)
-    max_pairs = property(lambda self: self.settings.max_pairs)
-    clearance_limit = property(lambda self: self.settings.clearance_limit)
-    allow_polygons = property(lambda self: self.settings.allow)
-    contact_filter = property(lambda self: self.settings.contact_filter)
-    contacts_memo = property(lambda self: self.state.contacts_memo)
     source = property(lambda self: self.about.source)
 
     def reconfigure(self, **changes) -> None:
@@ -155,7 +133,7 @@ class Scanner:
         for the evaluation, then restored), keyed by `ids`: the rule of the panel's *Ignore
         Rest Contacts* (`addon.session.store_rest_contacts`) and of
         `--ignore-rest-contacts`. Hand the result to `ignore_contacts`."""
-        tri_pairs = rest_pose_pairs(self.meshes, self.objects, self.self_collision,
+        tri_pairs = rest_pose.rest_pose_pairs(self.meshes, self.objects, self.self_collision,
                                     rebuild=self.by_blender)
         ids = self.filters.ids
         return contacts.ContactIndex(
@@ -178,7 +156,7 @@ class Scanner:
             if not extract.is_evaluated(ob, depsgraph):
                 raise extract.RigError(f"{extract.not_evaluated(ob)}: enable it, or leave "
                                        "it out")
-            check_rig_matches(ob, obj)
+            extract.check_rig_matches(ob, obj.rig)
             extract.check_topology(ob, ob.evaluated_get(depsgraph).data, obj.rig, frame)
             pos, t = extract.evaluated_frame(ob, depsgraph, obj.rig)
             pose = extract.rigid_pose(ob, depsgraph) if obj.rig.is_rigid else \
@@ -259,43 +237,10 @@ class Scanner:
     def report(self, records: list[FrameRecord], n_requested: int | None = None,
                interrupted: bool = False) -> ScanReport:
         """The report of `records` (complete when all `n_requested` frames are in)."""
-        n_requested = len(records) if n_requested is None else n_requested
-        refit = {}
-        for k, o in enumerate(self.objects):
-            used = sorted({r.modes[k] for r in records if len(r.modes) > k})
-            refit[o.name] = "+".join(used) if used else self.refit_id(k)
-        where = self.about.where
-        return ScanReport([o.name for o in self.objects], list(records), refit,
-                          {o.name: o.build_seconds for o in self.objects},
-                          complete=len(records) == n_requested and not interrupted,
-                          interrupted=interrupted, frames_requested=n_requested,
-                          source=self.about.source, uncovered=self.uncovered(),
-                          fallback={o.name: o.reason for o in self.objects if o.reason},
-                          surface=self.surfaces(),
-                          scene=where[0] if where else None,
-                          view_layer=where[1] if where else None,
-                          clearance=self.clearance, seen=dict(self.about.seen or {}),
-                          evaluation=self.evaluation, notes=list(self.about.notes))
-
-    def surfaces(self) -> dict:
-        """Per object, the surface checked (`ScanReport.surface`), when some object is on
-        an evaluated surface; else empty."""
-        if not any(o.rig.surface for o in self.objects):
-            return {}
-        return {o.name: extract.describe_surface(o.rig) for o in self.objects}
-
-    def uncovered(self) -> dict:
-        """With self-collision, per object whose method says what its own self test leaves
-        out (`Method.coverage`): that entry (computed once per object)."""
-        if not self.self_collision or self.by_blender:
-            return {}
-        out = {}
-        for k, o in enumerate(self.objects):
-            if k not in self._coverage:
-                self._coverage[k] = registry.get(o.method).coverage(o.rig, o.data)
-            if self._coverage[k] is not None:
-                out[o.name] = self._coverage[k]
-        return out
+        surface = ({o.name: extract.describe_surface(o.rig) for o in self.objects}
+                   if any(o.rig.surface for o in self.objects) else {})
+        return scan_report(self.objects, records, self.settings, self.about, n_requested,
+                           interrupted, self.evaluation, surface)
 
     def run(self, scene, frames: list[int], progress=None,
             records: list[FrameRecord] | None = None) -> ScanReport:
@@ -338,55 +283,3 @@ def where(scene) -> tuple[str, str]:
     from . import scenes
 
     return scene.name_full, scenes.view_layer_for(scene).name
-
-
-def check_rig_matches(ob, obj) -> None:
-    """The armature the modifier uses now must have the bones the data was built with
-    (RigError otherwise: the data would silently describe another skeleton). A rigid
-    prop must still be one: no Armature modifier."""
-    arm = extract.modifier_report(ob).armature
-    if obj.rig.is_rigid:
-        if arm is not None:
-            raise extract.RigError(f"'{ob.name}' was built as a rigid prop but has an Armature "
-                                   "modifier now: rebuild")
-        return
-    if arm is None:
-        raise extract.RigError(f"'{ob.name_full}' has no Armature modifier with an armature "
-                               "object any more: restore it, or rebuild")
-    if arm.type != "ARMATURE":
-        raise extract.RigError(f"the Armature modifier of '{ob.name_full}' points to "
-                               f"'{arm.name_full}', which is not an armature")
-    bones = arm.data.bones
-    names = obj.rig.bone_names
-    # `keys()` lists the names in C, in the collection's order (a Python loop over the
-    # bones cost 0.13 ms a frame on MakeHuman's 163).
-    if len(bones) != len(names) or bones.keys() != list(names):
-        raise extract.RigError(f"the armature of '{ob.name_full}' ('{arm.name_full}', {len(bones)} "
-                               f"bones) is not the one it was built with ({len(names)} "
-                               "bones): rebuild")
-
-
-def rest_pose_pairs(meshes: list, objects: list, self_collision: bool,
-                    rebuild: bool = False) -> list[tuple[int, int, np.ndarray]]:
-    """Triangle pairs (indices into the rest pose's evaluated triangles) colliding in the
-    rest pose: armatures switched to Rest Position for the evaluation, then restored (those
-    deforming the meshes, and those whose bones rigid props hang from). The one rule
-    behind the panel's *Ignore Rest Contacts* and `scan --ignore-rest-contacts`.
-    Bottom-up from the evaluated positions (the pose bones' matrices do not follow Rest
-    Position, so the LBS bound must not be used), or Blender's BVHTree with `rebuild`."""
-    import bpy
-
-    arms = [a for ob in meshes for a in extract.armatures_of(ob)]
-    with extract.rest_position(arms):
-        dg = evaluation.depsgraph()
-        frame = bpy.context.scene.frame_current
-        for ob, obj in zip(meshes, objects):
-            extract.check_topology(ob, ob.evaluated_get(dg).data, obj.rig, frame)
-        frames = [extract.evaluated_frame(ob, dg, obj.rig) for ob, obj in zip(meshes, objects)]
-        positions, tris = [f[0] for f in frames], [f[1] for f in frames]
-        if rebuild:
-            return reference.bvhtree_pairs(objects, positions, self_collision, tris)
-        return core_scan.query_frame(objects, positions, [None] * len(objects),
-                                     mode=registry.any_object().id,
-                                     self_collision=self_collision,
-                                     triangles=tris).pairs

@@ -10,7 +10,7 @@ import numpy as np
 from ..core import scan as core_scan
 from ..core.aabb_tree import query as _query
 from ..core.query import multi
-from . import clearance, drawn, extract, motion, scanner, storage, trust
+from . import clearance, drawn, extract, motion, rest_pose, scanner, storage, trust
 from . import rest_contacts as rest_contacts_store
 from .state import STATE
 
@@ -374,7 +374,7 @@ def _with_instance_rest_contacts(scene, sc: scanner.Scanner):
            sc.self_collision)
     groups = STATE.instance_rest_contacts.get(key)
     if groups is None:
-        pairs = scanner.rest_pose_pairs(sc.meshes, sc.objects, sc.self_collision)
+        pairs = rest_pose.rest_pose_pairs(sc.meshes, sc.objects, sc.self_collision)
         groups = [((sc.ids[i], sc.ids[j]), p) for i, j, p in pairs
                   if drawn.is_instance(sc.meshes[i]) or drawn.is_instance(sc.meshes[j])]
         STATE.instance_rest_contacts = {key: groups}

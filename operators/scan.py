@@ -116,7 +116,7 @@ class SKINCOLLIDE_OT_scan(TimerSteps, bpy.types.Operator):
     def _cancel(self, context) -> None:
         context.scene.frame_set(self._start_frame)
 
-    def _on_failure(self, context) -> None:
+    def on_failure(self, context) -> None:
         if hasattr(self, "_start_frame"):
             context.scene.frame_set(self._start_frame)
 

@@ -61,7 +61,7 @@ class TimerSteps:
 def _report_failure(op, context, exc) -> set:
     first = (str(exc).strip().splitlines() or [""])[0]
     op.report({"ERROR"}, f"{op.bl_label} failed: {first or type(exc).__name__}")
-    cleanup = getattr(op, "_on_failure", None)
+    cleanup = getattr(op, "on_failure", None)     # an operator's optional clean-up hook
     if cleanup is not None:
         try:
             cleanup(context)

@@ -40,6 +40,7 @@ from .stack import (
 )
 from .surface import (
     FACE_TAG,
+    check_rig_matches,
     check_topology,
     describe_surface,
     own_faces,
@@ -50,7 +51,7 @@ from .surface import (
 
 __all__ = [
     "FACE_TAG", "ModifierReport", "RigError", "armature_parent", "armatures_of",
-    "character_meshes", "check_topology", "deformers", "describe_surface", "evaluated_frame",
+    "character_meshes", "check_rig_matches", "check_topology", "deformers", "describe_surface", "evaluated_frame",
     "evaluated_positions", "is_evaluated", "mesh_to_armature_at_rest", "modifier_label",
     "modifier_report", "not_evaluated", "not_evaluated_note", "own_faces", "plain_stack",
     "pose_from_object", "read_loop_triangles", "read_polygons", "read_topology",

@@ -207,3 +207,29 @@ def check_topology(ob, me, rig: Rig, frame: int) -> None:
         f"'{ob.name}' at frame {frame}: its modifiers ({stack}) {what}: rebuild (the "
         "surface Blender draws is then checked); a topology that changes between frames "
         "cannot be checked")
+
+
+def check_rig_matches(ob, rig: Rig) -> None:
+    """The armature the modifier uses now must have the bones the data was built with
+    (RigError otherwise: the data would silently describe another skeleton). A rigid
+    prop must still be one: no Armature modifier."""
+    arm = modifier_report(ob).armature
+    if rig.is_rigid:
+        if arm is not None:
+            raise RigError(f"'{ob.name}' was built as a rigid prop but has an Armature "
+                                   "modifier now: rebuild")
+        return
+    if arm is None:
+        raise RigError(f"'{ob.name_full}' has no Armature modifier with an armature "
+                               "object any more: restore it, or rebuild")
+    if arm.type != "ARMATURE":
+        raise RigError(f"the Armature modifier of '{ob.name_full}' points to "
+                               f"'{arm.name_full}', which is not an armature")
+    bones = arm.data.bones
+    names = rig.bone_names
+    # `keys()` lists the names in C, in the collection's order (a Python loop over the
+    # bones cost 0.13 ms a frame on MakeHuman's 163).
+    if len(bones) != len(names) or bones.keys() != list(names):
+        raise RigError(f"the armature of '{ob.name_full}' ('{arm.name_full}', {len(bones)} "
+                               f"bones) is not the one it was built with ({len(names)} "
+                               "bones): rebuild")

@@ -21,7 +21,8 @@ def options(p) -> None:
 
 def run(args) -> int:
     from skin_collide.core.methods.sphere_set import variational
-    from skin_collide.core.methods.sphere_set.outside_volume import mesh_volume, union_outside_volume_estimate
+    from skin_collide.core.methods.sphere_set.outside_volume import mesh_volume
+    from skin_collide.core.methods.sphere_set.union_volume import union_outside_volume_estimate
 
     asset, count = args.asset, args.count
     name, v, t = scenes.load_rest_mesh(asset)

@@ -2,7 +2,7 @@
 for a few counts, and an independent union-coverage check, on a shared asset's largest
 skinned rest mesh (mesh data coordinates, loaded as the sphere-sets scenario loads it).
 
-E_r = outside_volume.union_outside_volume_estimate (its defaults: 100 000 stratified
+E_r = union_volume.union_outside_volume_estimate (its defaults: 100 000 stratified
 samples, seed 0) / mesh_volume. Coverage: the largest (|p - c| - r) minimized over the balls,
 over 400 000 random surface points (random barycentrics, their own generator) and every
 vertex; <= 0 means every one is inside the union.
@@ -25,7 +25,8 @@ def options(p) -> None:
 def run(args) -> int:
 
     from skin_collide.core.methods.sphere_set import variational
-    from skin_collide.core.methods.sphere_set.outside_volume import mesh_volume, union_outside_volume_estimate
+    from skin_collide.core.methods.sphere_set.outside_volume import mesh_volume
+    from skin_collide.core.methods.sphere_set.union_volume import union_outside_volume_estimate
 
     asset, counts = args.asset, args.counts
     name, v, t = scenes.load_rest_mesh(asset)

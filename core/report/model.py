@@ -12,13 +12,29 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..cache import derived
 from ..contacts import clearance as near_contacts
 from ..contacts import groups as contact_groups
 from ..contacts import pairs as contacts
+from ..methods import registry
 from ..types import FrameRecord
 from . import writing as core_report
 
-__all__ = ["FrameRecord", "ScanReport", "from_json", "report_source"]
+__all__ = ["FrameRecord", "ReportContext", "ScanReport", "from_json", "report_source",
+           "scan_report"]
+
+
+@dataclass(frozen=True)
+class ReportContext:
+    """What a scan's report says of where it comes from, given by its front end: the
+    report's "source" (the file, method, flags; None: omitted), how the run saw the shot
+    (`ScanReport.seen`), its notes, and (scene, view layer) it evaluates in (None: not
+    known yet)."""
+
+    source: dict | None = None
+    seen: dict | None = None
+    notes: tuple = ()
+    where: tuple | None = None
 
 
 @dataclass
@@ -204,3 +220,36 @@ def from_json(doc: dict) -> ScanReport:
                             if k in doc},
                       evaluation=doc.get("evaluation", "viewport"),
                       notes=list(doc.get("notes", ())))
+
+
+def scan_report(objects: list, records: list, settings, about: ReportContext,
+                n_requested: int | None = None, interrupted: bool = False,
+                evaluation: str = "viewport", surface: dict | None = None) -> ScanReport:
+    """The report of a scan's `records` (complete when all `n_requested` frames are in) by
+    its `core.scan.ScanSettings`:
+    per object the methods used (`refit`), what its method's own self test leaves out
+    (`uncovered`), why an asked method was passed over (`fallback`), with what the front
+    end says of its origin (`about`) and, per object, the surface checked (`surface`,
+    when some object is on an evaluated surface)."""
+    n_requested = len(records) if n_requested is None else n_requested
+    refit = {}
+    for k, o in enumerate(objects):             # a loop over objects
+        used = sorted({r.modes[k] for r in records if len(r.modes) > k})
+        refit[o.name] = "+".join(used) if used else o.method
+    uncovered = {}
+    if settings.self_collision and settings.in_core:
+        for o in objects:
+            cov = derived(o, "coverage", lambda o=o: registry.get(o.method).coverage(o.rig, o.data))
+            if cov is not None:
+                uncovered[o.name] = cov
+    where = about.where
+    return ScanReport([o.name for o in objects], list(records), refit,
+                      {o.name: o.build_seconds for o in objects},
+                      complete=len(records) == n_requested and not interrupted,
+                      interrupted=interrupted, frames_requested=n_requested,
+                      source=about.source, uncovered=uncovered,
+                      fallback={o.name: o.reason for o in objects if o.reason},
+                      surface=surface or {}, scene=where[0] if where else None,
+                      view_layer=where[1] if where else None, clearance=settings.clearance,
+                      seen=dict(about.seen or {}), evaluation=evaluation,
+                      notes=list(about.notes))

@@ -112,9 +112,10 @@ def measure_set(s: SphereSet, vertices: np.ndarray, triangles: np.ndarray,
     (left NaN when that module is not there). Returns `s`."""
     try:
         from . import outside_volume as ov
+        from . import union_volume
     except ImportError:
         return s
-    s.outside_volume = float(ov.union_outside_volume(s.centers, s.radii, vertices, triangles,
+    s.outside_volume = float(union_volume.union_outside_volume(s.centers, s.radii, vertices, triangles,
                                                      n_samples=n_samples, seed=seed))
     vol = getattr(ov, "mesh_volume", None)
     if vol is not None:

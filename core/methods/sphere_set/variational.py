@@ -30,9 +30,10 @@ import numpy as np
 from . import union_search
 from .clustering import Solver, Stopped
 from .cover import cover_surface, far_corner, uncovered_points
-from .outside_volume import mesh_volume, prepare_mesh, union_outside_volume_estimate
+from .outside_volume import mesh_volume, prepare_mesh
 from .seeding import kmeans_init, nearest, sample_units
 from .types import SphereSet
+from .union_volume import union_outside_volume_estimate
 
 __all__ = ["fit", "cover_surface", "uncovered_points"]
 
