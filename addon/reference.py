@@ -14,9 +14,9 @@ from ..core import welds
 from ..core.types import FrameInputs, FrameResult
 
 
-def ask(objects: list, inputs: FrameInputs, settings, filters) -> FrameResult:
+def ask(objects: list, inputs: FrameInputs, settings, filters, carried=None) -> FrameResult:
     """The frame's query answered by Blender's BVHTree (and, with a clearance, the core's
-    clearance stage beside it: `core.scan.clearance_frame`)."""
+    clearance stage beside it: `core.scan.clearance_frame`). Nothing is carried."""
     t0 = time.perf_counter()
     pairs = bvhtree_pairs(objects, inputs.positions, settings.self_collision,
                           inputs.triangles, inputs.poses)

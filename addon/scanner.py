@@ -188,7 +188,7 @@ class Scanner:
         stopped it are the scanner's `near`, `stopped`, `dense`, `near_stopped`."""
         inputs = FrameInputs(list(positions), list(poses),
                              self.triangles if triangles is None else triangles)
-        res = self._ask()(self.objects, inputs, self.settings, self.filters)
+        res = self._ask()(self.objects, inputs, self.settings, self.filters, self.state.carried)
         self.last = FrameOutcome(inputs.positions, inputs.triangles, res.pairs,
                                  FrameRecord(0, [], res.ms, 0.0, res.modes), inputs.poses,
                                  res.near, any(st.extra.get("stopped") for st in res.stats),

@@ -10,6 +10,7 @@ import numpy as np
 from ..core import scan as core_scan
 from ..core.aabb_tree import query as _query
 from ..core.query import multi
+from ..core.scan.carry import Carried
 from . import clearance, drawn, extract, motion, rest_pose, scanner, storage, trust
 from . import rest_contacts as rest_contacts_store
 from .state import STATE
@@ -336,7 +337,8 @@ def pipeline(scene, meshes: list, objects: list, first_hit: bool = False,
     if carry and live:              # contacts of object pairs whose pairs did not change
         sc.carry_state(core_scan.FrameState(
             frame_memo=_frame_memo(scene, sc),          # and frames seen before
-            contacts_memo=STATE.contacts_memo.setdefault(scene.name_full, {})))
+            contacts_memo=STATE.contacts_memo.setdefault(scene.name_full, {}),
+            carried=STATE.carried.setdefault(scene.name_full, Carried()).retain(objects)))
     return sc
 
 
@@ -445,13 +447,12 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
     the triangles the overlay draws in the near colour (`addon.clearance`).
     """
     objects = objects or load_objects(meshes)
-    for o in objects:
-        o.carry_self_pairs = carry and not exact_count
-    sc = pipeline(scene, meshes, objects, first_hit=first_hit, live=not exact_count,
-                  carry=carry and not exact_count)
-    if not (carry and not exact_count):
+    if not (carry and not exact_count):     # a query that does not carry starts afresh
         STATE.contacts_memo.pop(scene.name_full, None)
         STATE.frame_memos.pop(scene.name_full, None)
+        STATE.carried.pop(scene.name_full, None)
+    sc = pipeline(scene, meshes, objects, first_hit=first_hit, live=not exact_count,
+                  carry=carry and not exact_count)
     try:
         out = sc.current(scene, depsgraph)
     except extract.RigError as exc:
@@ -513,4 +514,5 @@ def record_error(scene, message: str) -> None:
 def forget(scene) -> None:
     STATE.live.pop(scene.name_full, None)
     STATE.frame_memos.pop(scene.name_full, None)
+    STATE.carried.pop(scene.name_full, None)
     rest_contacts_store.forget_index(scene)

@@ -38,6 +38,9 @@ class State:
         # scene name -> its `core.scan.FrameMemo`: answers of frames seen before, for
         # playback looping and scrubbing back (`session.query` with carry).
         self.frame_memos: dict = {}
+        # scene name -> what its live pose updates carry between frames (kept frames and
+        # answers of the carried pairs, `core.scan.carry.Carried`).
+        self.carried: dict = {}
         # -- built data and rest contacts (addon/storage/, addon/rest_contacts.py) --
         # (Text full name, object pointer) -> (build id, the decoded `CollisionObject` named
         # after that object): a link and an override of one asset may share a Text.

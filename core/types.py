@@ -14,7 +14,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable, ClassVar, Protocol
+from typing import Callable, ClassVar, NamedTuple, Protocol
 
 import numpy as np
 
@@ -72,6 +72,17 @@ class Frame:
     pose: Pose | None = None
 
 
+class NarrowPhase(NamedTuple):
+    """What answers a pair of volumes below their traversal: `whole`, a whole-tree pass
+    of their own, f(a, b, triangle_test) -> (ta (K,), tb (K,), tests) (`collide_fast`);
+    `leaves`, a filter of the triangle pairs of two overlapping leaves, f(a, la, b, lb)
+    -> (ta, tb) or None (`leaf_pairs`). None: the generic traversal, and every pair of
+    two leaves' triangles."""
+
+    whole: Callable | None = None
+    leaves: Callable | None = None
+
+
 class Volumes(ABC):
     """The volumes of one object's hierarchy at one frame, computed on demand.
 
@@ -82,6 +93,18 @@ class Volumes(ABC):
     """
 
     kind: ClassVar[str] = "sphere"
+    #: The dispatch table of narrow phases (issue 56): (kind of a, kind of b) ->
+    #: `NarrowPhase`, for the pairs of kinds that have one of their own. A kind with a
+    #: whole-tree pass or a leaf filter enters itself, paired with itself, when it is
+    #: defined (`__init_subclass__`); `narrow_phase` looks a pair up.
+    narrow: ClassVar[dict] = {}
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        whole = cls.collide_fast if cls.whole_tree_pass else None
+        leaves = cls.leaf_pairs if cls.leaf_pairs is not Volumes.leaf_pairs else None
+        if whole is not None or leaves is not None:
+            Volumes.narrow[(cls, cls)] = NarrowPhase(whole, leaves)
 
     def __init__(self, hierarchy: Hierarchy, method_id: str | None = None):
         self.hierarchy = hierarchy
@@ -140,6 +163,12 @@ class Volumes(ABC):
         pair of the two leaves' triangles (kinds whose leaves hold many triangles filter
         that cartesian product here)."""
         return None
+
+
+def narrow_phase(a: Volumes, b: Volumes | None) -> NarrowPhase:
+    """The narrow phase of the pair (a, b), looked up by their kinds in the table
+    (`Volumes.narrow`); a self query (`b` None) asks a paired with itself."""
+    return Volumes.narrow.get((type(a), type(a if b is None else b)), NarrowPhase())
 
 
 class LazySphereVolumes(Volumes):

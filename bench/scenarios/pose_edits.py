@@ -32,6 +32,8 @@ def measure(asset: str, level: int, bones: list[str], edits: int, frame: int) ->
     from skin_collide.addon import handlers, scanner
     from skin_collide.addon.session import MAX_PAIRS
     from skin_collide.addon.state import STATE
+    from skin_collide.core.scan import FrameState
+    from skin_collide.core.scan.carry import Carried
 
     ob = scenes.load_one(asset, level)
     scenes.select_only([ob], ob)
@@ -40,11 +42,11 @@ def measure(asset: str, level: int, bones: list[str], edits: int, frame: int) ->
     sc = scanner.Scanner([ob], self_collision=True)
     full = sc.objects[0]
     carry = dataclasses.replace(full)
-    carry.carry_self_pairs = True
     # Both capped as the live overlay is (`session.query`: at most MAX_PAIRS pairs).
     sc.reconfigure(max_pairs=MAX_PAIRS)
     sc_carry = scanner.Scanner([ob], self_collision=True, objects=[carry])
-    sc_carry.reconfigure(max_pairs=MAX_PAIRS)
+    sc_carry.reconfigure(max_pairs=MAX_PAIRS, carry=True)      # it carries, as posing does
+    sc_carry.carry_state(FrameState(carried=Carried()))
     scene = bpy.context.scene
     scene.frame_set(frame)
     arm = scenes.armature(ob)

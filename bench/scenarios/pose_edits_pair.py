@@ -33,16 +33,17 @@ def measure(asset: str, offset: float, bones: list[str], edits: int, frame: int,
 
     from skin_collide.addon import scanner
     from skin_collide.addon.session import MAX_PAIRS
+    from skin_collide.core.scan import FrameState
+    from skin_collide.core.scan.carry import Carried
 
     ob, ob2 = scenes.load_pair(asset, 0, (offset, 0.0, 0.0), 0.0)
     sc = scanner.Scanner([ob, ob2], self_collision=self_collision)
     carry = [dataclasses.replace(o) for o in sc.objects]
-    for o in carry:
-        o.carry_self_pairs = True
     # Both capped as the live overlay is (`session.query`: at most MAX_PAIRS pairs).
     sc.reconfigure(max_pairs=MAX_PAIRS)
     sc_carry = scanner.Scanner([ob, ob2], self_collision=self_collision, objects=carry)
-    sc_carry.reconfigure(max_pairs=MAX_PAIRS)
+    sc_carry.reconfigure(max_pairs=MAX_PAIRS, carry=True)      # it carries, as posing does
+    sc_carry.carry_state(FrameState(carried=Carried()))
     scene = bpy.context.scene
     scene.frame_set(frame)
     arm = scenes.armature(ob)

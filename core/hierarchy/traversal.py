@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..types import Hierarchy, QueryStats, Volumes
+from ..types import Hierarchy, QueryStats, Volumes, narrow_phase
 
 # Node pairs per vectorized step. All-pairs queries want big steps (fewer numpy calls);
 # first-hit queries want small ones, so that the search reaches leaves early.
@@ -93,8 +93,9 @@ def collide(a: Volumes, b: Volumes | None,
         (K, 2) int64 triangle pairs (for self-collision each unordered pair once, smaller
         index first) and statistics.
     """
-    if a.whole_tree_pass and b is not None and type(b) is type(a) and roots is None:
-        return _whole_tree_pass(a, b, triangle_test, first_hit)
+    whole = narrow_phase(a, b).whole if b is not None else None
+    if whole is not None and roots is None:
+        return _whole_tree_pass(a, b, whole, triangle_test, first_hit)
     if chunk is None:
         chunk = FIRST_HIT_CHUNK if first_hit else CHUNK
     self_mode = b is None
@@ -141,12 +142,12 @@ def collide(a: Volumes, b: Volumes | None,
     return pairs, stats
 
 
-def _whole_tree_pass(a: Volumes, b: Volumes,
+def _whole_tree_pass(a: Volumes, b: Volumes, whole: Callable,
                      triangle_test: Callable[[np.ndarray, np.ndarray], np.ndarray],
                      first_hit: bool) -> tuple[np.ndarray, QueryStats]:
-    """`collide` of two objects of a kind with a whole-tree pass of its own (box trees,
-    `Volumes.collide_fast`): same contract."""
-    ta, tb, tests = a.collide_fast(b, triangle_test)
+    """`collide` of two objects whose kinds have a whole-tree pass of their own (box
+    trees, `Volumes.collide_fast`, from the narrow-phase table): same contract."""
+    ta, tb, tests = whole(a, b, triangle_test)
     pairs = np.stack([ta, tb], axis=1).astype(np.int64)
     if first_hit:
         pairs = pairs[:1]
@@ -188,8 +189,8 @@ def _leaf_triangles(a: Volumes, B: Volumes, na: np.ndarray, nb: np.ndarray,
     tri_a_parts, tri_b_parts = [], []
     if (both & ~same).any():
         # Kinds whose leaves hold many triangles filter the cartesian product.
-        t = a.leaf_pairs(na[both & ~same], B, nb[both & ~same]) \
-            if type(B) is type(a) else None
+        leaves = narrow_phase(a, B).leaves
+        t = leaves(a, na[both & ~same], B, nb[both & ~same]) if leaves is not None else None
         if t is None:
             t = leaf_triangle_pairs(ha, na[both & ~same], hb, nb[both & ~same])
         tri_a_parts.append(t[0])

@@ -27,8 +27,8 @@ import numpy as np
 from ..aabb_tree import TooManyPairs, cross_triangle_candidates, frame_levels
 from ..hierarchy import traversal
 from ..query import broad_phase, multi
-from ..types import FrameInputs, FrameSeams, ObjectPairs, QueryStats, Volumes
-from .carry import for_object, frame_state, keep_cross_pairs, object_cross_pairs
+from ..types import FrameInputs, FrameSeams, ObjectPairs, QueryStats, Volumes, narrow_phase
+from .carry import Carried, for_object, frame_state, keep_cross_pairs, object_cross_pairs
 from .dispatch import OWN, volumes
 from .exact import ExactTest
 from .objects import CollisionObject
@@ -63,6 +63,7 @@ class _Work:
     exact: ExactTest
     kept: dict
     st: QueryStats
+    carried: Carried | None = None                  # what the live overlay carries
     found: list = field(default_factory=list)       # (K, 2) stacked triangle pairs
     deep: bool = False                              # deep pairs by the exact box trees
     carrying: list = field(default_factory=list)    # object pairs whose answer is kept
@@ -77,13 +78,13 @@ class _Work:
         for k in (i, j):
             if k not in self.kept:
                 self.kept[k] = frame_state(self.objects[k], self.inputs.positions[k],
-                                           self.inputs.triangles[k])
+                                           self.inputs.triangles[k], self.carried)
         self.carrying.append((i, j))
 
 
 def pairs_between(objects: list[CollisionObject], inputs: FrameInputs, near: ObjectPairs,
                   seams: FrameSeams, exact: ExactTest, mode: str, first_hit: bool = False,
-                  enough=None, kept: dict | None = None
+                  enough=None, kept: dict | None = None, carried: Carried | None = None
                   ) -> tuple[list[tuple[int, int, np.ndarray]], QueryStats, dict[int, str]]:
     """Every intersecting triangle pair of the broad phase's object pairs.
 
@@ -93,8 +94,9 @@ def pairs_between(objects: list[CollisionObject], inputs: FrameInputs, near: Obj
         mode: the query's method mode (`dispatch.OWN` or a method any object can use).
         first_hit: stop at the first intersecting pair.
         enough: optional f(list of (i, j, (K, 2) pairs)) -> bool for capped frames.
-        kept: object index -> `aabb_tree.Kept`, the kept frames of carrying objects
-            brought up to this frame (filled here, shared with the self stage); None
+        kept: object index -> `carry.Kept`, the kept frames of carrying objects brought
+            up to this frame (filled here, shared with the self stage).
+        carried: what the live overlay carries between updates (`carry.Carried`); None
             carries nothing.
     Returns:
         per object pair (i, j, (K, 2) int64 triangle pairs, sorted); the stats (with
@@ -108,15 +110,14 @@ def pairs_between(objects: list[CollisionObject], inputs: FrameInputs, near: Obj
                     carried_pairs=0, deep_pairs=0)
     if not near.pairs.size:
         return [], st, {}
-    carry = not first_hit and kept is not None
-    w = _Work(objects, inputs, seams, exact, kept if kept is not None else {}, st)
+    carry = not first_hit and carried is not None
+    w = _Work(objects, inputs, seams, exact, kept if kept is not None else {}, st, carried=carried)
     todo = _carried(w, near.pairs, enough) if carry else near.pairs
     w.deep = mode == OWN
     big, blo, bhi, kept_tris = _boxed(w, near, todo)
     trav = todo[big]
     for i, j in trav.tolist() if carry else []:
-        if (objects[i].carry_self_pairs and objects[j].carry_self_pairs
-                and (i, j) not in w.carrying):
+        if (i, j) not in w.carrying:
             w.carries(i, j)                 # traversed in full now, kept for the next
     methods: dict[int, str] = {}
     if trav.size and w.deep and not (first_hit and w.has_hit()):
@@ -135,7 +136,7 @@ def pairs_between(objects: list[CollisionObject], inputs: FrameInputs, near: Obj
         empty = np.zeros((0, 2), np.int64)
         for i, j in w.carrying:
             keep_cross_pairs(objects[i], w.kept[i], objects[j], w.kept[j], seams.key(i, j),
-                             got.get((i, j), empty))
+                             got.get((i, j), empty), carried)
     return (out[:1] if first_hit else out), st, methods
 
 
@@ -146,14 +147,13 @@ def _carried(w: _Work, candidates: np.ndarray, enough) -> np.ndarray:
     objects, tris = w.objects, w.inputs.triangles
     done = np.zeros(candidates.shape[0], dtype=bool)
     for c, (i, j) in enumerate(candidates.tolist()):
-        if not (objects[i].carry_self_pairs and objects[j].carry_self_pairs
-                and id(objects[j]) in objects[i].cross_last):
+        if id(objects[j]) not in w.carried.cross(objects[i]):
             continue
         w.carries(i, j)
         limit = None if enough is None else multi.live_budget([tris[i].shape[0],
                                                                 tris[j].shape[0]])
         p = object_cross_pairs(objects[i], w.kept[i], objects[j], w.kept[j],
-                               w.seams.key(i, j), w.exact.between(i, j), limit)
+                               w.seams.key(i, j), w.exact.between(i, j), w.carried, limit)
         if p is not None:
             done[c] = True
             w.st.extra["carried_pairs"] += 1
@@ -237,7 +237,7 @@ def _traversed(w: _Work, trav: np.ndarray, blo, bhi, mode: str, first_hit: bool,
     vols: list[Volumes | None] = [None] * inp.n
     for k in np.unique(trav).tolist():
         vols[k] = volumes(objects[k], inp.positions[k], inp.poses[k], mode, inp.triangles[k])
-    own = np.array([vols[i].whole_tree_pass and type(vols[i]) is type(vols[j])
+    own = np.array([narrow_phase(vols[i], vols[j]).whole is not None   # the dispatch table
                     for i, j in trav.tolist()], dtype=bool)
     for i, j in trav[own].tolist():
         p, st2 = traversal.collide(vols[i], vols[j], w.exact.between(i, j),

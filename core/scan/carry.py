@@ -18,7 +18,7 @@ import numpy as np
 from .. import aabb_tree
 from ..aabb_tree import FrameBoxes, SelfTree, cross_candidates_moved, frame_boxes, update_frame_boxes
 
-__all__ = ["Kept", "CrossKept", "for_object", "frame_state", "object_self_pairs",
+__all__ = ["Carried", "Kept", "CrossKept", "for_object", "frame_state", "object_self_pairs",
            "object_cross_pairs", "keep_cross_pairs"]
 
 
@@ -58,8 +58,8 @@ def _build_lock(obj) -> threading.Lock:
 
 @dataclass(eq=False)
 class Kept:
-    """What an object that carries (``obj.carry_self_pairs``, the live overlay while the
-    artist poses) keeps of the last frame it was queried at (`frame_state`): the tree,
+    """What a carrying object (the live overlay while the artist poses: a query given a
+    `Carried` store) keeps of the last frame it was queried at (`frame_state`): the tree,
     (V, 3) float64 positions and (T, 3) intp triangles of that frame (copies owned here,
     updated in place where they moved), its last complete self pairs ((K, 2) int64, of
     the frame `self_serial`: this one once its self query is done, else the frame
@@ -96,8 +96,8 @@ class Kept:
 
 
 class CrossKept(NamedTuple):
-    """The last complete answer between two carrying objects (kept on the first,
-    ``obj.cross_last[id(other)]``): the other object, the serials of the two kept frames
+    """The last complete answer between two carrying objects (kept with the first,
+    `Carried.cross`): the other object, the serials of the two kept frames
     it was computed at, the seam rule it was computed with (`scan.between.pairs_between`'
     key), and its (K, 2) int64 pairs (triangle of the first, of the other), sorted."""
 
@@ -111,15 +111,50 @@ class CrossKept(NamedTuple):
 _SERIALS = itertools.count(1)
 
 
+class Carried:
+    """What the queries of a live overlay carry from one update to the next (issue 56:
+    passed in and updated, never kept on the objects): per object its kept frame (`Kept`)
+    and its last complete answers with other objects (`CrossKept`, by the other's id).
+    Objects are keyed by identity; an entry holds its object, so that an id cannot be
+    reused while it is kept. A query given no store carries nothing (Refresh, scans)."""
+
+    def __init__(self) -> None:
+        self._frames: dict = {}             # id(obj) -> (obj, Kept)
+        self._cross: dict = {}              # id(obj) -> (obj, {id(other): CrossKept})
+
+    def frame(self, obj) -> Kept | None:
+        """`obj`'s kept frame, or None."""
+        e = self._frames.get(id(obj))
+        return e[1] if e is not None and e[0] is obj else None
+
+    def keep_frame(self, obj, kept: Kept) -> None:
+        self._frames[id(obj)] = (obj, kept)
+
+    def cross(self, obj) -> dict:
+        """`obj`'s last answers with other objects, by the other's id (empty: none)."""
+        e = self._cross.get(id(obj))
+        return e[1] if e is not None and e[0] is obj else {}
+
+    def keep_cross(self, obj, answers: dict) -> None:
+        self._cross[id(obj)] = (obj, answers)
+
+    def retain(self, objects) -> "Carried":
+        """Only what `objects` keep (rebuilt or removed objects' entries dropped); self."""
+        ids = {id(o) for o in objects}
+        self._frames = {k: e for k, e in self._frames.items() if k in ids}
+        self._cross = {k: e for k, e in self._cross.items() if k in ids}
+        return self
+
+
 #: An incremental query (`object_self_pairs` with carried pairs) pays off while few
 #: triangles moved; above this fraction the whole mesh is queried again (a cost choice:
 #: both answers are the same).
 CARRY_MAX_MOVED = 0.5
 
 
-def frame_state(obj, positions: np.ndarray, tris: np.ndarray) -> Kept:
+def frame_state(obj, positions: np.ndarray, tris: np.ndarray, store: Carried) -> Kept:
     """Bring the kept frame of a carrying `scan.CollisionObject` up to this frame, once per
-    query, and return it (also ``obj.self_last``): a triangle moved when one of its
+    query, and return it (kept in `store` too): a triangle moved when one of its
     vertices' positions differs bit for bit from the kept ones, or its vertex indices do
     (a re-split quad). The kept positions, triangles and boxes are updated where
     triangles moved (O(moved) work, `update_frame_boxes`); with more than
@@ -128,7 +163,7 @@ def frame_state(obj, positions: np.ndarray, tris: np.ndarray) -> Kept:
     tree = for_object(obj)
     positions = np.asarray(positions, np.float64)
     tris = np.asarray(tris, np.intp)
-    last = obj.self_last
+    last = store.frame(obj)
     moved = None
     if (last is not None and last.tree is tree and last.positions.shape == positions.shape
             and last.tris.shape == tris.shape):
@@ -154,12 +189,13 @@ def frame_state(obj, positions: np.ndarray, tris: np.ndarray) -> Kept:
         carried = None if prev is None else prev[~(moved[prev[:, 0]] | moved[prev[:, 1]])]
         kept = Kept(tree, last.positions, last.tris, prev, last.boxes, serial, last.serial,
                     moved, carried, None if prev is None else last.serial)
-    obj.self_last = kept
+    store.keep_frame(obj, kept)
     return kept
 
 
 def object_self_pairs(obj, positions: np.ndarray, tris: np.ndarray | None = None,
-                      stats=None, enough=None, state: Kept | None = None) -> np.ndarray:
+                      stats=None, enough=None, state: Kept | None = None,
+                      carried: Carried | None = None) -> np.ndarray:
     """Self pairs of a `scan.CollisionObject` at one frame: (K, 2) int64, t < u, sorted.
 
     Args:
@@ -170,9 +206,11 @@ def object_self_pairs(obj, positions: np.ndarray, tris: np.ndarray | None = None
         state: the object's kept frame already brought up to this frame by `frame_state`
             in this query (`scan.query_frame`, shared with the pairs between objects);
             made here when None.
+        carried: what the live overlay carries between updates (`Carried`); None: a full
+            query that keeps nothing.
 
-    When the object asks for it (``obj.carry_self_pairs``, set by the live overlay while
-    the artist poses), the last complete answer is kept with its frame (`frame_state`),
+    Given a store (the live overlay while the artist poses), the last complete answer is
+    kept with its frame (`frame_state`),
     and the next call re-checks only what moved. Pairs of two unmoved triangles are
     carried over (their exact test and adjacency see the same numbers); pairs with a
     moved triangle are traversed and tested as always (`self_pairs(moved=...)`). The union
@@ -185,15 +223,13 @@ def object_self_pairs(obj, positions: np.ndarray, tris: np.ndarray | None = None
     positions = np.asarray(positions, np.float64)
     tris = np.asarray(tris, np.intp)
     counts: dict = {}
-    if not obj.carry_self_pairs:
-        obj.self_last = None
-        obj.cross_last = {}
+    if carried is None:
         pairs = aabb_tree.self_pairs(tree, positions, tris, tree.weld_ids, stats=counts, enough=enough)
     else:
-        kept = frame_state(obj, positions, tris) if state is None else state
+        kept = frame_state(obj, positions, tris, carried) if state is None else state
         boxes = kept.frame_boxes()
-        carried = kept.carried
-        if carried is None:
+        prev = kept.carried                   # the pairs carried from the kept frame
+        if prev is None:
             pairs = aabb_tree.self_pairs(tree, positions, tris, tree.weld_ids, stats=counts,
                                enough=enough, frame=boxes)
         else:
@@ -202,10 +238,10 @@ def object_self_pairs(obj, positions: np.ndarray, tris: np.ndarray | None = None
             see = None
             if enough is not None:
                 def see(p):
-                    return enough(np.concatenate([carried, p]) if carried.size else p)
+                    return enough(np.concatenate([prev, p]) if prev.size else p)
             new = aabb_tree.self_pairs(tree, positions, tris, tree.weld_ids, stats=counts, enough=see,
                              moved=kept.moved, frame=boxes)
-            pairs = np.concatenate([carried, new])
+            pairs = np.concatenate([prev, new])
             pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
         kept.pairs = None if counts.get("stopped") else pairs
         kept.self_serial = kept.serial
@@ -222,7 +258,7 @@ def _same_seams(a, b) -> bool:
 
 
 def object_cross_pairs(obj_a, kept_a: Kept, obj_b, kept_b: Kept, seams, test,
-                       limit: int | None = None) -> np.ndarray | None:
+                       carried: Carried, limit: int | None = None) -> np.ndarray | None:
     """The pairs between two carrying objects at this frame from their last complete
     answer (`CrossKept`), or None when there is none for the frames kept before this
     update, or when the moved part would test more than `limit` candidate pairs (a
@@ -243,7 +279,7 @@ def object_cross_pairs(obj_a, kept_a: Kept, obj_b, kept_b: Kept, seams, test,
         (`query.cross_candidates_moved`) and `test` (docs/self_collision.md, "Carried
         pairs between two meshes"). The same set as a full query.
     """
-    rec = obj_a.cross_last.get(id(obj_b))
+    rec = carried.cross(obj_a).get(id(obj_b))
     if (rec is None or rec.other is not obj_b or kept_a.since is None
             or kept_b.since is None or rec.serial_a != kept_a.since
             or rec.serial_b != kept_b.since or not _same_seams(rec.seams, seams)):
@@ -265,11 +301,11 @@ def object_cross_pairs(obj_a, kept_a: Kept, obj_b, kept_b: Kept, seams, test,
 
 
 def keep_cross_pairs(obj_a, kept_a: Kept, obj_b, kept_b: Kept, seams,
-                     pairs: np.ndarray) -> None:
+                     pairs: np.ndarray, carried: Carried) -> None:
     """Keep `pairs`, the complete answer between two carrying objects at the frames
     `kept_a` and `kept_b` (never a stopped or first-hit answer), for the next update;
     answers kept at older frames of `obj_a` are dropped (they can no longer be used)."""
-    kept = {k: r for k, r in obj_a.cross_last.items() if r.serial_a == kept_a.serial}
+    kept = {k: r for k, r in carried.cross(obj_a).items() if r.serial_a == kept_a.serial}
     kept[id(obj_b)] = CrossKept(obj_b, kept_a.serial, kept_b.serial, seams,
                                 np.asarray(pairs, np.int64))
-    obj_a.cross_last = kept
+    carried.keep_cross(obj_a, kept)

@@ -39,6 +39,7 @@ from ..query.near_pairs import TooManyPairs
 from ..rig import Pose
 from ..types import FrameInputs, FrameResult, FrameSeams, ObjectPairs, QueryStats
 from .between import pairs_between
+from .carry import Carried
 from .clearance import apart_from, near_and_hits_between, near_between
 from .dispatch import OWN, check_mode, frame_method, frame_triangles
 from .exact import ExactTest
@@ -49,7 +50,9 @@ from .within import pairs_within
 
 @dataclass(frozen=True)
 class FrameQuery:
-    """How one frame is queried: `query_frame`'s options (their meaning in its docstring).
+    """How one frame is queried: `query_frame`'s options (their meaning in its docstring;
+    `carried`: what the live overlay carries between updates, `carry.Carried`, None for
+    a query that carries nothing).
     `fold`: the pairs between objects come from the clearance stage's traversal (a whole
     query with a clearance: no first hit, no cap, no budget)."""
 
@@ -60,6 +63,7 @@ class FrameQuery:
     enough_between: Callable | None = None
     clearance: float | None = None
     clearance_limit: int | None = None
+    carried: Carried | None = None
 
     @property
     def fold(self) -> bool:
@@ -127,10 +131,6 @@ def collide_frame(objects: list[CollisionObject], inputs: FrameInputs,
     t0 = time.perf_counter()
     modes = [frame_method(obj, pose, q.mode) for obj, pose in zip(objects, inputs.poses)]
     result = FrameResult([], 0.0, modes=modes, triangles=inputs.triangles)
-    for obj in objects:
-        if not obj.carry_self_pairs:       # a query that does not carry starts afresh
-            obj.self_last = None
-            obj.cross_last = {}
     plan = plan_frame(objects, inputs, q)
     for stage in plan.stages:
         stage(objects, inputs, q, plan, result)
@@ -179,7 +179,8 @@ def _between(objects, inputs: FrameInputs, q: FrameQuery, plan: FramePlan,
     """Pairs between objects (`between.pairs_between`: carried, boxed, deep, traversed)."""
     exact = ExactTest(inputs, plan.seams)
     result.pairs, st, methods = pairs_between(objects, inputs, plan.near, plan.seams, exact,
-                                              q.mode, q.first_hit, q.enough_between, plan.kept)
+                                              q.mode, q.first_hit, q.enough_between, plan.kept,
+                                              q.carried)
     result.stats.append(st)
     for k, m in methods.items():
         result.modes[k] = m
@@ -190,7 +191,8 @@ def _within(objects, inputs: FrameInputs, q: FrameQuery, plan: FramePlan,
     """Each object's self pairs (`within.pairs_within`), unless a first hit was found."""
     if q.first_hit and result.pairs:
         return
-    pairs, stats = pairs_within(objects, inputs, q.mode, q.first_hit, q.enough_self, plan.kept)
+    pairs, stats = pairs_within(objects, inputs, q.mode, q.first_hit, q.enough_self, plan.kept,
+                                q.carried)
     result.pairs += pairs
     result.stats += stats
 

@@ -53,17 +53,6 @@ class CollisionObject:
     #: A copy's original (`renamed`): the copy takes its self tree from it, made once
     #: for all copies even when made on first use (a crowd deep in one another).
     tree_source: object = field(default=None, repr=False)
-    #: Set by the live overlay while the artist poses: self-collision keeps its last
-    #: complete answer (`self_last`) and re-checks only what moved
-    #: (`self_collision.object_self_pairs`).
-    #: The name is historical: the flag carries the pairs between two carrying objects
-    #: too (`self_collision.object_cross_pairs`, kept in `cross_last` on the first object
-    #: of the pair, by id of the other); `self_last` is the kept frame both share
-    #: (`self_collision.frame_state`: positions, triangles, boxes), kept even when
-    #: self-collision is off.
-    carry_self_pairs: bool = field(default=False, repr=False)
-    self_last: object = field(default=None, repr=False)
-    cross_last: dict = field(default_factory=dict, repr=False)
     #: `welds.shared_vertices(vertex_keys)`, made on first use (`frame_keys`).
     shared_vertices: object = field(default=None, repr=False)
 

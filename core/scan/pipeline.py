@@ -31,6 +31,7 @@ from ..contacts import groups as contact_groups
 from ..contacts import pairs as contacts
 from ..methods import registry
 from ..types import FrameInputs, FrameRecord, FrameResult
+from .carry import Carried
 from .dispatch import OWN
 from .frame import query_frame
 from .memo import FrameMemo
@@ -57,11 +58,14 @@ class FrameFilters:
 @dataclass
 class FrameState:
     """What a scan carries from one frame to the next, passed in and returned (never left
-    on the objects): the answers of frames seen before (`FrameMemo`) and the contacts of
-    object pairs whose pairs did not change (`contact_groups.frame_contacts`' memo)."""
+    on the objects): the answers of frames seen before (`FrameMemo`), the contacts of
+    object pairs whose pairs did not change (`contact_groups.frame_contacts`' memo) and,
+    while the artist poses, the kept frames and answers the query carries
+    (`carry.Carried`, used with `ScanSettings.carry`)."""
 
     frame_memo: FrameMemo | None = None
     contacts_memo: dict | None = None
+    carried: Carried | None = None
 
 
 @dataclass
@@ -99,12 +103,12 @@ class FrameOutcome:
         return not (self.stopped or self.dense or self.near_stopped)
 
 
-#: `ask(objects, inputs, settings, filters) -> FrameResult`: the frame's query.
-Ask = Callable[[list, FrameInputs, ScanSettings, FrameFilters], FrameResult]
+#: `ask(objects, inputs, settings, filters, carried) -> FrameResult`: the frame's query.
+Ask = Callable[..., FrameResult]
 
 
 def query(objects: list, inputs: FrameInputs, settings: ScanSettings,
-          filters: FrameFilters) -> FrameResult:
+          filters: FrameFilters, carried: Carried | None = None) -> FrameResult:
     """The numpy core's query of the frame (`query_frame`). With a filter that may drop
     pairs (rest contacts, the allow-list, contact filters, zones), the first pair found,
     or a capped frame's, may be one the filter drops: then the whole frame is queried and
@@ -121,7 +125,8 @@ def query(objects: list, inputs: FrameInputs, settings: ScanSettings,
                        enough_self=_enough_self(objects, cap) if cap is not None else None,
                        enough_between=_enough_between(objects, cap) if cap is not None else None,
                        clearance=settings.clearance,
-                       clearance_limit=settings.clearance_limit)
+                       clearance_limit=settings.clearance_limit,
+                       carried=carried if settings.carry else None)
 
 
 def _enough_between(objects: list, cap: int) -> Callable:
@@ -221,7 +226,7 @@ def collide(objects: list, inputs: FrameInputs, settings: ScanSettings, filters:
     whole = settings
     if settings.contact_filter.active or filters.zones:
         whole = settings.with_(first_hit=False, max_pairs=None)
-    res = ask(objects, inputs, whole, filters)
+    res = ask(objects, inputs, whole, filters, state.carried)
     t0 = time.perf_counter()
     kept = counted(objects, res.pairs, filters)
     pairs, found, kept = reported(objects, inputs, kept, settings, state)

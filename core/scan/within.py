@@ -8,27 +8,30 @@ import numpy as np
 
 from ..rig import Pose
 from ..types import Frame, FrameInputs, QueryStats
-from .carry import Kept, object_self_pairs
+from .carry import Carried, Kept, object_self_pairs
 from .dispatch import query_method
 from .objects import CollisionObject
 from .seams import parted_self_pairs
 
 
 def pairs_within(objects: list[CollisionObject], inputs: FrameInputs, mode: str,
-                 first_hit: bool = False, enough=None, kept: dict | None = None
+                 first_hit: bool = False, enough=None, kept: dict | None = None,
+                 carried: Carried | None = None
                  ) -> tuple[list[tuple[int, int, np.ndarray]], list[QueryStats]]:
     """Self pairs of every object: per object with pairs (i, i, (K, 2) int64, t < u), and
     one `QueryStats` per object queried. `enough`: optional f(i, pairs) -> bool for capped
     frames. `kept`: the kept frames the pairs between objects already brought up to this
-    frame (object index -> `Kept`). With `first_hit`, stops at the first object with a
-    pair and keeps one pair."""
+    frame (object index -> `Kept`); `carried`: what the live overlay carries between
+    updates (`carry.Carried`; None: nothing). With `first_hit`, stops at the first object
+    with a pair and keeps one pair."""
     found, stats = [], []
     kept = kept or {}
     for i, obj in enumerate(objects):
         st = QueryStats()
         stop = None if enough is None else (lambda p, i=i: enough(i, p))
         pos, tris = inputs.positions[i], inputs.triangles[i]
-        pairs = _self_pairs(obj, pos, inputs.poses[i], tris, mode, st, stop, kept.get(i))
+        pairs = _self_pairs(obj, pos, inputs.poses[i], tris, mode, st, stop, kept.get(i),
+                            carried)
         parted = parted_self_pairs(obj, pos, tris)
         if parted.size:
             pairs = np.concatenate([pairs.reshape(-1, 2).astype(np.int64), parted])
@@ -44,7 +47,8 @@ def pairs_within(objects: list[CollisionObject], inputs: FrameInputs, mode: str,
 
 def _self_pairs(obj: CollisionObject, positions: np.ndarray, pose: Pose | None,
                 tris: np.ndarray, mode: str, st: QueryStats,
-                enough=None, state: Kept | None = None) -> np.ndarray:
+                enough=None, state: Kept | None = None,
+                carried: Carried | None = None) -> np.ndarray:
     """Self pairs of one object: its method's own self query (`Method.self_pairs`, e.g.
     sphere chains) when it has one, else the exact AABB self tree."""
     m = query_method(obj, mode)
@@ -53,4 +57,5 @@ def _self_pairs(obj: CollisionObject, positions: np.ndarray, pose: Pose | None,
                              obj.vertex_keys, stats=st)
         if pairs is not None:
             return pairs
-    return object_self_pairs(obj, positions, tris, stats=st, enough=enough, state=state)
+    return object_self_pairs(obj, positions, tris, stats=st, enough=enough, state=state,
+                             carried=carried)

@@ -2,7 +2,7 @@
 
 While the artist poses, each character's self pairs are carried over from its last
 complete answer and only its moved triangles are re-checked
-(`core.scan.carry.object_self_pairs`, turned on by the pose handler's
+(`core.scan.carry.object_self_pairs`, given the scene's `Carried` by the pose handler's
 `session.query(..., carry=True)`). Here the edits go through the real handlers (pose a
 bone, `view_layer.update()`, the depsgraph handler runs the live update) and switch from
 one character to the other, undo pose edits, edit weights (then rebuild, as the panel
@@ -64,10 +64,11 @@ class Recorder:
             return real_self_pairs(*args, **kw)
 
         def object_self_pairs(obj, *args, **kw):
-            last = obj.self_last if obj.carry_self_pairs else None
+            carried = kw.get("carried")
+            last = carried.frame(obj) if carried is not None else None
             self._moved = None
             pairs = real_object_self_pairs(obj, *args, **kw)
-            if obj.carry_self_pairs:
+            if carried is not None:
                 moved = self._moved
                 if moved is None:
                     self.self_queries.append((obj.name, "full", -1, 0))
@@ -131,7 +132,7 @@ class Live:
         else:               # nothing the live path follows changed: the answer stands
             assert self.last[2] is live, label
         sc, out, _ = self.last
-        assert all(o.carry_self_pairs for o in sc.objects), label
+        assert sc.settings.carry and sc.state.carried is not None, label     # it carries
         got = named_pairs(sc, out.tri_pairs)
         queries = list(self.rec.self_queries)
         memo = STATE.frame_memos.get(self.scene.name_full)

@@ -67,8 +67,7 @@ def test_carried_pairs_between_objects_equal_full_query(monkeypatch, method, pat
     rigs, worlds = _rigs()
     full = [scan.prepare(r, method) for r in rigs]
     carry = [scan.prepare(r, method) for r in rigs]
-    for o in carry:
-        o.carry_self_pairs = True
+    carried = sc_carry.Carried()                 # what the live overlay carries
     calls = []
     real = sc_carry.object_cross_pairs
 
@@ -114,7 +113,7 @@ def test_carried_pairs_between_objects_equal_full_query(monkeypatch, method, pat
         if capped:
             kw = dict(enough_between=lambda p: False, enough_self=lambda i, p: False)
         got = scan.query_frame(carry, pos, poses, self_collision=self_on, triangles=tris,
-                               **kw)
+                               carried=carried, **kw)
         assert _same(got.pairs, want.pairs), step
         deep_seen += want.stats[0].extra.get("deep_pairs", 0)
         between = [p for i, j, p in want.pairs if (i, j) == (0, 1)]
@@ -144,32 +143,34 @@ def test_carried_pairs_between_objects_not_kept_from_a_stopped_query(monkeypatch
     rigs, worlds = _rigs()
     carry = [scan.prepare(r) for r in rigs]
     full = [scan.prepare(r) for r in rigs]
-    for o in carry:
-        o.carry_self_pairs = True
+    carried = sc_carry.Carried()
     poses, pos = _rest_frame(rigs, worlds)
-    part = scan.query_frame(carry, pos, poses, enough_between=lambda p: True)
+    part = scan.query_frame(carry, pos, poses, enough_between=lambda p: True, carried=carried)
     assert part.stats[0].extra["stopped"]
-    assert carry[0].cross_last == {}
+    assert carried.cross(carry[0]) == {}
     want = scan.query_frame(full, pos, poses)
     assert want.n_pairs > 0
-    got = scan.query_frame(carry, pos, poses)
+    got = scan.query_frame(carry, pos, poses, carried=carried)
     assert got.stats[0].extra["carried_pairs"] == 0 and _same(got.pairs, want.pairs)
-    got = scan.query_frame(carry, pos, poses)                # now from the kept answer
+    got = scan.query_frame(carry, pos, poses, carried=carried)   # now from the kept answer
     assert got.stats[0].extra["carried_pairs"] == 1 and _same(got.pairs, want.pairs)
 
 
-def test_query_without_carry_drops_what_was_kept(monkeypatch):
-    """A query that does not carry (Refresh, Scan Frame Range) starts afresh."""
+def test_query_without_carry_keeps_nothing(monkeypatch):
+    """A query that does not carry (Refresh, Scan Frame Range) neither reads nor keeps
+    anything: what is carried lives in the store the live overlay passes in, never on
+    the objects (issue 56)."""
     monkeypatch.setattr(scan.between, "BOX_PAIRS_MAX", 0)
     monkeypatch.setattr(scan.between, "DEEP_SHARE", float("inf"))
     rigs, worlds = _rigs()
     objs = [scan.prepare(r) for r in rigs]
-    for o in objs:
-        o.carry_self_pairs = True
+    carried = sc_carry.Carried()
     poses, pos = _rest_frame(rigs, worlds)
-    scan.query_frame(objs, pos, poses)
-    assert objs[0].cross_last and objs[0].self_last is not None
-    for o in objs:
-        o.carry_self_pairs = False
-    scan.query_frame(objs, pos, poses)
-    assert objs[0].cross_last == {} and objs[0].self_last is None
+    scan.query_frame(objs, pos, poses, carried=carried)
+    assert carried.cross(objs[0]) and carried.frame(objs[0]) is not None
+    before = {k: v for k, v in vars(objs[0]).items() if k != "self_tree"}
+    got = scan.query_frame(objs, pos, poses)
+    assert got.stats[0].extra["carried_pairs"] == 0
+    assert {k: v for k, v in vars(objs[0]).items() if k != "self_tree"}.keys() == before.keys()
+    # A store forgets what its objects no longer are.
+    assert carried.retain(objs[1:]).frame(objs[0]) is None and carried.cross(objs[0]) == {}

@@ -452,9 +452,7 @@ def test_carried_pairs_equal_full_query_on_pose_edits(monkeypatch):
             procedural.tube_rig(rings=22, segments=12, n_bones=5, length=1.6, radius=0.25)]
     full = [scan.prepare(r) for r in rigs]
     carry = [[scan.prepare(r) for r in rigs] for _ in range(2)]   # complete, capped
-    for objs in carry:
-        for o in objs:
-            o.carry_self_pairs = True
+    stores = [sc_carry.Carried(), sc_carry.Carried()]              # what each carries
     seen = []
     real = sc.self_pairs
 
@@ -492,11 +490,12 @@ def test_carried_pairs_equal_full_query_on_pose_edits(monkeypatch):
         want = sc_carry.object_self_pairs(full[i], pos, tris)
         bf = scan.brute_force_pairs(pos, tris, keys=full[i].vertex_keys[tris])
         assert as_set(want) == as_set(bf), step
-        got = sc_carry.object_self_pairs(carry[0][i], pos, tris)
+        got = sc_carry.object_self_pairs(carry[0][i], pos, tris, carried=stores[0])
         assert np.array_equal(got, want), step
-        got = sc_carry.object_self_pairs(carry[1][i], pos, tris, enough=lambda p: False)
+        got = sc_carry.object_self_pairs(carry[1][i], pos, tris, enough=lambda p: False,
+                                         carried=stores[1])
         assert np.array_equal(got, want), step
-        last = carry[0][i].self_last
+        last = stores[0].frame(carry[0][i])
         carried_total += len(want) if seen and seen[-1] < tris.shape[0] else 0
         assert last is not None and last.pairs is got or np.array_equal(last.pairs, want)
         # What is kept (updated in place where triangles moved) is bit for bit a fresh
@@ -520,14 +519,15 @@ def test_carried_pairs_not_kept_from_a_stopped_query():
     positions and boxes, is kept: the pairs between objects share it)."""
     rig = procedural.tube_rig(rings=30, segments=16, n_bones=6, length=2.0, radius=0.3)
     obj = scan.prepare(rig)
-    obj.carry_self_pairs = True
+    carried = sc_carry.Carried()
     pos = skinning.lbs_rig(rig, elbow_fold(rig))
     st = traversal.QueryStats()
-    part = sc_carry.object_self_pairs(obj, pos, enough=lambda p: len(p) > 0, stats=st)
-    assert st.extra["stopped"] and obj.self_last.pairs is None
-    full = sc_carry.object_self_pairs(obj, pos)
-    assert as_set(part) <= as_set(full) and obj.self_last.pairs is not None
-    assert obj.self_last.carried is None               # nothing carried from the stopped one
+    part = sc_carry.object_self_pairs(obj, pos, enough=lambda p: len(p) > 0, stats=st,
+                                      carried=carried)
+    assert st.extra["stopped"] and carried.frame(obj).pairs is None
+    full = sc_carry.object_self_pairs(obj, pos, carried=carried)
+    assert as_set(part) <= as_set(full) and carried.frame(obj).pairs is not None
+    assert carried.frame(obj).carried is None          # nothing carried from the stopped one
 
 
 def _edit_bone(rig, deform, j, R):
@@ -570,7 +570,7 @@ def test_carried_pairs_equal_full_query_on_asset_pose_edits():
         ob = max(meshes, key=lambda o: len(o.data.polygons))
         full = scan.prepare(extract.rig_from_object(ob))
         carry = scan.prepare(full.rig)
-        carry.carry_self_pairs = True
+        carried = sc_carry.Carried()
         rig = full.rig
         pose = procedural.random_pose(rig, rng, max_angle=math.radians(30),
                                       scale_range=(1.0, 1.0))
@@ -585,10 +585,11 @@ def test_carried_pairs_equal_full_query_on_asset_pose_edits():
             pos = skinning.lbs_rig(rig, Pose(d, pose.armature_world, pose.mesh_world))
             want = sc_carry.object_self_pairs(full, pos)
             # (a copy: the kept positions are brought up to date in place)
-            last = None if carry.self_last is None else carry.self_last.positions.copy()
-            got = sc_carry.object_self_pairs(carry, pos)
+            kept = carried.frame(carry)
+            last = None if kept is None else kept.positions.copy()
+            got = sc_carry.object_self_pairs(carry, pos, carried=carried)
             assert np.array_equal(got, want), (asset, step)
-            if last is not None and carry.self_last is not None:
+            if last is not None and carried.frame(carry) is not None:
                 moved = (pos != last).any(axis=1)[rig.triangles].any(axis=1)
                 incremental += int(np.count_nonzero(moved) <= sc_carry.CARRY_MAX_MOVED * moved.size)
         bpy.ops.wm.read_homefile(use_empty=True)
