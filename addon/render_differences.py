@@ -105,10 +105,7 @@ def adaptive_note(scene, meshes) -> str | None:
 
     if evaluation.scene_engine(scene) != "CYCLES":
         return None
-    names = [m.name for m in meshes
-             if any(mod.type == "SUBSURF" and mod.show_render
-                    and getattr(mod, "use_adaptive_subdivision", False)
-                    for mod in drawn.source_of(m).modifiers)]
+    names = [m.name for m in meshes if _adaptive(drawn.source_of(m))]
     if not names:
         return None
     return (f"{', '.join(names)}: Cycles dices the Subdivision Surface adaptively at render "
@@ -132,3 +129,16 @@ def note(scene, view_layer, meshes) -> str | None:
         return None
     return (f"renders draw otherwise ({'; '.join(parts)}): this check reads the surfaces "
             "the viewport draws; --as-rendered checks those renders draw")
+
+
+def _adaptive(ob) -> bool:
+    """Whether Cycles dices `ob`'s last Subdivision Surface adaptively: the modifier's own
+    switch (Blender 4.5 and later), or the object's Cycles setting on a release that keeps
+    it there (4.2: `ob.cycles.use_adaptive_subdivision`, on the last Subdivision)."""
+    subsurf = [mod for mod in ob.modifiers if mod.type == "SUBSURF" and mod.show_render]
+    if not subsurf:
+        return False
+    if any(getattr(mod, "use_adaptive_subdivision", False) for mod in subsurf):
+        return True
+    cycles = getattr(ob, "cycles", None)
+    return bool(getattr(cycles, "use_adaptive_subdivision", False))

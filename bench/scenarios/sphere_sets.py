@@ -8,7 +8,7 @@ modifier, no object transform, as `skin_collide sphere-set` reads it) and each c
   top-down minimal-ball split) and `grid` (an octree cover), `core.methods.sphere_set.baselines`;
 * E_r = (volume of the union of the spheres outside the mesh) / (mesh volume), every set
   measured by the SAME estimator here (not the builder's own number):
-  `outside_volume.union_outside_volume_estimate` with `--samples` jittered-grid points over
+  `union_volume.union_outside_volume_estimate` with `--samples` jittered-grid points over
   the union's box and the same seed; its standard error (a conservative bound,
   sqrt(p (1 - p) / n) * V_box / V_mesh) is printed per cell. The mesh volume is
   `outside_volume.mesh_volume` (divergence theorem);
@@ -158,11 +158,12 @@ def union_coverage(centers, radii, v, t, k: int = 6, rel_tol: float = 1e-9) -> t
 
 
 def measure(centers, radii, v, t, samples: int, seed: int, mesh, vol: float) -> dict:
-    from skin_collide.core.methods.sphere_set import outside_volume as ov
+    from skin_collide.core.methods.sphere_set import union_volume
 
     t0 = timing.now()
-    out, err = ov.union_outside_volume_estimate(centers, radii, v, t, n_samples=samples,
-                                                seed=seed, mesh=mesh)
+    out, err = union_volume.union_outside_volume_estimate(centers, radii, v, t,
+                                                          n_samples=samples, seed=seed,
+                                                          mesh=mesh)
     missed, gap = coverage(centers, radii, v, t)
     u_missed, u_gap = union_coverage(centers, radii, v, t)
     return {"e_r": out / vol, "e_r_stderr": err / vol, "uncovered": missed, "gap": gap,

@@ -350,7 +350,12 @@ def test_cycles_adaptive_subdivision_is_named(tmp_path):
     notes)."""
     make_render_shot(bpy)
     bpy.context.scene.render.engine = "CYCLES"
-    bpy.data.objects["Left"].modifiers["Subdivision"].use_adaptive_subdivision = True
+    left = bpy.data.objects["Left"]
+    mod = left.modifiers["Subdivision"]
+    if hasattr(mod, "use_adaptive_subdivision"):
+        mod.use_adaptive_subdivision = True
+    else:                           # 4.2 LTS keeps the switch in the object's Cycles settings
+        left.cycles.use_adaptive_subdivision = True
     path = tmp_path / "adaptive.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(path))
     report = tmp_path / "r.json"
