@@ -68,6 +68,9 @@ _CHUNK: int = 2048
 _PER_ROUND: int = 32
 _MAX_BOXES: int = 512
 
+#: Newton steps of a box's witness search (`_witness`).
+_NEWTON: int = 3
+
 #: Bisection rounds before the still-open queries answer True (undecided).
 _MAX_ROUNDS: int = 400
 
@@ -261,8 +264,8 @@ def _solve(vf: bool, d0: np.ndarray, d1: np.ndarray, tol: float, first: bool,
         open_ = np.flatnonzero(~out & ~small)
         wt = np.full(len(wq), np.inf)
         if len(open_):
-            wt[open_] = _witness(vf, d0[wq[open_]], d1[wq[open_]], f[open_], wlo[open_],
-                                 whi[open_], eps[wq[open_]], in_box=first)
+            wt[open_] = _witness(vf, d0[wq[open_]], d1[wq[open_]], wlo[open_], whi[open_],
+                                 eps[wq[open_]], in_box=first)
         near = small | np.isfinite(wt)
         accept = ~out & near
         if first:
@@ -335,34 +338,50 @@ def _solve(vf: bool, d0: np.ndarray, d1: np.ndarray, tol: float, first: bool,
 _GRID: float = 2.0 ** 40
 
 
-def _witness(vf: bool, d0: np.ndarray, d1: np.ndarray, f: np.ndarray, lo: np.ndarray,
-             hi: np.ndarray, eps: np.ndarray, in_box: bool) -> np.ndarray:
+def _witness(vf: bool, d0: np.ndarray, d1: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+             eps: np.ndarray, in_box: bool) -> np.ndarray:
     """For K open boxes, the time of a domain point where every computed component of F
     is within ``eps`` (so |F| <= sqrt(3) (eps + err), docs/ccd.md), or inf.
 
-    The point is one Newton step from the box's centre, with F and its Jacobian at the
-    centre read off the corner values ``f`` (K, 2, 2, 2, 3) (exact for a multilinear map),
-    clamped to the domain (``in_box``: to the box, whose time interval then holds the
-    witness's time) and rounded down to multiples of 2^-40 (box ends are multiples)."""
-    width = hi - lo
-    fc = f.mean(axis=(1, 2, 3))                                              # (K, 3)
-    # Columns: dF/dt, dF/du, dF/dw at the centre, per unit of the box's width.
-    jac = [(f[:, 1] - f[:, 0]).mean(axis=(1, 2)), (f[:, :, 1] - f[:, :, 0]).mean(axis=(1, 2)),
-           (f[:, :, :, 1] - f[:, :, :, 0]).mean(axis=(1, 2))]                 # 3 x (K, 3)
+    The point: `_NEWTON` Newton steps on F from the box's centre (F is affine in each
+    parameter, so its Jacobian is read off the positions and velocities), each clamped to
+    the domain (``in_box``: to the box, whose time interval then holds the witness's
+    time), rounded down to multiples of 2^-40 (box ends are multiples), then evaluated
+    as the corners are, so that the corners' error bound holds."""
+    sgn = -1.0 if vf else 1.0
+    vel = d1 - d0                                                           # (K, 4, 3)
+    p = 0.5 * (lo + hi)
+    lo_c, hi_c = (lo, hi) if in_box else (0.0, 1.0)
     with np.errstate(all="ignore"):
-        # Cramer's rule: a singular Jacobian gives a non-finite step (no witness).
-        c0, c1, c2 = jac
-        det = np.einsum("ki,ki->k", c0, np.cross(c1, c2))
-        step = np.stack([np.einsum("ki,ki->k", fc, np.cross(c1, c2)),
-                         np.einsum("ki,ki->k", c0, np.cross(fc, c2)),
-                         np.einsum("ki,ki->k", c0, np.cross(c1, fc))], axis=1) / det[:, None]
-        p = 0.5 * (lo + hi) - step * width
-    ok = np.isfinite(p).all(axis=1)
-    p = np.where(ok[:, None], p, lo)
-    p = np.clip(p, lo, hi) if in_box else np.clip(p, 0.0, 1.0)
+        for _ in range(_NEWTON):
+            t, u, w = p[:, 0:1], p[:, 1:2], p[:, 2:3]
+            x = (1.0 - t)[:, :, None] * d0 + t[:, :, None] * d1             # (K, 4, 3)
+            a, e1, e2, da, de1, de2 = _terms(vf, x, vel)
+            f = a + sgn * u * e1 - w * e2
+            c0 = da + sgn * u * de1 - w * de2                               # dF/dt
+            c1, c2 = sgn * e1, -e2                                          # dF/du, dF/dw
+            # Cramer's rule: a singular Jacobian gives a non-finite step (kept in place).
+            det = np.einsum("ki,ki->k", c0, np.cross(c1, c2))
+            step = np.stack([np.einsum("ki,ki->k", f, np.cross(c1, c2)),
+                             np.einsum("ki,ki->k", c0, np.cross(f, c2)),
+                             np.einsum("ki,ki->k", c0, np.cross(c1, f))], axis=1) / det[:, None]
+            step = np.where(np.isfinite(step), step, 0.0)
+            p = np.clip(p - step, lo_c, hi_c)
     p = np.floor(p * _GRID) / _GRID
     if vf:
         p[:, 2] = np.minimum(p[:, 2], 1.0 - p[:, 1])      # exact on the grid: u + w <= 1
     val = _corner_values(vf, d0, d1, p, p)[:, 0, 0, 0]                       # (K, 3)
-    ok &= (np.abs(val) <= eps[:, None]).all(axis=1)
+    ok = (np.abs(val) <= eps[:, None]).all(axis=1)
     return np.where(ok, p[:, 0], np.inf)
+
+
+def _terms(vf: bool, x: np.ndarray, vel: np.ndarray):
+    """F's terms a, e1, e2 (F = a -/+ u e1 - w e2) from the 4 positions ``x`` (K, 4, 3),
+    and their time derivatives from the velocities ``vel``."""
+    out = []
+    for y in (x, vel):
+        if vf:
+            out += [y[:, 0] - y[:, 1], y[:, 2] - y[:, 1], y[:, 3] - y[:, 1]]
+        else:
+            out += [y[:, 0] - y[:, 2], y[:, 1] - y[:, 0], y[:, 3] - y[:, 2]]
+    return out
