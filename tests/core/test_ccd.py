@@ -89,7 +89,10 @@ def families(kind):
             "triangle collapses onto the point": _q([(.2, .2, 0), (0, 0, 0), (1, 0, 0), (0, 1, 0)],
                                                     [(.2, .2, 0), (.2, .2, 0), (.2, .2, 0), (.2, .2, 0)]),
             "everything at one point": _q([(0, 0, 0)] * 4, [(0, 0, 0)] * 4),
-            "grazes tangentially": _q([(.25, .25, 1), (0, 0, 0), (1, 0, 0), (0, 1, 0)],
+            # The coplanarity cubic is -(2t - 1)^2 / 4: a double root, the point inside.
+            "touches tangentially at t = 1/2": _q([(.25, 0, -.25), (0, 0, 0), (1, 0, 0), (0, 1, -1)],
+                                                  [(.25, .5, .25), (0, 0, 0), (1, 0, 0), (0, 1, 1)]),
+            "the triangle tilts through the point": _q([(.25, .25, 1), (0, 0, 0), (1, 0, 0), (0, 1, 0)],
                                       [(.25, .25, 1), (0, 0, 2), (1, 0, 2), (0, 1, 0)]),
         }
     else:

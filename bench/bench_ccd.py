@@ -1,0 +1,80 @@
+"""Continuous collision kernel (`core.geometry.ccd`): queries per second, and the false
+positives against the exact rational reference (`tests/ccd_reference.py`).
+
+    bash dev python bench/bench_ccd.py [N_SPEED [N_EXACT]]     (50000 and 1000 by default)
+
+Query sets (seeded): "random": four points uniform in the unit cube, each moving by a
+normal step of 0.3 (4% vertex-face and 11% edge-edge contacts); "short moves": steps of
+0.05 (under 1% and 2%, closer to what a broad phase hands over); "near misses": contacts
+moved off the boundary of a primitive by 1e-9 .. 1e-3 (log-uniform; tests/core/test_ccd.py
+`near_queries`; N_SPEED / 10 of them: slow). Speed: best of 3, one thread. Exact: the reference decides each query;
+a false positive is a hit it calls a miss, an undecided one a hit from the budget.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "tests"),
+                str(Path(__file__).resolve().parents[1] / "tests" / "core")]
+
+import ccd_reference as ref  # noqa: E402
+from test_ccd import near_queries  # noqa: E402
+
+from skin_collide.core.geometry import ccd  # noqa: E402
+
+FIRST = {ccd.VERTEX_FACE: ref.vertex_face_first, ccd.EDGE_EDGE: ref.edge_edge_first}
+D2 = {ccd.VERTEX_FACE: ref.vertex_face_d2, ccd.EDGE_EDGE: ref.edge_edge_d2}
+
+
+def queries(name, n, kind, seed=0):
+    rng = np.random.default_rng(seed)
+    if name == "near misses":
+        return near_queries(rng, n, kind)
+    x0 = rng.random((n, 4, 3))
+    return x0, x0 + {"random": 0.3, "short moves": 0.05}[name] * rng.standard_normal((n, 4, 3))
+
+
+def speed(n):
+    print(f"{'set':<12} {'kind':<12} {'hits':>6} {'hits q/s':>10} {'first contact q/s':>18}")
+    for name in ("random", "short moves", "near misses"):
+        for kind in (ccd.VERTEX_FACE, ccd.EDGE_EDGE):
+            m = n // 10 if name == "near misses" else n
+            x0, x1 = queries(name, m, kind)
+            rates = []
+            for first in (False, True):
+                best = np.inf
+                for _ in range(3):
+                    t0 = time.perf_counter()
+                    r = ccd.ccd(kind, x0, x1, first_contact=first)
+                    best = min(best, time.perf_counter() - t0)
+                rates.append(m / best)
+            print(f"{name:<12} {kind:<12} {r.hit.mean():6.1%} {rates[0]:10,.0f} {rates[1]:18,.0f}")
+
+
+def exact(n):
+    print(f"\n{'set':<12} {'kind':<12} {'tol':>6} {'contacts':>9} {'hits':>6} "
+          f"{'false pos.':>10} {'rate':>7} {'undecided':>9} {'max d/(tol M)':>13}")
+    for name in ("random", "near misses"):
+        for kind in (ccd.VERTEX_FACE, ccd.EDGE_EDGE):
+            x0, x1 = queries(name, n, kind, seed=1)
+            truth = np.array([FIRST[kind](x0[i], x1[i]) is not None for i in range(n)])
+            for tol in (1e-6, 1e-4):
+                r = ccd.ccd(kind, x0, x1, tol=tol)
+                assert r.hit[truth].all()
+                fps = np.flatnonzero(r.hit & ~truth)
+                fp = len(fps)
+                m = ccd.extent(x0, x1)
+                # The exact distance at the returned time, in units of tol M (bound: 2).
+                worst = max([float(D2[kind](x0[i], x1[i], r.t[i])) ** 0.5 / (tol * m[i])
+                             for i in fps if r.decided[i]], default=0.0)
+                print(f"{name:<12} {kind:<12} {tol:6.0e} {truth.sum():9d} {r.hit.sum():6d} "
+                      f"{fp:10d} {fp / n:7.2%} {(~r.decided).sum():9d} {worst:13.3f}")
+
+
+if __name__ == "__main__":
+    speed(int(sys.argv[1]) if len(sys.argv) > 1 else 50_000)
+    exact(int(sys.argv[2]) if len(sys.argv) > 2 else 1000)
