@@ -8,7 +8,7 @@ t = 1. Two kinds of queries, each a (N, 4, 3) array per end of the motion:
 * edge–edge, rows ``ea0, ea1, eb0, eb1``: do the closed segments ``ea0(t) ea1(t)`` and
   ``eb0(t) eb1(t)`` share a point for some t in [0, 1]?
 
-Both are a root of a multilinear map F over a box of (t, u, v) (docs/ccd.md):
+Both are a root of a multilinear map F over a box of (t, u, w) (docs/ccd.md):
 ``F = v - f0 - u (f1 - f0) - w (f2 - f0)`` with u, w >= 0, u + w <= 1, or
 ``F = ea0 + u (ea1 - ea0) - eb0 - w (eb1 - eb0)`` with u, w in [0, 1]. A multilinear map
 takes on a box only convex combinations of its 8 corner values, so the bounding box of
@@ -16,8 +16,9 @@ the corner values contains its image (the inclusion function of Tight Inclusion,
 al. 2021). A box is rejected when, on some axis, all 8 computed corner values exceed the
 proven float64 error bound of their evaluation (`_ERR_REL`) on the same side of 0; it is
 accepted (contact within the tolerance) when the corner values span at most
-``eps = tol * M`` on every axis, M the query's extent; otherwise it is halved along the
-parameter that spreads the values most. The boxes of all queries are bisected together,
+``eps = tol * M`` on every axis, M the query's extent, or when a few Newton steps from its
+centre reach a point where every component of F is within ``eps`` (a witness); otherwise
+it is halved along the parameter that spreads the values most. The boxes of all queries are bisected together,
 a bounded number of rounds on arrays; a query still open after the last round, or with
 more live boxes than the budget, answers True (``decided`` False).
 
@@ -27,7 +28,7 @@ Guarantees (proofs in docs/ccd.md):
 * **Bounded false positives**: a *decided* True means that at the returned time t the two
   primitives are within distance ``eta = 2 * tol * M`` (``M``: the largest absolute
   coordinate of the query's 8 positions after translating its first vertex at t = 0 to
-  the origin, `extent`).
+  the origin, `extent`); with ``first_contact``, at some time in ``[t, t + t_tol]``.
 * `vertex_face_toi` / `edge_edge_toi`: t is a lower bound of the first time of contact
   (never later than the true first contact).
 """
@@ -81,9 +82,9 @@ class CCDResult(NamedTuple):
     """Per query: ``hit`` (N,) bool; ``t`` (N,) float64; ``decided`` (N,) bool.
 
     ``t`` is ``inf`` where ``hit`` is False. With ``first_contact`` it is a lower bound of
-    the first time of contact (and, when ``decided``, a time at which the primitives are
-    within the tolerance); without, a time at which they are within the tolerance
-    (``decided`` hits) or a lower bound of it. ``decided`` is False where the answer True
+    the first time of contact (and, when ``decided``, within ``t_tol`` before a time at
+    which the primitives are within the tolerance); without, a time at which they are
+    within the tolerance (``decided`` hits). ``decided`` is False where the answer True
     comes from the round or box budget (or non-finite input), not from an accepted box."""
     hit: np.ndarray
     t: np.ndarray
@@ -128,7 +129,8 @@ def edge_edge_toi(x0: np.ndarray, x1: np.ndarray, tol: float = TOL,
     return r.hit, r.t
 
 
-def _as_queries(x0, x1) -> tuple[np.ndarray, np.ndarray]:
+def _as_queries(x0: np.ndarray, x1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Both ends as (N, 4, 3) float64 arrays, or ValueError."""
     x0 = np.asarray(x0, dtype=np.float64)
     x1 = np.asarray(x1, dtype=np.float64)
     if x0.ndim != 3 or x0.shape[1:] != (4, 3) or x1.shape != x0.shape:
@@ -150,6 +152,9 @@ def ccd(kind: str, x0: np.ndarray, x1: np.ndarray, *, tol: float = TOL,
         raise ValueError(f"unknown query kind {kind!r}")
     if not (1e-9 <= tol <= 0.1):
         raise ValueError(f"tol must be in [1e-9, 0.1], got {tol}")
+    if not (_MIN_WIDTH <= t_tol <= 1.0):
+        # A first-contact box is never split below _MIN_WIDTH in time.
+        raise ValueError(f"t_tol must be in [2^-40, 1], got {t_tol}")
     x0, x1 = _as_queries(x0, x1)
     n = len(x0)
     hit = np.zeros(n, bool)
@@ -200,7 +205,8 @@ def _corner_values(vf: bool, d0: np.ndarray, d1: np.ndarray, lo: np.ndarray,
 
 
 def _solve(vf: bool, d0: np.ndarray, d1: np.ndarray, tol: float, first: bool,
-           t_tol: float, max_rounds: int, max_boxes: int, per_round: int):
+           t_tol: float, max_rounds: int, max_boxes: int,
+           per_round: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Bisect the (t, u, w) boxes of n queries (translated, finite) together.
 
     Queries enter the pool of live boxes as others leave it (at most `_CHUNK` queries at a
@@ -375,7 +381,7 @@ def _witness(vf: bool, d0: np.ndarray, d1: np.ndarray, lo: np.ndarray, hi: np.nd
     return np.where(ok, p[:, 0], np.inf)
 
 
-def _terms(vf: bool, x: np.ndarray, vel: np.ndarray):
+def _terms(vf: bool, x: np.ndarray, vel: np.ndarray) -> list[np.ndarray]:
     """F's terms a, e1, e2 (F = a -/+ u e1 - w e2) from the 4 positions ``x`` (K, 4, 3),
     and their time derivatives from the velocities ``vel``."""
     out = []
