@@ -1,7 +1,7 @@
 """Continuous collision kernel (`core.geometry.ccd`): queries per second, and the false
 positives against the exact rational reference (`tests/ccd_reference.py`).
 
-    bash dev python bench/bench_ccd.py [N_SPEED [N_EXACT]]     (50000 and 1000 by default)
+    bash dev python bench/bench_ccd.py [N_SPEED [N_EXACT [SHEET]]]   (50000, 1000, 20)
 
 Query sets (seeded): "random": four points uniform in the unit cube, each moving by a
 normal step of 0.3 (4% vertex-face and 11% edge-edge contacts); "short moves": steps of
@@ -9,6 +9,8 @@ normal step of 0.3 (4% vertex-face and 11% edge-edge contacts); "short moves": s
 moved off the boundary of a primitive by 1e-9 .. 1e-3 (log-uniform; tests/core/test_ccd.py
 `near_queries`; N_SPEED / 10 of them: slow). Speed: best of 3, one thread. Exact: the reference decides each query;
 a false positive is a hit it calls a miss, an undecided one a hit from the budget.
+Meshes: `swept.mesh_pairs` on the two grid sheets of tests/core/test_swept.py (SHEET x SHEET
+quads each, 2 SHEET^2 triangles; B sweeps through A: a stress case, most candidates touch).
 """
 from __future__ import annotations
 
@@ -23,8 +25,9 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "tests"),
 
 import ccd_reference as ref  # noqa: E402
 from test_ccd import near_queries  # noqa: E402
+from test_swept import sheets  # noqa: E402
 
-from skin_collide.core.geometry import ccd  # noqa: E402
+from skin_collide.core.geometry import ccd, swept  # noqa: E402
 
 FIRST = {ccd.VERTEX_FACE: ref.vertex_face_first, ccd.EDGE_EDGE: ref.edge_edge_first}
 D2 = {ccd.VERTEX_FACE: ref.vertex_face_d2, ccd.EDGE_EDGE: ref.edge_edge_d2}
@@ -75,6 +78,18 @@ def exact(n):
                       f"{fp:10d} {fp / n:7.2%} {(~r.decided).sum():9d} {worst:13.3f}")
 
 
+def meshes(n):
+    va0, va1, ta, vb0, vb1, tb = sheets(np.random.default_rng(0), n)
+    t0 = time.perf_counter()
+    cand = swept.candidate_pairs(*swept.swept_boxes(va0, va1, ta), *swept.swept_boxes(vb0, vb1, tb))
+    t1 = time.perf_counter()
+    pairs, t = swept.mesh_pairs(va0, va1, ta, vb0, vb1, tb)
+    t2 = time.perf_counter()
+    print(f"\nmesh_pairs, {len(ta)} x {len(tb)} triangles: {len(cand)} candidate pairs "
+          f"({t1 - t0:.3f} s), {len(pairs)} touching pairs, {t2 - t1:.1f} s in all")
+
+
 if __name__ == "__main__":
     speed(int(sys.argv[1]) if len(sys.argv) > 1 else 50_000)
     exact(int(sys.argv[2]) if len(sys.argv) > 2 else 1000)
+    meshes(int(sys.argv[3]) if len(sys.argv) > 3 else 20)

@@ -81,13 +81,6 @@ def candidate_pairs(lo_a: np.ndarray, hi_a: np.ndarray, lo_b: np.ndarray,
     return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
 
 
-# The 15 primitive queries of a triangle pair, as rows into the 6 vertices (A's 0-2, B's
-# 3-5): A's vertices against B's face, B's against A's face, A's edges against B's edges.
-_VF = [(k, 3, 4, 5) for k in range(3)] + [(3 + k, 0, 1, 2) for k in range(3)]
-_EDGES = [(0, 1), (1, 2), (2, 0)]
-_EE = [(a0, a1, 3 + b0, 3 + b1) for a0, a1 in _EDGES for b0, b1 in _EDGES]
-
-
 def mesh_pairs(va0: np.ndarray, va1: np.ndarray, tris_a: np.ndarray, vb0: np.ndarray,
                vb1: np.ndarray, tris_b: np.ndarray, *, tol: float = ccd.TOL,
                t_tol: float = ccd.T_TOL) -> tuple[np.ndarray, np.ndarray]:
@@ -105,15 +98,37 @@ def mesh_pairs(va0: np.ndarray, va1: np.ndarray, tris_a: np.ndarray, vb0: np.nda
     cand = candidate_pairs(*swept_boxes(va0, va1, tris_a), *swept_boxes(vb0, vb1, tris_b))
     if len(cand) == 0:
         return cand, np.empty(0)
-    # The 6 vertices of each candidate pair at both ends: (K, 6, 3).
-    p0 = np.concatenate([va0[tris_a[cand[:, 0]]], vb0[tris_b[cand[:, 1]]]], axis=1)
-    p1 = np.concatenate([va1[tris_a[cand[:, 0]]], vb1[tris_b[cand[:, 1]]]], axis=1)
-    vf = np.array(_VF)
-    ee = np.array(_EE)
-    rv = ccd.ccd(ccd.VERTEX_FACE, p0[:, vf].reshape(-1, 4, 3), p1[:, vf].reshape(-1, 4, 3),
-                 tol=tol, first_contact=True, t_tol=t_tol)
-    re = ccd.ccd(ccd.EDGE_EDGE, p0[:, ee].reshape(-1, 4, 3), p1[:, ee].reshape(-1, 4, 3),
-                 tol=tol, first_contact=True, t_tol=t_tol)
-    t = np.minimum(rv.t.reshape(-1, 6).min(axis=1), re.t.reshape(-1, 9).min(axis=1))
+    ia, ib = cand[:, 0], cand[:, 1]
+    # A vertex against a face, or an edge against an edge, is one query however many
+    # candidate pairs share it (a vertex is in ~6 triangles, an edge in 2): each distinct
+    # query runs once and its time is gathered back to the pairs.
+    t = np.full(len(cand), np.inf)
+    for verts, faces, vs, fs, vx0, vx1, fx0, fx1 in (
+            (tris_a, tris_b, ia, ib, va0, va1, vb0, vb1),
+            (tris_b, tris_a, ib, ia, vb0, vb1, va0, va1)):
+        key = verts[vs].astype(np.int64) * len(faces) + fs[:, None]          # (K, 3)
+        uniq, inv = np.unique(key.ravel(), return_inverse=True)
+        v, f = uniq // len(faces), uniq % len(faces)
+        q0 = np.concatenate([vx0[v][:, None], fx0[faces[f]]], axis=1)        # (U, 4, 3)
+        q1 = np.concatenate([vx1[v][:, None], fx1[faces[f]]], axis=1)
+        r = ccd.ccd(ccd.VERTEX_FACE, q0, q1, tol=tol, first_contact=True, t_tol=t_tol)
+        t = np.minimum(t, r.t[inv].reshape(-1, 3).min(axis=1))
+    ea, na = _edges(tris_a)
+    eb, nb = _edges(tris_b)
+    key = ea[ia][:, :, None] * len(nb) + eb[ib][:, None, :]                 # (K, 3, 3)
+    uniq, inv = np.unique(key.ravel(), return_inverse=True)
+    a, b = na[uniq // len(nb)], nb[uniq % len(nb)]
+    q0 = np.concatenate([va0[a], vb0[b]], axis=1)                           # (U, 4, 3)
+    q1 = np.concatenate([va1[a], vb1[b]], axis=1)
+    r = ccd.ccd(ccd.EDGE_EDGE, q0, q1, tol=tol, first_contact=True, t_tol=t_tol)
+    t = np.minimum(t, r.t[inv].reshape(-1, 9).min(axis=1))
     hit = np.isfinite(t)
     return cand[hit], t[hit]
+
+
+def _edges(tris: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per triangle the ids of its 3 edges (T, 3), and the edges' vertex pairs (E, 2)."""
+    e = np.stack([tris[:, [0, 1]], tris[:, [1, 2]], tris[:, [2, 0]]], axis=1)  # (T, 3, 2)
+    e = np.sort(e, axis=2).reshape(-1, 2)
+    uniq, inv = np.unique(e, axis=0, return_inverse=True)
+    return inv.reshape(-1, 3), uniq

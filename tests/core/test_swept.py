@@ -83,17 +83,27 @@ def sheets(rng, n=4):
     return va0, va1, tris, vb0, vb1, tris.copy()
 
 
+# The 15 primitive queries of a triangle pair, as rows into its 6 vertices (A's 0-2, B's
+# 3-5): A's vertices against B's face, B's against A's face, A's edges against B's edges.
+VF_ROWS = [(k, 3, 4, 5) for k in range(3)] + [(3 + k, 0, 1, 2) for k in range(3)]
+EDGES = [(0, 1), (1, 2), (2, 0)]
+EE_ROWS = [(a0, a1, 3 + b0, 3 + b1) for a0, a1 in EDGES for b0, b1 in EDGES]
+
+
 def brute(va0, va1, ta, vb0, vb1, tb):
-    """All triangle pairs through the kernel directly: (pairs, t)."""
+    """All triangle pairs through the kernel directly: (pairs, t). Edges run from their
+    smaller vertex id to the larger, as `mesh_pairs` asks them (the same queries)."""
     i, j = np.meshgrid(np.arange(len(ta)), np.arange(len(tb)), indexing="ij")
     i, j = i.ravel(), j.ravel()
+    ids = np.concatenate([ta[i], tb[j] + len(va0)], axis=1)                 # (K, 6)
+    x0, x1 = np.concatenate([va0, vb0]), np.concatenate([va1, vb1])
     ts = []
-    for rows in (swept._VF, swept._EE):
-        idx = np.array(rows)
-        p0 = np.concatenate([va0[ta[i]], vb0[tb[j]]], axis=1)[:, idx].reshape(-1, 4, 3)
-        p1 = np.concatenate([va1[ta[i]], vb1[tb[j]]], axis=1)[:, idx].reshape(-1, 4, 3)
-        kind = ccd.VERTEX_FACE if rows is swept._VF else ccd.EDGE_EDGE
-        ts.append(ccd.ccd(kind, p0, p1, first_contact=True).t.reshape(len(i), -1).min(axis=1))
+    for rows, kind in ((VF_ROWS, ccd.VERTEX_FACE), (EE_ROWS, ccd.EDGE_EDGE)):
+        q = ids[:, np.array(rows)]                                          # (K, R, 4)
+        if kind == ccd.EDGE_EDGE:
+            q = np.concatenate([np.sort(q[:, :, :2], axis=2), np.sort(q[:, :, 2:], axis=2)], axis=2)
+        r = ccd.ccd(kind, x0[q.reshape(-1, 4)], x1[q.reshape(-1, 4)], first_contact=True)
+        ts.append(r.t.reshape(len(i), -1).min(axis=1))
     t = np.minimum(*ts)
     hit = np.isfinite(t)
     return np.stack([i[hit], j[hit]], axis=1), t[hit]
