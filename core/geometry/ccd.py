@@ -219,7 +219,8 @@ def _solve(vf: bool, d0: np.ndarray, d1: np.ndarray, tol: float, first: bool,
     eps = tol * m_axis.max(axis=1)                                          # (n,)
     hit = np.zeros(n, bool)
     decided = np.ones(n, bool)
-    best = np.full(n, np.inf)          # earliest start of an accepted box
+    best = np.full(n, np.inf)          # earliest time found within eta (a "near time")
+    floor = np.full(n, np.inf)         # earliest start of a box settled just before it
     gave_up_t = np.full(n, np.inf)
     start = np.zeros(n, np.int64)      # the round a query entered the pool
     # Live boxes: owner query, lower and upper ends in (t, u, w).
@@ -273,48 +274,60 @@ def _solve(vf: bool, d0: np.ndarray, d1: np.ndarray, tol: float, first: bool,
             wt[open_] = _witness(vf, d0[wq[open_]], d1[wq[open_]], wlo[open_], whi[open_],
                                  eps[wq[open_]], in_box=first)
         near = small | np.isfinite(wt)
-        accept = ~out & near
         if first:
-            # First contact: a box counts once it is short in time; its start is then
-            # within t_tol before a time at which the primitives are within eta.
-            # A witness is a hit, and no box starting after it can give an earlier time.
-            hit[wq[np.isfinite(wt)]] = True
-            np.minimum.at(best, wq, wt)
-            accept &= (whi[:, 0] - wlo[:, 0]) <= t_tol
-            tacc = wlo[:, 0]
-        else:
-            tacc = np.where(small, wlo[:, 0], wt)
-        if accept.any():
-            aq = wq[accept]
-            hit[aq] = True
-            np.minimum.at(best, aq, tacc[accept])
-        # Boxes that can no longer matter: queries answered (hits only), or boxes starting
-        # no earlier than an accepted one (first contact).
-        keep = ~out & ~accept
-        if first:
-            keep &= wlo[:, 0] < best[wq]
+            # First contact: a small box's start corner and a witness are times at which
+            # the primitives are within eta ("near times"); the query's best is the
+            # earliest. A box starting at or after it cannot hold an earlier contact; a
+            # box starting less than t_tol before it is settled at its start (within
+            # t_tol before a near time, and no contact in it can be earlier).
+            tnear = np.where(small, wlo[:, 0], wt)
+            tnear[out] = np.inf
+            hit[wq[np.isfinite(tnear)]] = True
+            np.minimum.at(best, wq, tnear)
+            keep = ~out & (wlo[:, 0] < best[wq])
+            settle = keep & (wlo[:, 0] >= best[wq] - t_tol)
+            np.minimum.at(floor, wq[settle], wlo[settle, 0])
+            keep &= ~settle
             kkeep = klo[:, 0] < best[kq]
+            ksettle = kkeep & (klo[:, 0] >= best[kq] - t_tol)
+            np.minimum.at(floor, kq[ksettle], klo[ksettle, 0])
+            kkeep &= ~ksettle
         else:
-            keep &= ~hit[wq]
+            accept = ~out & near
+            if accept.any():
+                aq = wq[accept]
+                hit[aq] = True
+                np.minimum.at(best, aq, np.where(small, wlo[:, 0], wt)[accept])
+            # Boxes of answered queries no longer matter.
+            keep = ~out & ~accept & ~hit[wq]
             kkeep = ~hit[kq]
         sq, slo, shi, sf = wq[keep], wlo[keep], whi[keep], f[keep]
         kq, klo, khi = kq[kkeep], klo[kkeep], khi[kkeep]
         # Split along the parameter whose two faces' values differ most (the spread a
-        # split can reduce), among those not yet at _MIN_WIDTH; a small box of a first-
-        # contact query that is still too long in time is split in time.
+        # split can reduce), among those not yet at _MIN_WIDTH.
         spread = np.stack([np.abs(sf[:, 1] - sf[:, 0]).max(axis=(1, 2, 3)),
                            np.abs(sf[:, :, 1] - sf[:, :, 0]).max(axis=(1, 2, 3)),
                            np.abs(sf[:, :, :, 1] - sf[:, :, :, 0]).max(axis=(1, 2, 3))],
                           axis=1)
         can = (shi - slo) > _MIN_WIDTH
         spread = np.where(can, spread, -1.0)
-        if first:
-            spread[near[keep] & can[:, 0], 0] = np.inf
         dim = spread.argmax(axis=1)
         stuck = ~can.any(axis=1)
+        # Halves, on the 2^-40 grid (ends stay multiples of 2^-40, see _MIN_WIDTH); a
+        # first-contact box holding a near time is cut in time just before it instead, so
+        # that its later part is settled in the next round.
+        mid = np.floor(0.5 * (slo[np.arange(len(sq)), dim] + shi[np.arange(len(sq)), dim])
+                       * _GRID) / _GRID
+        if first:
+            sw = np.minimum(wt[keep], np.where(small[keep], slo[:, 0], np.inf))
+            cut = np.floor((sw - 0.5 * t_tol) * _GRID) / _GRID
+            use = np.isfinite(sw) & (cut > slo[:, 0]) & (cut < shi[:, 0])
+            dim[use] = 0
+            mid[use] = cut[use]
+            stuck &= ~use
         rows = np.flatnonzero(~stuck)
         cols = dim[rows]
-        mid = 0.5 * (slo[rows, cols] + shi[rows, cols])      # exact: dyadic ends
+        mid = mid[rows]
         hi_a = shi[rows]
         lo_b = slo[rows]
         hi_a[np.arange(len(rows)), cols] = mid
@@ -336,7 +349,7 @@ def _solve(vf: bool, d0: np.ndarray, d1: np.ndarray, tol: float, first: bool,
             decided[gq] = False
             np.minimum.at(gave_up_t, gq, lo[mine, 0])
             q, lo, hi = q[~mine], lo[~mine], hi[~mine]
-    t = np.minimum(best, gave_up_t)
+    t = np.minimum(np.minimum(best, floor), gave_up_t)
     return hit, np.where(hit, t, np.inf), decided
 
 
