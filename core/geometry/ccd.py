@@ -85,7 +85,7 @@ class CCDResult(NamedTuple):
     the first time of contact (and, when ``decided``, within ``t_tol`` before a time at
     which the primitives are within the tolerance); without, a time at which they are
     within the tolerance (``decided`` hits). ``decided`` is False where the answer True
-    comes from the round or box budget (or non-finite input), not from an accepted box."""
+    comes from the round or box budget (or non-finite input), not from a near time found."""
     hit: np.ndarray
     t: np.ndarray
     decided: np.ndarray
@@ -266,7 +266,7 @@ def _solve(vf: bool, d0: np.ndarray, d1: np.ndarray, tol: float, first: bool,
         if vf:
             out |= wlo[:, 1] + wlo[:, 2] > 1.0
         small = ((fmax - fmin) <= eps[wq, None]).all(axis=1)
-        # A witness: one Newton step from the box's centre, evaluated; it ends a query
+        # A witness: Newton steps from the box's centre, evaluated; it ends a query
         # whose contact is a transversal root long before the boxes get small.
         open_ = np.flatnonzero(~out & ~small)
         wt = np.full(len(wq), np.inf)
