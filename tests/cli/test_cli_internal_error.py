@@ -46,11 +46,11 @@ def test_internal_error_in_a_scan_is_one_line_and_keeps_the_frames_done(
     real_step = scanner.Scanner.step
     calls = []
 
-    def failing_step(self, scene, f):
+    def failing_step(self, scene, f, *args, **kw):
         calls.append(f)
         if len(calls) == 4:
             raise ZeroDivisionError("injected failure")
-        return real_step(self, scene, f)
+        return real_step(self, scene, f, *args, **kw)
 
     monkeypatch.setattr(scanner.Scanner, "step", failing_step)
     out = tmp_path / "scan.json"
