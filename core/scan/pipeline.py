@@ -4,7 +4,7 @@ here it goes query -> the pairs that count -> polygon pairs -> contacts and thei
 -> near contacts -> the frame's record, and the memo of frames answered before. The
 headless scan, the panel's Scan Frame Range, the live overlay and `skin_collide.testing`
 all run `collide`; what differs between them is only their `ScanSettings`, their
-`FrameFilters` and the `FrameState` they carry (tests/core/test_pipeline.py).
+`FrameFilters` and the `FrameState` they carry (tests/core/test_scan_pipeline.py).
 
     collide(objects, inputs, settings, filters, state, frame)
       memo     state.frame_memo.get(...)            a frame answered before, bit for bit
