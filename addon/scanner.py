@@ -223,13 +223,15 @@ class Scanner:
                                                ask=self._ask())
         return self.last
 
-    def step(self, scene, f: int, state: FrameState | None = None) -> FrameRecord:
-        """Evaluate and query one frame (in the current `evaluation`)."""
+    def step(self, scene, f: int, state: FrameState | None = None,
+             subframe: float = 0.0) -> FrameRecord:
+        """Evaluate and query one frame (in the current `evaluation`), or a sample between
+        frames (`subframe` in [0, 1))."""
         if evaluation.mode() != self.evaluation:
             raise extract.RigError(f"this scan was built on the {self.evaluation} evaluation "
                                    f"and cannot step in the {evaluation.mode()} one")
         t0 = time.perf_counter()
-        evaluation.frame_set(scene, f)
+        evaluation.frame_set(scene, f, subframe)
         dg = evaluation.depsgraph()
         eval_ms = (time.perf_counter() - t0) * 1000.0
         return self.current(scene, dg, eval_ms, state).record
@@ -243,10 +245,17 @@ class Scanner:
                            interrupted, self.evaluation, surface)
 
     def run(self, scene, frames: list[int], progress=None,
-            records: list[FrameRecord] | None = None) -> ScanReport:
+            records: list[FrameRecord] | None = None, last_step_to: int | None = None
+            ) -> ScanReport:
         """Step through `frames`; `progress(i, n, record)` is called after each frame.
         Records are appended to `records` (if given) as they come, so a caller keeps the
-        frames done when the scan is interrupted."""
+        frames done when the scan is interrupted.
+
+        With the settings' `between`, each frame's record also gets the step to the next
+        checked frame (`core.scan.pipeline.between`, through `subframes` samples a frame),
+        once that frame is evaluated; the last frame's step goes to `last_step_to` when
+        given (a chunk of a longer shot checks the step into the next chunk), else it has
+        none."""
         records = [] if records is None else records
         if self.about.where is None:
             self.about = replace(self.about, where=where(scene))
@@ -255,12 +264,42 @@ class Scanner:
             # A held pose (frames that do not move) is answered once (core.scan.memo);
             # Blender's own answer (`rebuild`, the reference) is always asked.
             state = replace(state, frame_memo=core_scan.FrameMemo(None, frames=1))
-        for k, f in enumerate(frames):
+        between = self.settings.between
+        walk = list(frames) + ([last_step_to] if between and last_step_to is not None else [])
+        open_step: list = []            # the samples of the step still open: its frame's first
+        for k, f in enumerate(walk):
+            extra = k == len(frames)    # the next chunk's first frame: its step's end only
             rec = self.step(scene, f, state)
+            if between:
+                self._close_step(records, open_step, self.last, f)
+                open_step = [] if extra else [(len(records), self.last)]
+                if not extra:
+                    # The samples between this frame and the next (`subframes`).
+                    for s in range(1, self.settings.subframes):
+                        self.step(scene, f, state, s / self.settings.subframes)
+                        open_step.append((None, self.last))
+            if extra:
+                break
             records.append(rec)
             if progress is not None:
                 progress(k, len(frames), rec)
         return self.report(records, len(frames))
+
+    def _close_step(self, records: list, samples: list, end: FrameOutcome, to: float) -> None:
+        """Give the record that opened `samples` the step to `end` (the next checked
+        frame), unless a sample of it could not be checked (collapsed bones)."""
+        if not samples:
+            return
+        outs = [o for _, o in samples] + [end]
+        if any(o.record.not_checked for o in outs):
+            return
+        at = samples[0][0]
+        res = core_scan.pipeline.between(self.objects, outs, self.settings, self.filters,
+                                         (records[at].frame, to))
+        # The frame's ms is all it costs: its query, its subframes' and its step's.
+        part = res.ms + sum(o.record.ms for o in outs[1:-1])
+        records[at] = replace(records[at], between=res.rows, passes=res.passes, step_to=to,
+                              step_ms=part, ms=records[at].ms + part)
 
 
 def _build(meshes: list, selection, settings: ScanSettings) -> list:

@@ -391,6 +391,17 @@ class FrameRecord:
     #: with `--near-pairs`, its near polygon pairs [obj A, poly A, obj B, poly B,
     #: distance] (`core.contacts.clearance.near_pair_rows`); None: not listed
     near_pairs: list | None = None
+    #: with `--between-frames` (issue 57), the polygon pairs that touch at some time of
+    #: the step from this frame to the next checked sample [obj A, poly A, obj B, poly B,
+    #: t] (`core.scan.pipeline.between`); None: no step checked from this frame
+    between: list | None = None
+    #: with `--between-frames`, the step's contacts of kind "passes through"
+    #: (`core.contacts.passing`)
+    passes: list = field(default_factory=list)
+    #: with `--between-frames`, the next checked sample (the step's end) and the step's
+    #: milliseconds (its subframes' queries and its continuous check; `ms` includes them)
+    step_to: float | None = None
+    step_ms: float = 0.0
 
     @property
     def n_pairs(self) -> int:

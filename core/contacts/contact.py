@@ -27,6 +27,11 @@ class Contact:
     bones: tuple
     center: np.ndarray                      # (3,)
     segments: np.ndarray = field(default_factory=lambda: np.zeros((0, 6)))  # (S, 6)
+    #: a contact of kind "passes through" (issue 57): its first contact, a lower bound
+    #: in [0, 1] of the step, and the step's two samples (frames, fractional with
+    #: subframes); None for a frame's contacts
+    t: float | None = None
+    step: tuple | None = None
 
     def summary_json(self) -> dict:
         """What episodes read: objects, bones, length, kind."""
@@ -41,6 +46,9 @@ class Contact:
                "segments": np.round(seg, 9).tolist()}
         if seg.shape[0] < self.segments.shape[0]:
             out["segments_total"] = int(self.segments.shape[0])
+        if self.t is not None:
+            out["t"] = float(self.t)
+            out["step"] = [float(x) if x != int(x) else int(x) for x in self.step]
         return out
 
 

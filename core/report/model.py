@@ -119,6 +119,11 @@ class ScanReport:
                                               for c in f.near_contacts]
                 if f.near_pairs is not None:
                     entry["near"] = f.near_pairs
+                if f.between is not None:
+                    entry["between"] = f.between
+                    entry["step_to"] = _frame_number(f.step_to)
+                    entry["step_ms"] = round(f.step_ms, 4)
+                    entry["passes_through"] = [c.to_json() for c in f.passes]
                 if len(pairs) < f.n_pairs:
                     entry["pairs_total"] = f.n_pairs
                     entry["truncated"] = True
@@ -184,7 +189,13 @@ def _contact_from_json(c: dict) -> contact_groups.Contact:
         c["objects"][0], c["objects"][1],
         np.asarray(c.get("pairs", ()), dtype=np.int64).reshape(-1, 2), float(c["length"]),
         c["kind"], tuple(c["bones"]), np.asarray(c.get("center", (0.0, 0.0, 0.0)), np.float64),
-        np.asarray(c.get("segments", ()), dtype=np.float64).reshape(-1, 6))
+        np.asarray(c.get("segments", ()), dtype=np.float64).reshape(-1, 6),
+        t=c.get("t"), step=tuple(c["step"]) if "step" in c else None)
+
+
+def _frame_number(x) -> int | float:
+    """A sample's frame as JSON: an int for a whole frame, else its float (subframes)."""
+    return int(x) if float(x) == int(x) else float(x)
 
 
 def _near_from_json(c: dict) -> near_contacts.NearContact:
@@ -205,7 +216,10 @@ def from_json(doc: dict) -> ScanReport:
                           pairs_total=int(f.get("pairs_total", -1)),
                           contacts=[_contact_from_json(c) for c in f.get("contacts", ())],
                           near_contacts=[_near_from_json(c) for c in f.get("near_contacts", ())],
-                          near_pairs=[list(p) for p in f["near"]] if "near" in f else None)
+                          near_pairs=[list(p) for p in f["near"]] if "near" in f else None,
+                          between=[list(p) for p in f["between"]] if "between" in f else None,
+                          passes=[_contact_from_json(c) for c in f.get("passes_through", ())],
+                          step_to=f.get("step_to"), step_ms=float(f.get("step_ms", 0.0)))
               for f in doc["frames"]]
     return ScanReport(list(doc["objects"]), frames, dict(doc.get("refit", {})), {},
                       complete=bool(doc.get("complete", True)),

@@ -16,6 +16,13 @@ all run `collide`; what differs between them is only their `ScanSettings`, their
                                                     contacts and their filters
       near     clearance.reported(...)               near contacts (with a clearance)
       record   FrameRecord                           what the report keeps
+
+Between two checked samples (`scan --between-frames`, issue 57), `between` takes the
+outcomes of the samples of one step (a frame, its subframes, the next frame) the same way:
+the continuous check of each sub-step (`core.scan.continuous.step_pairs`), the pairs that
+count, polygon pairs with their first contact, the allow-list, and the pairs that touch
+only between the samples grouped into contacts of kind "passes through"
+(`core.contacts.passing`).
 """
 from __future__ import annotations
 
@@ -29,9 +36,11 @@ from ..contacts import clearance as near_contacts
 from ..contacts import filters as contact_filters
 from ..contacts import groups as contact_groups
 from ..contacts import pairs as contacts
+from ..contacts import passing
 from ..methods import registry
 from ..types import FrameInputs, FrameRecord, FrameResult
 from .carry import Carried
+from .continuous import step_pairs
 from .dispatch import OWN
 from .frame import query_frame
 from .memo import FrameMemo
@@ -96,6 +105,9 @@ class FrameOutcome:
     stopped: bool = False
     dense: bool = False
     near_stopped: int = 0
+    #: the triangle pairs that count (`counted`), before the allow-list and the contact
+    #: filters: what touches at this frame, for the pairs that touch only between frames
+    counted: list = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -228,7 +240,7 @@ def collide(objects: list, inputs: FrameInputs, settings: ScanSettings, filters:
         whole = settings.with_(first_hit=False, max_pairs=None)
     res = ask(objects, inputs, whole, filters, state.carried)
     t0 = time.perf_counter()
-    kept = counted(objects, res.pairs, filters)
+    kept = counted_pairs = counted(objects, res.pairs, filters)
     pairs, found, kept = reported(objects, inputs, kept, settings, state)
     rec = FrameRecord(frame, pairs, 0.0, eval_ms, res.modes, contacts=found)
     if settings.clearance is not None:
@@ -239,7 +251,147 @@ def collide(objects: list, inputs: FrameInputs, settings: ScanSettings, filters:
     out = FrameOutcome(inputs.positions, inputs.triangles, kept, rec, inputs.poses, res.near,
                        stopped=any(st.extra.get("stopped") for st in res.stats),
                        dense=any(st.extra.get("dense") for st in res.stats),
-                       near_stopped=res.near_stopped)
+                       near_stopped=res.near_stopped, counted=counted_pairs)
     if memo is not None and out.complete:
         memo.put(frame, inputs.positions, inputs.triangles, out)
     return out
+
+
+@dataclass
+class Between:
+    """One step between checked samples through the pipeline (`between`).
+
+    Attributes:
+        rows: [obj A, poly A, obj B, poly B, t]: every polygon pair reported at the first
+            sample (t = 0), reported at the next, or passing through, with a lower bound
+            of its first contact in [0, 1] of the step; sorted.
+        passes: the contacts of kind "passes through" (`core.contacts.passing`).
+        ms: the step's milliseconds (its continuous checks, filters and contacts).
+        candidates: triangle pairs through the narrow phase.
+    """
+
+    rows: list
+    passes: list
+    ms: float
+    candidates: int = 0
+
+
+def _rows_with_times(objects: list, tri_pairs: list) -> tuple[np.ndarray, np.ndarray]:
+    """Polygon pair rows (N, 4) int64 (obj a, poly a, obj b, poly b), unique and sorted,
+    and their earliest time (N,), from [(i, j, (K, 2), (K,) t)]; a polygon never pairs
+    with itself."""
+    rows, times = [], []
+    for i, j, p, t in tri_pairs:                # a loop over object pairs
+        pa = objects[i].rig.tri_polygon[p[:, 0]].astype(np.int64)
+        pb = objects[j].rig.tri_polygon[p[:, 1]].astype(np.int64)
+        if i == j:
+            pa, pb = np.minimum(pa, pb), np.maximum(pa, pb)
+            keep = pa != pb
+            pa, pb, t = pa[keep], pb[keep], t[keep]
+        rows.append(np.column_stack([np.full(pa.size, i), pa, np.full(pa.size, j), pb]))
+        times.append(t)
+    if not rows:
+        return np.zeros((0, 4), np.int64), np.zeros(0)
+    r, t = np.concatenate(rows).astype(np.int64), np.concatenate(times)
+    order = np.lexsort((t, r[:, 3], r[:, 2], r[:, 1], r[:, 0]))
+    r, t = r[order], t[order]
+    first = np.r_[True, (r[1:] != r[:-1]).any(axis=1)] if len(r) else np.zeros(0, bool)
+    return r[first], t[first]
+
+
+def _named(objects: list, rows: np.ndarray) -> list[tuple]:
+    names = np.array([o.name for o in objects], dtype=object)
+    return list(zip(names[rows[:, 0]].tolist(), rows[:, 1].tolist(),
+                    names[rows[:, 2]].tolist(), rows[:, 3].tolist()))
+
+
+def _row_keys(rows: np.ndarray, base: int) -> np.ndarray:
+    """One int64 key per polygon pair row: the object pair, then the two polygons (`base`
+    above every polygon index; object indices below 2**10)."""
+    return ((rows[:, 0] * 1024 + rows[:, 2]) * base + rows[:, 1]) * base + rows[:, 3]
+
+
+def between(objects: list, samples: list, settings: ScanSettings, filters: FrameFilters,
+            step: tuple) -> Between:
+    """The step from ``samples[0]`` (a checked frame's `FrameOutcome`) to ``samples[-1]``
+    (the next checked sample's), through any subframe samples between them (the motion is
+    linear between consecutive samples, and a sub-step k of n maps its times to
+    ``(k + t) / n``). `step`: the two frames, for the contacts."""
+    t_start = time.perf_counter()
+    n = len(samples) - 1
+    found: list = []
+    candidates = 0
+    for k in range(n):                          # a loop over sub-steps
+        a, b = samples[k], samples[k + 1]
+        res = step_pairs(objects, FrameInputs(a.positions, a.poses, a.triangles),
+                         FrameInputs(b.positions, b.poses, b.triangles),
+                         settings.self_collision)
+        candidates += res.stats.get("candidates", 0)
+        for i, j, p, t in res.pairs:
+            # The rest contacts and ignore zones, as `counted`.
+            kept = counted(objects, [(i, j, p)], filters)
+            if kept:
+                keep = contacts.rows_in(p, kept[0][2])
+                found.append((i, j, p[keep], (k + t[keep]) / n))
+    rows, t = _rows_with_times(objects, found)
+    first, last = samples[0], samples[-1]
+    at_ends = [_rows_with_times(objects, [(i, j, p, np.zeros(len(p))) for i, j, p in o.counted])[0]
+               for o in (first, last)]
+    base = max(o.rig.n_polygons for o in objects) + 1
+    touching = np.isin(_row_keys(rows, base), np.concatenate(
+        [_row_keys(r, base) for r in at_ends]))
+    named = _named(objects, rows)
+    allowed = np.array([contacts.canonical(p) not in settings.allow for p in named], bool) \
+        if settings.allow else np.ones(len(named), bool)
+    # Pairs that touch only between the samples: contacts of kind "passes through".
+    only = np.flatnonzero(~touching & allowed)
+    passes = passing.passing_contacts(
+        objects, first.positions, last.positions, first.triangles,
+        _passing_triangles(objects, found, rows[only]), step)
+    flt = settings.contact_filter
+    if flt.ignore_bones:
+        passes = [c for c in passes if frozenset(c.bones) not in flt.ignore_bones]
+    kept_pass = {(c.a, int(x), c.b, int(y)) for c in passes for x, y in c.pairs.tolist()}
+    out = {tuple(p): 0.0 for p in first.record.pairs}
+    reported_last = {tuple(p) for p in last.record.pairs}
+    for p, tt, touch in zip(named, t.tolist(), touching.tolist()):
+        if p in reported_last or ((p in kept_pass or (p[2], p[3], p[0], p[1]) in kept_pass)
+                                  and not touch):
+            out[p] = min(out.get(p, tt), tt)
+    listed = sorted([*p, float(tt)] for p, tt in out.items())
+    return Between(listed, passes, (time.perf_counter() - t_start) * 1000.0, candidates)
+
+
+def _passing_triangles(objects: list, found: list, rows: np.ndarray) -> list:
+    """The triangle pairs of `found` [(i, j, (K, 2), (K,) t)] whose polygon pairs are
+    `rows` (the pass-through rows), as [(i, j, (K', 2), (K',) t)] per object pair."""
+    out = []
+    if not len(rows):
+        return out
+    base = max(o.rig.n_polygons for o in objects) + 1
+    want = _row_keys(rows, base)
+    for i, j, p, t in found:                    # a loop over object pairs
+        pa = objects[i].rig.tri_polygon[p[:, 0]].astype(np.int64)
+        pb = objects[j].rig.tri_polygon[p[:, 1]].astype(np.int64)
+        q = p
+        if i == j:
+            pa, pb = np.minimum(pa, pb), np.maximum(pa, pb)
+            q = np.sort(p, axis=1)
+        key = _row_keys(np.column_stack([np.full(pa.size, i), pa, np.full(pa.size, j), pb]),
+                        base)
+        keep = np.isin(key, want)
+        if keep.any():
+            out.append((i, j, q[keep], t[keep]))
+    merged: dict = {}
+    for i, j, p, t in out:
+        merged.setdefault((i, j), []).append((p, t))
+    return [(i, j, *_earliest(np.concatenate([p for p, _ in v]), np.concatenate([t for _, t in v])))
+            for (i, j), v in sorted(merged.items())]
+
+
+def _earliest(p: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each triangle pair once, with its earliest time."""
+    order = np.lexsort((t, p[:, 1], p[:, 0]))
+    p, t = p[order], t[order]
+    first = np.r_[True, (p[1:] != p[:-1]).any(axis=1)]
+    return p[first], t[first]

@@ -33,6 +33,10 @@ class ScanSettings:
             `core.scan.LIVE_LIMIT`); None: every near pair (scans).
         carry: the live overlay while posing: pairs re-checked only where triangles moved,
             the rest carried from the last complete answer (`core.scan.carry`).
+        between: also between consecutive checked samples, under linear motion (issue 57,
+            `core.scan.pipeline.between`): each frame's step to the next.
+        subframes: with `between`, samples per frame (the animation is evaluated at
+            ``f + k / subframes``; the motion is linear between samples).
     """
 
     method: str = registry.DEFAULT
@@ -45,6 +49,8 @@ class ScanSettings:
     max_pairs: int | None = None
     clearance_limit: int | None = None
     carry: bool = False
+    between: bool = False
+    subframes: int = 1
 
     def __post_init__(self) -> None:
         try:
@@ -57,6 +63,15 @@ class ScanSettings:
                 raise ValueError(f"the clearance must be a finite distance >= 0, got {d}")
             object.__setattr__(self, "clearance", d)
         object.__setattr__(self, "allow", frozenset(self.allow))
+        if not (isinstance(self.subframes, int) and 1 <= self.subframes <= 64):
+            raise ValueError(f"subframes must be a whole number from 1 to 64, got "
+                             f"{self.subframes!r}")
+        if self.subframes > 1 and not self.between:
+            raise ValueError("subframes sample the motion between frames: they need the "
+                             "check between frames")
+        if self.between and self.first_hit:
+            raise ValueError("the check between frames lists every pair: it cannot stop at "
+                             "the first hit")
 
     @classmethod
     def of(cls, mode: str | None = None, method: str | None = None, **values) -> "ScanSettings":
