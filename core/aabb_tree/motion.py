@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..cache import Recent
 from .boxes import _no_positive, frame_stack, swap_halves
 from .self_tree import SelfTree
 from .tree import seed_hints
@@ -56,9 +57,21 @@ def step_boxes(tree: SelfTree, p0: np.ndarray, p1: np.ndarray, corners0: np.ndar
     the two ends: the node must hold both triangles), at t = 0 and t = 1 (default the
     same)."""
     corners1 = corners0 if corners1 is None else corners1
-    x0 = frame_stack(tree, np.asarray(p0, np.float64), corners0)
-    x1 = frame_stack(tree, np.asarray(p1, np.float64), corners1)
-    return StepBoxes(x0, swap_halves(x0), x1, swap_halves(x1))
+    return StepBoxes(*_end_rows(tree, p0, corners0), *_end_rows(tree, p1, corners1))
+
+
+# The rows of the last few (tree, positions, corners), by identity (the entries keep them
+# alive): a scan's step ends at the sample the next step starts from, so each sample's
+# rows are made once.
+_ROWS = Recent(8)
+
+
+def _end_rows(tree: SelfTree, p: np.ndarray, corners: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+    def make():
+        x = frame_stack(tree, np.asarray(p, np.float64), corners)
+        return x, swap_halves(x)
+    return _ROWS.get((id(tree), id(p), id(corners)), make, keep=(tree, p, corners))
 
 
 def _meet(sa: StepBoxes, a: np.ndarray, sb: StepBoxes, b: np.ndarray) -> np.ndarray:

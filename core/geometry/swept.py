@@ -118,35 +118,45 @@ def pair_times(va0: np.ndarray, va1: np.ndarray, tris_a: np.ndarray, vb0: np.nda
     queries the box filter leaves of a step's 220,000)."""
     tris_a = np.asarray(tris_a, dtype=np.int64).reshape(-1, 3)
     tris_b = np.asarray(tris_b, dtype=np.int64).reshape(-1, 3)
-    ca, cb = tris_a[np.asarray(ta, np.int64)], tris_b[np.asarray(tb, np.int64)]  # (K, 3)
-    t = np.full(len(ca), np.inf)
-    if not len(ca):
+    ta = np.asarray(ta, np.int64)
+    tb = np.asarray(tb, np.int64)
+    t = np.full(ta.size, np.inf)
+    if not ta.size:
         return t
-    a0, a1, b0, b1 = va0[ca], va1[ca], vb0[cb], vb1[cb]                 # (K, 3, 3)
-    box_a = [a0.min(axis=1), a0.max(axis=1), a1.min(axis=1), a1.max(axis=1)]
-    box_b = [b0.min(axis=1), b0.max(axis=1), b1.min(axis=1), b1.max(axis=1)]
-    # Vertex-face, both ways: corner c of one triangle against the other.
-    for p0, p1, f0, f1, fbox in ((a0, a1, b0, b1, box_b), (b0, b1, a0, a1, box_a)):
-        near = _near_at_an_end((p0, p1), (p0, p1), [b[:, None] for b in fbox])  # (K, 3)
-        k, c = np.nonzero(near)
-        if k.size:
-            q0 = np.concatenate([p0[k, c][:, None], f0[k]], axis=1)         # (m, 4, 3)
-            q1 = np.concatenate([p1[k, c][:, None], f1[k]], axis=1)
-            np.minimum.at(t, k, _times(ccd.VERTEX_FACE, q0, q1, tol, t_tol))
-    # Edge-edge: edge i of A against edge j of B.
-    # Each edge from its smaller vertex id to the larger: an edge of two triangles is the
-    # same query from both, whichever triangle asks it.
-    ea0, ea1 = _edge_ends(a0, a1, ca)                                       # (K, 3, 2, 3)
-    eb0, eb1 = _edge_ends(b0, b1, cb)
-    lo_a = (ea0.min(axis=2)[:, :, None], ea1.min(axis=2)[:, :, None])
-    hi_a = (ea0.max(axis=2)[:, :, None], ea1.max(axis=2)[:, :, None])
-    box = [eb0.min(axis=2)[:, None], eb0.max(axis=2)[:, None], eb1.min(axis=2)[:, None],
-           eb1.max(axis=2)[:, None]]
-    k, i, j = np.nonzero(_near_at_an_end(lo_a, hi_a, box))                 # (K, 3, 3)
+    # Per pair, each side's corners and boxes at both ends, component-major: (.., K).
+    A = _Side(va0, va1, tris_a, ta)
+    B = _Side(vb0, vb1, tris_b, tb)
+    # Pairs where one triangle stays on one side of the other's plane cannot touch (most
+    # candidates: neighbours that move together on a curved skin).
+    live = np.flatnonzero(~coplanar.one_side(A.X0, A.X1, B.X0, B.X1))
+    A, B = A.subset(live, boxes=False), B.subset(live, boxes=False)
+    still = np.flatnonzero(~coplanar.one_side(B.X0, B.X1, A.X0, A.X1))
+    live = live[still]
+    A, B = A.subset(still), B.subset(still)
+    K = live.size
+    # Vertex-face, both ways: corner c of one triangle against the other's box, (3, K);
+    # both ways' queries in one call of the kernel.
+    ks, rows = [], [[[] for _ in range(4)] for _ in (0, 1)]
+    for P, F in ((A, B), (B, A)):
+        c, k = np.nonzero(_all3(_at_an_end(P.xc0, P.xc1, P.xc0, P.xc1, F.lo0[None],
+                                           F.hi0[None], F.lo1[None], F.hi1[None])))
+        ks.append(k)
+        for e in (0, 1):
+            rows[e][0].append(P.corner(e, c * K + k))
+            for f in range(3):
+                rows[e][f + 1].append(F.corner(e, f * K + k))
+    k = live[np.concatenate(ks)]
     if k.size:
-        q0 = np.concatenate([ea0[k, i], eb0[k, j]], axis=1)                 # (m, 4, 3)
-        q1 = np.concatenate([ea1[k, i], eb1[k, j]], axis=1)
-        np.minimum.at(t, k, _times(ccd.EDGE_EDGE, q0, q1, tol, t_tol))
+        _first_times(t, k, ccd.VERTEX_FACE,
+                     [[np.concatenate(r, axis=1) for r in end] for end in rows], tol, t_tol)
+    # Edge-edge: edge i of A against edge j of B, (3, 3, K).
+    i, j, k = np.nonzero(_all3(_at_an_end(A.elo0[:, None], A.elo1[:, None], A.ehi0[:, None],
+                                          A.ehi1[:, None], B.elo0[None], B.ehi0[None],
+                                          B.elo1[None], B.ehi1[None])))
+    if k.size:
+        a = _edge_rows(A, i, k)
+        b = _edge_rows(B, j, k)
+        _first_times(t, live[k], ccd.EDGE_EDGE, [a[0] + b[0], a[1] + b[1]], tol, t_tol)
     return t
 
 
@@ -154,38 +164,79 @@ def pair_times(va0: np.ndarray, va1: np.ndarray, tris_a: np.ndarray, vb0: np.nda
 _EDGE = np.array([[0, 1], [1, 2], [2, 0]])
 
 
-def _edge_ends(x0: np.ndarray, x1: np.ndarray, ids: np.ndarray
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """The corners (K, 3, 3) at both ends as the triangles' edges (K, 3, 2, 3), each from
-    its smaller vertex id (`ids` (K, 3)) to the larger."""
-    local = np.broadcast_to(_EDGE, (len(ids), 3, 2)).copy()
-    e = np.take_along_axis(ids, local.reshape(len(ids), 6), axis=1).reshape(-1, 3, 2)
-    flip = e[:, :, 0] > e[:, :, 1]
-    local[flip] = local[flip][:, ::-1]
-    at = local.reshape(len(ids), 6, 1)
-    return (np.take_along_axis(x0, at, axis=1).reshape(-1, 3, 2, 3),
-            np.take_along_axis(x1, at, axis=1).reshape(-1, 3, 2, 3))
+class _Side:
+    """One side of the candidate pairs: its corners at both ends, ``X0``, ``X1`` (3 axes,
+    3 corners, K); ``ids`` (K, 3) its vertex ids; once `subset`, also the corners as
+    corner-major views ``xc0``, ``xc1`` (3 corners, 3 axes, K), its triangle's box ``lo0,
+    hi0, lo1, hi1`` (3, K) and its edges' boxes ``elo0, ehi0, elo1, ehi1`` (3 edges, 3,
+    K)."""
+
+    def __init__(self, v0: np.ndarray, v1: np.ndarray, tris: np.ndarray, which: np.ndarray):
+        self.ids = tris[which]
+        flat = self.ids.T.ravel()                      # corner-major: corner c of pair k
+        self.X0 = np.ascontiguousarray(np.take(v0, flat, axis=0).T).reshape(3, 3, -1)
+        self.X1 = np.ascontiguousarray(np.take(v1, flat, axis=0).T).reshape(3, 3, -1)
+
+    def subset(self, keep: np.ndarray, boxes: bool = True) -> "_Side":
+        """The side of the pairs `keep` only (with its boxes)."""
+        out = object.__new__(_Side)
+        out.ids = self.ids[keep]
+        out.X0 = np.ascontiguousarray(self.X0[:, :, keep])
+        out.X1 = np.ascontiguousarray(self.X1[:, :, keep])
+        if boxes:
+            out._boxes()
+        return out
+
+    def _boxes(self) -> None:
+        self.xc0 = self.X0.transpose(1, 0, 2)
+        self.xc1 = self.X1.transpose(1, 0, 2)
+        for end, x in (("0", self.xc0), ("1", self.xc1)):
+            e_lo = np.minimum(x, x[[1, 2, 0]])           # edges 01, 12, 20
+            e_hi = np.maximum(x, x[[1, 2, 0]])
+            setattr(self, "elo" + end, e_lo)
+            setattr(self, "ehi" + end, e_hi)
+            setattr(self, "lo" + end, np.minimum(e_lo[0], x[2]))
+            setattr(self, "hi" + end, np.maximum(e_hi[0], x[2]))
+
+    def corner(self, end: int, at: np.ndarray) -> np.ndarray:
+        """(3, m) the corners ``at`` (corner * K + pair) at t = `end`."""
+        X = self.X0 if end == 0 else self.X1
+        return np.take(X.reshape(3, -1), at, axis=1)
 
 
-def _times(kind: str, q0: np.ndarray, q1: np.ndarray, tol: float, t_tol: float
-           ) -> np.ndarray:
-    """Per query (U, 4, 3) a lower bound of its first contact, ``inf`` where none: the
-    coplanarity filter, then the kernel on what it leaves."""
-    t = np.full(len(q0), np.inf)
-    rest = np.flatnonzero(~coplanar.never_coplanar(q0, q1, kind == ccd.VERTEX_FACE))
-    if rest.size:
-        r = ccd.ccd(kind, q0[rest], q1[rest], tol=tol, first_contact=True, t_tol=t_tol)
-        t[rest] = r.t
-    return t
-
-
-def _near_at_an_end(lo_a: tuple, hi_a: tuple, box_b: list) -> np.ndarray:
-    """Whether two moving primitives may touch: every box inequality holds at t = 0 or at
+def _at_an_end(lo_a0, lo_a1, hi_a0, hi_a1, lo_b0, hi_b0, lo_b1, hi_b1) -> np.ndarray:
+    """Per axis, whether two moving primitives' box inequalities each hold at t = 0 or at
     t = 1 (a box's low end over time is a min of linear functions, never below its
-    chord; its high end never above: `core.aabb_tree.motion`). ``lo_a``, ``hi_a``: the
-    first primitive's box at both ends (a point's is itself); ``box_b``: the second's
-    [lo0, hi0, lo1, hi1]; broadcast (..., 3). Plain comparisons of the given numbers:
-    exact. (...,) bool."""
-    lo0, hi0, lo1, hi1 = box_b
-    ok = ((lo_a[0] <= hi0) | (lo_a[1] <= hi1)) & ((lo0 <= hi_a[0]) | (lo1 <= hi_a[1]))
-    return ok.all(axis=-1)
+    chord; its high end never above: `core.aabb_tree.motion`): the first primitive's box
+    at both ends ``lo_a0, lo_a1, hi_a0, hi_a1`` (a point's is itself), the second's;
+    broadcast (..., 3 axes, K). Plain comparisons of the given numbers: exact."""
+    return ((lo_a0 <= hi_b0) | (lo_a1 <= hi_b1)) & ((lo_b0 <= hi_a0) | (lo_b1 <= hi_a1))
+
+
+def _all3(ok: np.ndarray) -> np.ndarray:
+    """(..., 3, K) bool -> (..., K): all three axes (without a reduce over a short axis)."""
+    return ok[..., 0, :] & ok[..., 1, :] & ok[..., 2, :]
+
+
+def _edge_rows(side: _Side, e: np.ndarray, k: np.ndarray) -> tuple[list, list]:
+    """The two ends of edges e[m] of pairs k[m], each (3, m), at t = 0 and at t = 1, each
+    edge from its smaller vertex id to the larger (an edge of two triangles is then one
+    query from both)."""
+    c0, c1 = _EDGE[e, 0], _EDGE[e, 1]
+    flip = side.ids[k, c0] > side.ids[k, c1]
+    c0, c1 = np.where(flip, c1, c0), np.where(flip, c0, c1)
+    K = side.ids.shape[0]
+    return tuple([side.corner(end, c0 * K + k), side.corner(end, c1 * K + k)] for end in (0, 1))
+
+
+def _first_times(t: np.ndarray, k: np.ndarray, kind: str, rows: list, tol: float,
+                 t_tol: float) -> None:
+    """Lower `t` at pairs `k` to the first contact of their queries (`rows`: per end the 4
+    rows, each (3, m)): the coplanarity filter, then the kernel on what it leaves."""
+    rest = np.flatnonzero(~coplanar.never_coplanar_rows(rows[0], rows[1],
+                                                         kind == ccd.VERTEX_FACE))
+    if rest.size:
+        q0, q1 = (np.stack([r[:, rest] for r in end], axis=1).transpose(2, 1, 0)
+                  for end in rows)                                          # (r, 4, 3)
+        r = ccd.ccd(kind, q0, q1, tol=tol, first_contact=True, t_tol=t_tol)
+        np.minimum.at(t, k[rest], r.t)

@@ -68,19 +68,21 @@ class _Side:
     keys1: np.ndarray
 
 
-def _side(obj: CollisionObject, p0: np.ndarray, p1: np.ndarray, t0: np.ndarray,
-          t1: np.ndarray) -> _Side:
-    t0 = np.asarray(t0, np.int64)
-    t1 = np.asarray(t1, np.int64)
+def _side(obj: CollisionObject, p0: np.ndarray, p1: np.ndarray, tri0: np.ndarray,
+          tri1: np.ndarray) -> _Side:
+    t0 = np.asarray(tri0, np.int64)
+    t1 = np.asarray(tri1, np.int64)
     flip = np.flatnonzero((t0 != t1).any(axis=1))
     second = np.full(t0.shape[0], -1, np.int64)
     second[flip] = t0.shape[0] + np.arange(flip.size)
     ext = np.concatenate([t0, t1[flip]])
-    corners = t0 if not flip.size else np.concatenate([t0, t1], axis=1)
+    # The sample's own triangle array when nothing re-split, so that the boxes of a sample
+    # two steps share are made once (`motion.step_boxes`).
+    c0, c1 = (tri0, tri1) if not flip.size else (np.concatenate([t0, t1], axis=1),) * 2
     tree = for_object(obj)
     k0 = frame_keys(obj, p0)
     k1 = frame_keys(obj, p1)
-    return _Side(tree, motion.step_boxes(tree, p0, p1, corners), ext, second,
+    return _Side(tree, motion.step_boxes(tree, p0, p1, c0, c1), ext, second,
                  obj.vertex_keys if k0 is None else k0, obj.vertex_keys if k1 is None else k1)
 
 
@@ -134,9 +136,16 @@ def _self_pairs(obj: CollisionObject, side: _Side, p0: np.ndarray, p1: np.ndarra
         ta = np.concatenate([ta, np.minimum(ra, rb)[once]])
         tb = np.concatenate([tb, np.maximum(ra, rb)[once]])
     va, vb, ta, tb = _versions(ta, tb, side, side)
-    far = ~(_share(side.keys0[side.ext[va]], side.keys0[side.ext[vb]])
-            | _share(side.keys1[side.ext[va]], side.keys1[side.ext[vb]]))
-    va, vb, ta, tb = va[far], vb[far], ta[far], tb[far]
+    # Seeds never hold rest-adjacent pairs, and a triangle whose keys are its rest keys at
+    # both ends shares a key at an end only with a rest-adjacent one: only pairs with a
+    # changed triangle (or a second split) can be adjacent here.
+    ask = np.flatnonzero(changed[ta] | changed[tb] | (va != ta) | (vb != tb))
+    if ask.size:
+        a, b = side.ext[va[ask]], side.ext[vb[ask]]
+        near = _share(side.keys0[a], side.keys0[b]) | _share(side.keys1[a], side.keys1[b])
+        far = np.ones(va.size, bool)
+        far[ask[near]] = False
+        va, vb, ta, tb = va[far], vb[far], ta[far], tb[far]
     t = pair_times(p0, p1, side.ext, p0, p1, side.ext, va, vb)
     return np.stack([ta, tb], axis=1), t, int(va.size)
 
