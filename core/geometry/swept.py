@@ -25,6 +25,11 @@ from . import ccd, coplanar
 __all__ = ["sphere_at", "sphere_holds", "swept_boxes", "candidate_pairs", "mesh_pairs",
            "pair_times"]
 
+#: How close a scan's first-contact times come to the first contact (below it): 2**-10 of
+#: a step. The kernel refines the earliest boxes of a hit down to this width; 1e-6 cost
+#: 3x more on two characters crossing at 1.2 m a frame, for a precision no one sees.
+STEP_T_TOL: float = 2.0 ** -10
+
 #: Candidate pairs expanded at a time (bounds the memory of the broad phase).
 _PAIR_BLOCK: int = 1 << 18
 
@@ -106,6 +111,8 @@ def mesh_pairs(va0: np.ndarray, va1: np.ndarray, tris_a: np.ndarray, vb0: np.nda
 def pair_times(va0: np.ndarray, va1: np.ndarray, tris_a: np.ndarray, vb0: np.ndarray,
                vb1: np.ndarray, tris_b: np.ndarray, ta: np.ndarray, tb: np.ndarray, *,
                tol: float = ccd.TOL, t_tol: float = ccd.T_TOL) -> np.ndarray:
+    # (`t_tol`: how close the lower bound comes to the first contact; a scan asks
+    # `STEP_T_TOL`, a thousandth of a step.)
     """Per candidate triangle pair (ta[k] of A, tb[k] of B), a lower bound of its first
     vertex-face (both ways) or edge-edge contact during the step, ``inf`` where none
     (within ``tol``, docs/ccd.md). (K,) float64.
@@ -238,5 +245,11 @@ def _first_times(t: np.ndarray, k: np.ndarray, kind: str, rows: list, tol: float
     if rest.size:
         q0, q1 = (np.stack([r[:, rest] for r in end], axis=1).transpose(2, 1, 0)
                   for end in rows)                                          # (r, 4, 3)
-        r = ccd.ccd(kind, q0, q1, tol=tol, first_contact=True, t_tol=t_tol)
-        np.minimum.at(t, k[rest], r.t)
+        # One query per distinct geometry: an edge or a vertex is in several triangles,
+        # so several pairs ask the same query (bit for bit the same numbers).
+        flat = np.ascontiguousarray(np.concatenate([q0.reshape(-1, 12), q1.reshape(-1, 12)],
+                                                   axis=1))
+        _, first, inv = np.unique(flat.view(np.dtype((np.void, 192))).ravel(),
+                                  return_index=True, return_inverse=True)
+        r = ccd.ccd(kind, q0[first], q1[first], tol=tol, first_contact=True, t_tol=t_tol)
+        np.minimum.at(t, k[rest], r.t[inv.ravel()])

@@ -323,9 +323,11 @@ def between(objects: list, samples: list, settings: ScanSettings, filters: Frame
     candidates = 0
     for k in range(n):                          # a loop over sub-steps
         a, b = samples[k], samples[k + 1]
+        # The pairs that intersect at the sub-step's start are the frame's (t = 0), or
+        # touched first in an earlier sub-step: the continuous check leaves them out.
         res = step_pairs(objects, FrameInputs(a.positions, a.poses, a.triangles),
                          FrameInputs(b.positions, b.poses, b.triangles),
-                         settings.self_collision)
+                         settings.self_collision, known=a.counted)
         candidates += res.stats.get("candidates", 0)
         for i, j, p, t in res.pairs:
             # The rest contacts and ignore zones, as `counted`.
