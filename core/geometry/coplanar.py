@@ -11,7 +11,7 @@ cubic Bernstein basis its coefficients are averages of the triple products of th
 on [0, 1], f lies in their convex hull, so four coefficients of one strict sign prove
 f never vanishes (Tang, Manocha & Tong's Bernstein sign classification, 2014, as a
 filter only). A coefficient counts as signed only beyond a bound of its float64
-rounding error (docs/ccd.md, "The coplanarity filter").
+rounding error (docs/ccd.md, "The coplanarity filters").
 """
 from __future__ import annotations
 
