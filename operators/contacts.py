@@ -115,11 +115,11 @@ def passing_faces(c: dict) -> dict[str, set[int]]:
 
 
 def evaluated_face_points(ob, depsgraph, polys) -> np.ndarray:
-    """(P, 3) float64 world corners of faces `polys` of `ob` as evaluated now (empty when
-    the evaluated mesh has other faces than its own)."""
+    """(P, 3) float64 world corners of faces `polys` of `ob` as evaluated now: faces of the
+    surface checked, the evaluated mesh's (those past its faces are left out)."""
     ev = ob.evaluated_get(depsgraph)
     me = ev.data
-    if len(me.polygons) != len(ob.data.polygons) or not polys:
+    if not polys or not len(me.polygons):
         return np.zeros((0, 3))
     start = np.zeros(len(me.polygons), np.int32)
     total = np.zeros(len(me.polygons), np.int32)

@@ -173,9 +173,17 @@ def _draw_passes(layout, scene) -> None:
     (`skin_collide.frame_contact` with `passing`, its place in the scan's list)."""
     from ..operators.contacts import frame_text
 
+    import numpy as np
+
     s = scene.skin_collide
+    n = len(s.passes)
+    if not n:
+        return
+    frames, ends = np.zeros(n, np.int32), np.zeros(n, np.float32)
+    s.passes.foreach_get("frame", frames)
+    s.passes.foreach_get("step_to", ends)
     f = scene.frame_current
-    here = [k for k, p in enumerate(s.passes) if p.frame <= f < p.step_to]
+    here = np.flatnonzero((frames <= f) & (f < ends)).tolist()
     if not here:
         return
     col = layout.column(align=True)
