@@ -13,6 +13,11 @@ from .state import STATE
 
 #: The default near colour (`SKINCOLLIDE_PG_settings.near_color`): amber.
 NEAR_COLOUR = (1.0, 0.65, 0.0, 0.6)
+#: The colour of the timeline's marks of steps with pass-throughs (Between Frames): violet,
+#: apart from the red colliding frames and the amber near ones.
+PASS_COLOUR = (0.6, 0.3, 1.0, 0.9)
+#: Height of those marks in pixels: a band just above the frames' strip.
+PASS_HEIGHT = 3.0
 
 # The highlight floats this fraction of the triangle's size off the surface, so it does
 # not z-fight with the mesh.
@@ -95,6 +100,32 @@ def _frame_quads(f: np.ndarray, frame_to_x, height: float, bottom: float) -> np.
     y0, y1 = np.full_like(x0, bottom), np.full_like(x0, bottom + height)
     return np.stack([np.stack([x0, y0], 1), np.stack([x1, y0], 1), np.stack([x1, y1], 1),
                      np.stack([x0, y0], 1), np.stack([x1, y1], 1), np.stack([x0, y1], 1)], 1)
+
+
+def step_marks(starts: np.ndarray, ends: np.ndarray, frame_to_x, height: float,
+               bottom: float = 0.0, colour=PASS_COLOUR) -> tuple[np.ndarray, np.ndarray]:
+    """Rectangles of the steps with pass-throughs (Between Frames) in the timeline: each
+    spans its step, from its frame to the next checked one.
+
+    Args:
+        starts, ends: (S,) the steps' first frames and ends (`strip_passes`).
+        frame_to_x: maps an array of frame numbers to region x pixels.
+        height: the marks' height in pixels; bottom: their lower edge.
+        colour: RGBA.
+    Returns:
+        vertices (6S, 2) float32 (two triangles per step) and colours (6S, 4) float32.
+    """
+    a = np.asarray(starts, dtype=np.float64).reshape(-1)
+    b = np.asarray(ends, dtype=np.float64).reshape(-1)
+    if a.size == 0:
+        return np.zeros((0, 2), np.float32), np.zeros((0, 4), np.float32)
+    x0 = np.asarray(frame_to_x(a), dtype=np.float64)
+    x1 = np.asarray(frame_to_x(b), dtype=np.float64)
+    y0, y1 = np.full_like(x0, bottom), np.full_like(x0, bottom + height)
+    quads = np.stack([np.stack([x0, y0], 1), np.stack([x1, y0], 1), np.stack([x1, y1], 1),
+                      np.stack([x0, y0], 1), np.stack([x1, y1], 1), np.stack([x0, y1], 1)], 1)
+    colours = np.broadcast_to(np.asarray(tuple(colour), np.float64)[:4], (a.size * 6, 4))
+    return quads.reshape(-1, 2).astype(np.float32), colours.astype(np.float32)
 
 
 # The 12 edges of a box, as pairs of corner indices (corner k: bits x, y, z of k).
@@ -409,6 +440,17 @@ def strip_near(scene) -> np.ndarray:
     return near
 
 
+def strip_passes(scene) -> tuple[np.ndarray, np.ndarray]:
+    """The last scan's steps with pass-throughs (scanned with Between Frames): their first
+    frames and ends, (S,) float64 each, in frame order; empty otherwise."""
+    fc = scene.skin_collide.frame_counts
+    frames, passes = _per_frame(fc, "frame", "passes")
+    step_to = _per_frame(fc, "step_to", dtype=np.float32)[0].astype(np.float64)
+    frames = frames.astype(np.float64)
+    keep = (passes > 0) & (step_to > frames)
+    return frames[keep], step_to[keep]
+
+
 @_guarded("timeline")
 def _draw_timeline():
     import bpy
@@ -428,6 +470,10 @@ def _draw_timeline():
     verts, colours = timeline_strip(frames, counts, lambda f: x0 + scale * f,
                                     height=6.0, bottom=2.0, near=strip_near(scene),
                                     near_colour=scene.skin_collide.near_color)
+    starts, ends = strip_passes(scene)
+    if starts.size:
+        pv, pc = step_marks(starts, ends, lambda f: x0 + scale * f, PASS_HEIGHT, bottom=9.0)
+        verts, colours = np.concatenate([verts, pv]), np.concatenate([colours, pc])
     if not verts.size:
         return
     shader = gpu.shader.from_builtin("SMOOTH_COLOR")

@@ -44,6 +44,32 @@ class SKINCOLLIDE_PG_frame_count(bpy.types.PropertyGroup):
                                       "of the frame's crossing contacts", default=0.0)
     near: bpy.props.IntProperty(name="Near Contacts", description="Near contacts of the "
                                 "frame (scanned with Clearance on; 0 otherwise)", default=0)
+    passes: bpy.props.IntProperty(
+        name="Pass-Throughs", description="Contacts that pass through during the step from "
+        "this frame to the next checked one (scanned with Between Frames on; 0 otherwise)",
+        default=0)
+    step_to: bpy.props.FloatProperty(
+        name="Step To", description="The next checked frame, where this frame's step ends "
+        "(-1: no step checked from this frame)", default=-1.0)
+
+
+class SKINCOLLIDE_PG_pass(bpy.types.PropertyGroup):
+    """One contact of kind "passes through" of the last scan (Between Frames): what the
+    panel lists; its polygon pairs are in the scan's stored report (`report`), frame
+    `frame`'s `"passes_through"` entry `index`."""
+
+    frame: bpy.props.IntProperty(name="Frame", description="The step's first frame")
+    step_to: bpy.props.FloatProperty(name="Step To", description="The step's end")
+    t: bpy.props.FloatProperty(name="First Contact", description="When in the step the "
+                               "contact begins (0: at its first frame, 1: at its end; a "
+                               "lower bound)", min=0.0, max=1.0)
+    index: bpy.props.IntProperty(name="Index", description="Its place in the frame's "
+                                 "\"passes_through\" list of the stored report")
+    object_a: bpy.props.StringProperty(name="Object A")
+    object_b: bpy.props.StringProperty(name="Object B")
+    bone_a: bpy.props.StringProperty(name="Bone A")
+    bone_b: bpy.props.StringProperty(name="Bone B")
+    pairs: bpy.props.IntProperty(name="Pairs", description="Its polygon pairs")
 
 
 class SKINCOLLIDE_PG_object(bpy.types.PropertyGroup):
@@ -153,7 +179,19 @@ class SKINCOLLIDE_PG_settings(bpy.types.PropertyGroup):
     add_markers: bpy.props.BoolProperty(
         name="Markers", description="Place a timeline marker at the first frame of each "
         "collision episode when scanning", default=False)
+    between_frames: bpy.props.BoolProperty(
+        name="Between Frames", description="Scan Frame Range also checks the motion from "
+        "each frame to the next (the skin moving in straight lines between them) and "
+        "lists what passes through between frames without touching at either. Slower; "
+        "not with First Hit", default=False)
+    subframes: bpy.props.IntProperty(
+        name="Subframes", description="With Between Frames: samples of the animation per "
+        "frame (the motion is taken as straight lines between samples); more for fast "
+        "action", default=1, min=1, max=64, soft_max=8)
     frame_counts: bpy.props.CollectionProperty(type=SKINCOLLIDE_PG_frame_count)
+    passes: bpy.props.CollectionProperty(type=SKINCOLLIDE_PG_pass, name="Pass-Throughs",
+                                         description="The last scan's contacts that pass "
+                                         "through between frames (Between Frames)")
     report: bpy.props.PointerProperty(type=bpy.types.Text, name="Last Scan Report")
     # Earlier versions kept rest contacts per scene; now each character's data keeps its
     # own (addon/rest_contacts.py). Still read, and pruned as characters are rebuilt.
@@ -163,7 +201,8 @@ class SKINCOLLIDE_PG_settings(bpy.types.PropertyGroup):
         name="Last Report", description="The last doctor summary of the active mesh", default="")
 
 
-CLASSES = (SKINCOLLIDE_PG_frame_count, SKINCOLLIDE_PG_object, SKINCOLLIDE_PG_settings)
+CLASSES = (SKINCOLLIDE_PG_frame_count, SKINCOLLIDE_PG_pass, SKINCOLLIDE_PG_object,
+           SKINCOLLIDE_PG_settings)
 
 
 def register() -> None:

@@ -65,6 +65,9 @@ class LiveResult:
     near_contacts: list = field(default_factory=list)
     near_triangles: list = field(default_factory=list)
     clearance_note: str = ""
+    #: Scan Frame Range with Between Frames: the frame's `core.scan.pipeline.FrameOutcome`
+    #: (the first sample of its step); None otherwise
+    outcome: object = None
 
     @property
     def n_pairs(self) -> int:
@@ -305,16 +308,16 @@ def forget_contacts(uids: set[str]) -> None:
 
 
 def pipeline(scene, meshes: list, objects: list, first_hit: bool = False,
-             live: bool = False, carry: bool = False) -> scanner.Scanner:
+             live: bool = False, carry: bool = False, scan: bool = False) -> scanner.Scanner:
     """The scene's pipeline (`addon.scanner.Scanner`, the one the headless scan uses) over
     built `meshes`, with the panel's settings (`panel_settings`) and the stored rest
     contacts (by stable ids). Cheap to make: the objects come built. `live`: the live
     overlay's caps and budgets; `carry`: also what it carries between frames (the memos
-    of a `FrameState`)."""
+    of a `FrameState`); `scan`: Scan Frame Range's (with the panel's Between Frames)."""
     import bpy
 
     s = scene.skin_collide
-    settings = panel_settings(scene, meshes, first_hit, live, carry)
+    settings = panel_settings(scene, meshes, first_hit, live, carry, scan)
     from . import zones
 
     try:
@@ -342,14 +345,25 @@ def pipeline(scene, meshes: list, objects: list, first_hit: bool = False,
     return sc
 
 
+#: Why Scan Frame Range does not run with both Between Frames and First Hit on.
+BETWEEN_FIRST_HIT = ("Between Frames lists every pair that touches during a step and "
+                     "cannot stop at the first hit: turn First Hit or Between Frames off")
+
+
 def panel_settings(scene, meshes: list, first_hit: bool = False, live: bool = False,
-                   carry: bool = False) -> core_scan.ScanSettings:
+                   carry: bool = False, scan: bool = False) -> core_scan.ScanSettings:
     """The panel's `ScanSettings`: method, self-collision, the contact filters and ignore
     zones, the Clearance (`addon.clearance.distance`); `live`: the live overlay's cap and
-    clearance budget; `carry`: pairs carried while posing. SessionError on a bad filter."""
+    clearance budget; `carry`: pairs carried while posing; `scan`: Scan Frame Range's,
+    with the panel's Between Frames and Subframes (issue 57; the live overlay checks one
+    frame: never between). SessionError on a bad filter, or on Between Frames with
+    `first_hit` (`BETWEEN_FIRST_HIT`)."""
     from ..core.contacts import filters as contact_filters
 
     s = scene.skin_collide
+    between = bool(scan and s.between_frames and not live)
+    if between and first_hit:
+        raise SessionError(BETWEEN_FIRST_HIT)
     try:
         bones = contact_filters.parse_bone_pairs(s.ignore_bones)
     except ValueError as exc:
@@ -364,7 +378,8 @@ def panel_settings(scene, meshes: list, first_hit: bool = False, live: bool = Fa
         clearance=clearance.distance(scene), contact_filter=flt,
         max_pairs=MAX_PAIRS if live else None,        # a dense frame stops counting
         clearance_limit=core_scan.LIVE_LIMIT if live else None,   # a large D stops early
-        carry=carry and live)
+        carry=carry and live, between=between,
+        subframes=int(s.subframes) if between else 1)
 
 
 def _with_instance_rest_contacts(scene, sc: scanner.Scanner):
@@ -418,7 +433,7 @@ def _same_identities(a, b) -> bool:
 
 def query(scene, depsgraph, meshes: list, objects: list | None = None,
           first_hit: bool = False, exact_count: bool = False,
-          carry: bool = False) -> LiveResult:
+          carry: bool = False, scan: bool = False) -> LiveResult:
     """Collide `meshes` at the scene's current (already evaluated) frame, through the
     scene's `pipeline`.
 
@@ -445,6 +460,9 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
 
     With the panel's Clearance on, the result also carries the frame's near contacts and
     the triangles the overlay draws in the near colour (`addon.clearance`).
+
+    `scan` (Scan Frame Range): the panel's Between Frames applies (`panel_settings`); with
+    it on, the result keeps the frame's `outcome`, the first sample of its step.
     """
     objects = objects or load_objects(meshes)
     if not (carry and not exact_count):     # a query that does not carry starts afresh
@@ -452,7 +470,7 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
         STATE.frame_memos.pop(scene.name_full, None)
         STATE.carried.pop(scene.name_full, None)
     sc = pipeline(scene, meshes, objects, first_hit=first_hit, live=not exact_count,
-                  carry=carry and not exact_count)
+                  carry=carry and not exact_count, scan=scan)
     try:
         out = sc.current(scene, depsgraph)
     except extract.RigError as exc:
@@ -493,7 +511,8 @@ def query(scene, depsgraph, meshes: list, objects: list | None = None,
                         contacts=rec.contacts,
                         dense=sc.dense, clearance=sc.clearance, near_contacts=near_found,
                         near_triangles=near_tris,
-                        clearance_note=clearance.note(scene, len(meshes), sc.near_stopped))
+                        clearance_note=clearance.note(scene, len(meshes), sc.near_stopped),
+                        outcome=out if sc.settings.between else None)
     STATE.live[scene.name_full] = result
     return result
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 import csv
 import json
 import os
+from dataclasses import replace
 
 import bpy
 from bpy_extras.io_utils import ExportHelper
 
 from ..addon import extract, scanner, session, storage
+from ..core import scan as core_scan
 from ..core.contacts import groups as contact_groups
 from ..core.report import writing as core_report
 from .stepping import TimerSteps, guard_operators, object_mode_poll
@@ -21,33 +23,78 @@ their exact count, `"pairs_total"`, with `"truncated": true`); per frame at most
 
 
 def report_document(scene, meshes, objects, records, n_requested: int,
-                    first_hit: bool = False) -> dict:
+                    first_hit: bool = False, steps: dict | None = None) -> dict:
     """The scan's report in the headless scan's schema, built by the same code
     (`addon.scanner.ScanReport` of the scene's `session.pipeline`), capped at
-    REPORT_MAX_PAIRS pairs in all."""
+    REPORT_MAX_PAIRS pairs in all. `steps`: with Between Frames, record index -> its
+    frame's `Step` (its "between", "step_to", "step_ms", "passes_through")."""
     # The pairs are the records'; first_hit only goes into the report's "source".
-    sc = session.pipeline(scene, meshes, objects, first_hit=first_hit)
-    frame_records = [
-        scanner.FrameRecord(f, r.polygon_pairs, r.ms, 0.0, list(r.modes),
-                            not_checked=r.error if r.not_checked else "",
-                            pairs_total=r.n_pairs, contacts=list(r.contacts),
-                            near_contacts=list(getattr(r, "near_contacts", None) or []))
-        for f, r in records]
+    sc = session.pipeline(scene, meshes, objects, first_hit=first_hit, scan=bool(steps))
+    steps = steps or {}
+    frame_records = []
+    for k, (f, r) in enumerate(records):
+        rec = scanner.FrameRecord(f, r.polygon_pairs, r.ms, 0.0, list(r.modes),
+                                  not_checked=r.error if r.not_checked else "",
+                                  pairs_total=r.n_pairs, contacts=list(r.contacts),
+                                  near_contacts=list(getattr(r, "near_contacts", None) or []))
+        step = steps.get(k)
+        if step is not None:        # as `Scanner.run` gives it: the ms include the step's
+            rec = replace(rec, between=step.found.rows, passes=list(step.found.passes),
+                          step_to=step.to, step_ms=step.ms, ms=rec.ms + step.ms)
+        frame_records.append(rec)
     return sc.report(frame_records, n_requested).to_json(max_total=REPORT_MAX_PAIRS)
 
 
-def _record(scene, meshes, objects, records, n_requested: int, first_hit: bool = False) -> int:
+class Step:
+    """One frame's step to the next checked frame (Between Frames): the core's answer
+    (`core.scan.pipeline.between`: rows and pass-through contacts), where it ends and
+    what it cost (its subframes' queries and its check, ms)."""
+
+    __slots__ = ("found", "to", "ms")
+
+    def __init__(self, found, to: float, ms: float):
+        self.found, self.to, self.ms = found, to, ms
+
+
+def close_step(sc: scanner.Scanner, frame: int, samples: list, end, to: float) -> Step | None:
+    """The step from `frame` through its `samples` (the frame's `FrameOutcome`, then its
+    subframes') to `end` (the next frame's outcome, None when it was not checked), as
+    `Scanner.run` closes it; None when a sample could not be checked (collapsed bones)."""
+    if not samples or end is None:
+        return None
+    outs = [*samples, end]
+    if any(o.record.not_checked for o in outs):
+        return None
+    found = core_scan.pipeline.between(sc.objects, outs, sc.settings, sc.filters, (frame, to))
+    return Step(found, to, found.ms + sum(o.record.ms for o in outs[1:-1]))
+
+
+def _record(scene, meshes, objects, records, n_requested: int, first_hit: bool = False,
+            steps: dict | None = None) -> int:
     """Store a finished scan: per-frame counts (the timeline strip), the report (JSON in
-    the headless scan's schema, as a Text) and, if asked, episode markers."""
+    the headless scan's schema, as a Text), with Between Frames each frame's step and the
+    pass-through contacts the panel lists, and, if asked, episode markers."""
     s = scene.skin_collide
+    steps = steps or {}
     s.frame_counts.clear()
-    for frame, res in records:
+    s.passes.clear()
+    for k, (frame, res) in enumerate(records):
         item = s.frame_counts.add()
         item.frame, item.pairs = frame, (-1 if res.not_checked else res.n_pairs)
         item.crossing = sum(c.length for c in getattr(res, "contacts", None) or []
                             if c.kind == "crossing")
         item.near = len(getattr(res, "near_contacts", None) or [])
-    report = report_document(scene, meshes, objects, records, n_requested, first_hit)
+        step = steps.get(k)
+        if step is None:
+            continue
+        item.step_to, item.passes = float(step.to), len(step.found.passes)
+        for index, c in enumerate(step.found.passes):
+            p = s.passes.add()
+            p.frame, p.step_to, p.t, p.index = frame, float(step.to), float(c.t), index
+            p.object_a, p.object_b = c.a, c.b
+            p.bone_a, p.bone_b = c.bones[0] or "", c.bones[1] or ""
+            p.pairs = len(c.pairs)
+    report = report_document(scene, meshes, objects, records, n_requested, first_hit, steps)
     if s.report is None:
         s.report = bpy.data.texts.new(storage.TEXT_PREFIX + "report.json")
     s.report.from_string(core_report.dumps(report))
@@ -97,9 +144,18 @@ class SKINCOLLIDE_OT_scan(TimerSteps, bpy.types.Operator):
         self._hidden = [ob.name_full for ob in session.built_meshes(scene)
                         if ob not in self._meshes]
         self._objects = session.load_objects(self._meshes)
+        # Between Frames (issue 57): the scan's pipeline for the steps, its settings the
+        # panel's (`session.panel_settings`: refused with First Hit, before any change).
+        self._between = None
+        if scene.skin_collide.between_frames:
+            self._between = session.pipeline(scene, self._meshes, self._objects,
+                                             first_hit=self.first_hit, scan=True)
         self._frames = list(range(start, end + 1))
         self._start_frame = scene.frame_current
+        self._start_subframe = scene.frame_subframe
         self._records = []
+        self._steps: dict[int, Step] = {}       # record index -> its frame's step
+        self._open: list = []                   # the open step's samples, its frame's first
 
     def _step(self, context) -> bool:
         scene = context.scene
@@ -107,31 +163,61 @@ class SKINCOLLIDE_OT_scan(TimerSteps, bpy.types.Operator):
         scene.frame_set(f)
         try:
             res = session.query(scene, context.evaluated_depsgraph_get(), self._meshes,
-                                self._objects, first_hit=self.first_hit, exact_count=True)
+                                self._objects, first_hit=self.first_hit, exact_count=True,
+                                scan=self._between is not None)
         except session.DegeneratePose as exc:
             res = session.not_checked(scene, str(exc))
+        if self._between is not None:
+            self._step_between(context, f, res.outcome)
         self._records.append((f, res))
         return len(self._records) == len(self._frames)
 
+    def _step_between(self, context, f: int, outcome) -> None:
+        """Close the step into frame `f` (`outcome`: its first sample, None when it was not
+        checked), then, unless `f` is the last frame, open its own through its subframes."""
+        if self._open:
+            at = len(self._records) - 1
+            step = close_step(self._between, self._records[at][0], self._open, outcome, f)
+            if step is not None:
+                self._steps[at] = step
+        self._open = []
+        if outcome is None or f == self._frames[-1]:
+            return
+        self._open = [outcome]
+        n = self._between.settings.subframes
+        for k in range(1, n):
+            context.scene.frame_set(f, subframe=k / n)
+            self._open.append(self._between.current(context.scene,
+                                                    context.evaluated_depsgraph_get()))
+
+    def _restore(self, context) -> None:
+        context.scene.frame_set(self._start_frame, subframe=self._start_subframe)
+
     def _cancel(self, context) -> None:
-        context.scene.frame_set(self._start_frame)
+        self._restore(context)
 
     def on_failure(self, context) -> None:
         if hasattr(self, "_start_frame"):
-            context.scene.frame_set(self._start_frame)
+            self._restore(context)
 
     def _finish(self, context):
         scene = context.scene
-        scene.frame_set(self._start_frame)
+        self._restore(context)
         episodes = _record(scene, self._meshes, self._objects, self._records,
-                           len(self._frames), self.first_hit)
+                           len(self._frames), self.first_hit, self._steps)
         n = sum(1 for _, r in self._records if r.n_pairs > 0)
         skipped = [r for _, r in self._records if r.not_checked]
         hidden = ", ".join(f"'{name}'" for name in self._hidden)
         near = sum(1 for _, r in self._records if r.near_contacts and r.n_pairs == 0)
         note = next((r.clearance_note for _, r in self._records if r.clearance_note), "")
+        between = ""
+        if self._between is not None:
+            found = sum(len(st.found.passes) for st in self._steps.values())
+            marked = sum(1 for st in self._steps.values() if st.found.passes)
+            between = (f", {found} pass-through(s) between frames in {marked} step(s)"
+                       if found else ", nothing passes through between frames")
         self.report({"WARNING" if skipped or hidden or note else "INFO"},
-                    f"{n} of {len(self._records)} frames collide"
+                    f"{n} of {len(self._records)} frames collide" + between
                     + (f", {near} more under the clearance" if near else "")
                     + (f"; {note}" if note else "")
                     + (f"; {episodes} marker(s) placed" if episodes else "")
@@ -152,7 +238,7 @@ class SKINCOLLIDE_OT_scan(TimerSteps, bpy.types.Operator):
                 wm.progress_end()
         except (session.SessionError, extract.RigError, ValueError) as exc:
             if hasattr(self, "_start_frame"):
-                context.scene.frame_set(self._start_frame)
+                self._restore(context)
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         self._finish(context)

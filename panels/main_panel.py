@@ -90,6 +90,7 @@ class SKINCOLLIDE_PT_main(bpy.types.Panel):
                     layout.label(text=res.warning, icon="ERROR")
                 _draw_clearance(layout, res, scene)
                 _draw_contacts(layout, res, scene)
+        _draw_passes(layout, scene)
         row = layout.row(align=True)
         row.operator("skin_collide.select_colliding", icon="RESTRICT_SELECT_OFF")
         row.operator("skin_collide.bake_highlight", text="", icon="BRUSH_DATA")
@@ -98,13 +99,19 @@ class SKINCOLLIDE_PT_main(bpy.types.Panel):
         row.operator("skin_collide.scan", icon="TIME")
         row.prop(s, "add_markers", text="", icon="MARKER_HLT")
         row.prop(s, "strip_length", text="", icon="CURVE_PATH")
+        row = layout.row(align=True)
+        row.prop(s, "between_frames")
+        if s.between_frames:
+            row.prop(s, "subframes")
         layout.operator("skin_collide.export_report", icon="EXPORT")
         if len(s.frame_counts):
             hits = sum(1 for item in s.frame_counts if item.pairs > 0)
             skipped = sum(1 for item in s.frame_counts if item.pairs < 0)
             near = sum(1 for item in s.frame_counts if item.pairs == 0 and item.near > 0)
+            steps = sum(1 for item in s.frame_counts if item.passes > 0)
             layout.label(text=f"Last scan: {hits} of {len(s.frame_counts)} frames collide"
-                         + (f", {near} under the clearance" if near else ""))
+                         + (f", {near} under the clearance" if near else "")
+                         + (f", {steps} step(s) pass through" if steps else ""))
             if skipped:
                 layout.label(text=f"{skipped} frame(s) not checked (bones scaled to zero)",
                              icon="ERROR")
@@ -157,6 +164,38 @@ def _draw_contacts(layout, res, scene=None) -> None:
         col.label(text=f"and {len(found) - CONTACTS_LISTED} more contacts")
     if near:
         _draw_near(col, near, len(found), scene if scene is not None else bpy.context.scene)
+
+
+def _draw_passes(layout, scene) -> None:
+    """The last scan's contacts that pass through during the step from the current frame
+    (Between Frames; the timeline strip marks those steps): bones and the step. A click
+    goes to the sub-frame of first contact and selects the faces
+    (`skin_collide.frame_contact` with `passing`, its place in the scan's list)."""
+    from ..operators.contacts import frame_text
+
+    import numpy as np
+
+    s = scene.skin_collide
+    n = len(s.passes)
+    if not n:
+        return
+    frames, ends = np.zeros(n, np.int32), np.zeros(n, np.float32)
+    s.passes.foreach_get("frame", frames)
+    s.passes.foreach_get("step_to", ends)
+    f = scene.frame_current
+    here = np.flatnonzero((frames <= f) & (f < ends)).tolist()
+    if not here:
+        return
+    col = layout.column(align=True)
+    for k in here[:CONTACTS_LISTED]:
+        p = s.passes[k]
+        op = col.operator("skin_collide.frame_contact",
+                          text=f"{p.bone_a or p.object_a} × {p.bone_b or p.object_b}: "
+                               f"passes through between {p.frame} and {frame_text(p.step_to)}",
+                          icon="FRAME_NEXT")
+        op.passing = k
+    if len(here) > CONTACTS_LISTED:
+        col.label(text=f"and {len(here) - CONTACTS_LISTED} more pass-throughs")
 
 
 def _draw_near(col, near: list, first_index: int, scene) -> None:
