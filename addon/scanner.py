@@ -12,7 +12,7 @@ The reference method, Blender's own BVHTree, answers in `addon.reference`.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -286,20 +286,47 @@ class Scanner:
         return self.report(records, len(frames))
 
     def _close_step(self, records: list, samples: list, end: FrameOutcome, to: float) -> None:
-        """Give the record that opened `samples` the step to `end` (the next checked
-        frame), unless a sample of it could not be checked (collapsed bones)."""
+        """Give the record that opened `samples` ([(record index, outcome)]) the step to
+        `end` (the next checked frame's outcome)."""
         if not samples:
             return
-        outs = [o for _, o in samples] + [end]
-        if any(o.record.not_checked for o in outs):
-            return
         at = samples[0][0]
-        res = core_scan.pipeline.between(self.objects, outs, self.settings, self.filters,
-                                         (records[at].frame, to))
-        # The frame's ms is all it costs: its query, its subframes' and its step's.
-        part = res.ms + sum(o.record.ms for o in outs[1:-1])
-        records[at] = replace(records[at], between=res.rows, passes=res.passes, step_to=to,
-                              step_ms=part, ms=records[at].ms + part)
+        step = close_step(self, records[at].frame, [o for _, o in samples], end, to)
+        if step is not None:
+            records[at] = step.on(records[at])
+
+
+@dataclass(frozen=True)
+class Step:
+    """One frame's step to the next checked frame (`--between-frames`, the panel's
+    Between Frames): the core's answer (`core.scan.pipeline.between`: rows and
+    pass-through contacts), where it ends, and what it cost (its subframes' queries and
+    its continuous check, ms)."""
+
+    found: object
+    to: float
+    ms: float
+
+    def on(self, rec: FrameRecord) -> FrameRecord:
+        """The frame's record with its step; its ms are all the frame costs (its query,
+        its subframes' and its step's)."""
+        return replace(rec, between=self.found.rows, passes=list(self.found.passes),
+                       step_to=self.to, step_ms=self.ms, ms=rec.ms + self.ms)
+
+
+def close_step(sc: "Scanner", frame: int, samples: list, end: FrameOutcome | None,
+               to: float) -> Step | None:
+    """The step from `frame` through its `samples` (the frame's `FrameOutcome`, then its
+    subframes') to `end` (the next checked frame's outcome; None: not checked), by `sc`'s
+    objects, settings and filters; None when a sample could not be checked (collapsed
+    bones)."""
+    if not samples or end is None:
+        return None
+    outs = [*samples, end]
+    if any(o.record.not_checked for o in outs):
+        return None
+    found = core_scan.pipeline.between(sc.objects, outs, sc.settings, sc.filters, (frame, to))
+    return Step(found, to, found.ms + sum(o.record.ms for o in outs[1:-1]))
 
 
 def _build(meshes: list, selection, settings: ScanSettings) -> list:

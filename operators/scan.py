@@ -4,13 +4,11 @@ from __future__ import annotations
 import csv
 import json
 import os
-from dataclasses import replace
 
 import bpy
 from bpy_extras.io_utils import ExportHelper
 
 from ..addon import extract, scanner, session, storage
-from ..core import scan as core_scan
 from ..core.contacts import groups as contact_groups
 from ..core.report import writing as core_report
 from .stepping import TimerSteps, guard_operators, object_mode_poll
@@ -27,7 +25,7 @@ def report_document(scene, meshes, objects, records, n_requested: int,
     """The scan's report in the headless scan's schema, built by the same code
     (`addon.scanner.ScanReport` of the scene's `session.pipeline`), capped at
     REPORT_MAX_PAIRS pairs in all. `steps`: with Between Frames, record index -> its
-    frame's `Step` (its "between", "step_to", "step_ms", "passes_through")."""
+    frame's `scanner.Step` (its "between", "step_to", "step_ms", "passes_through")."""
     # The pairs are the records'; first_hit only goes into the report's "source".
     sc = session.pipeline(scene, meshes, objects, first_hit=first_hit, scan=bool(steps))
     steps = steps or {}
@@ -38,35 +36,8 @@ def report_document(scene, meshes, objects, records, n_requested: int,
                                   pairs_total=r.n_pairs, contacts=list(r.contacts),
                                   near_contacts=list(getattr(r, "near_contacts", None) or []))
         step = steps.get(k)
-        if step is not None:        # as `Scanner.run` gives it: the ms include the step's
-            rec = replace(rec, between=step.found.rows, passes=list(step.found.passes),
-                          step_to=step.to, step_ms=step.ms, ms=rec.ms + step.ms)
-        frame_records.append(rec)
+        frame_records.append(rec if step is None else step.on(rec))   # as `Scanner.run`
     return sc.report(frame_records, n_requested).to_json(max_total=REPORT_MAX_PAIRS)
-
-
-class Step:
-    """One frame's step to the next checked frame (Between Frames): the core's answer
-    (`core.scan.pipeline.between`: rows and pass-through contacts), where it ends and
-    what it cost (its subframes' queries and its check, ms)."""
-
-    __slots__ = ("found", "to", "ms")
-
-    def __init__(self, found, to: float, ms: float):
-        self.found, self.to, self.ms = found, to, ms
-
-
-def close_step(sc: scanner.Scanner, frame: int, samples: list, end, to: float) -> Step | None:
-    """The step from `frame` through its `samples` (the frame's `FrameOutcome`, then its
-    subframes') to `end` (the next frame's outcome, None when it was not checked), as
-    `Scanner.run` closes it; None when a sample could not be checked (collapsed bones)."""
-    if not samples or end is None:
-        return None
-    outs = [*samples, end]
-    if any(o.record.not_checked for o in outs):
-        return None
-    found = core_scan.pipeline.between(sc.objects, outs, sc.settings, sc.filters, (frame, to))
-    return Step(found, to, found.ms + sum(o.record.ms for o in outs[1:-1]))
 
 
 def _record(scene, meshes, objects, records, n_requested: int, first_hit: bool = False,
@@ -154,7 +125,7 @@ class SKINCOLLIDE_OT_scan(TimerSteps, bpy.types.Operator):
         self._start_frame = scene.frame_current
         self._start_subframe = scene.frame_subframe
         self._records = []
-        self._steps: dict[int, Step] = {}       # record index -> its frame's step
+        self._steps: dict[int, scanner.Step] = {}       # record index -> its frame's step
         self._open: list = []                   # the open step's samples, its frame's first
 
     def _step(self, context) -> bool:
@@ -177,7 +148,8 @@ class SKINCOLLIDE_OT_scan(TimerSteps, bpy.types.Operator):
         checked), then, unless `f` is the last frame, open its own through its subframes."""
         if self._open:
             at = len(self._records) - 1
-            step = close_step(self._between, self._records[at][0], self._open, outcome, f)
+            step = scanner.close_step(self._between, self._records[at][0], self._open,
+                                      outcome, f)
             if step is not None:
                 self._steps[at] = step
         self._open = []
