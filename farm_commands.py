@@ -32,14 +32,17 @@ def scan_flags(objects=(), self_collision=False, method: str | None = None, firs
                ignore_rest_contacts=False, allow=None, scene: str | None = None,
                clearance: str | None = None, near_pairs: bool = False,
                as_rendered: bool = False, enable_autoexec: bool = False,
-               allow_failed_drivers: bool = False, allow_missing: bool = False) -> list[str]:
+               allow_failed_drivers: bool = False, allow_missing: bool = False,
+               between_frames: bool = False, subframes: int | None = None) -> list[str]:
     """The scan flags that decide the report's content, in one order for every farm (the
     same flags for every chunk, as `merge` requires; the order of `cli.scan_flags`);
     `method` None: the default one; `scene` None (or empty): the scene the file was saved
     on; `clearance` None (or empty): no clearance (`scan --clearance`, as given: "2mm");
     `as_rendered`: the surfaces renders draw (`scan --as-rendered`); `enable_autoexec`,
     `allow_failed_drivers`, `allow_missing`: what the run may trust and go on without
-    (`scan`'s flags, docs/cli.md "What the run sees")."""
+    (`scan`'s flags, docs/cli.md "What the run sees"); `between_frames`: the steps between
+    frames too (`scan --between-frames`), `subframes` its samples per frame (None or 1:
+    one; `plan` then gives each chunk but the last its `--step-to`)."""
     from .cli import scan_flags as flags
 
     return flags.forward({"scene": scene or None, "object": objects,
@@ -49,12 +52,18 @@ def scan_flags(objects=(), self_collision=False, method: str | None = None, firs
                           "near_pairs": near_pairs, "as_rendered": as_rendered,
                           "enable_autoexec": enable_autoexec,
                           "allow_failed_drivers": allow_failed_drivers,
-                          "allow_missing": allow_missing})
+                          "allow_missing": allow_missing, "between_frames": between_frames,
+                          "subframes": str(subframes) if subframes and subframes > 1
+                          else None})
 
 
-def scan_args(file: str, start: int, end: int, out: str, flags: list[str]) -> list[str]:
-    """`python -m skin_collide` arguments of one chunk's scan."""
-    return ["scan", file, f"--frames={start}:{end}", *flags, "--json", chunk_report(out, start, end)]
+def scan_args(file: str, start: int, end: int, out: str, flags: list[str],
+              step_to: int | None = None) -> list[str]:
+    """`python -m skin_collide` arguments of one chunk's scan; `step_to`: where its last
+    frame's step between frames ends (`scan --step-to`, the next chunk's first frame)."""
+    step = [f"--step-to={step_to}"] if step_to is not None else []
+    return ["scan", file, f"--frames={start}:{end}", *step, *flags, "--json",
+            chunk_report(out, start, end)]
 
 
 def merge_args(out: str, parts: list[tuple[int, int]], junit: bool = True) -> list[str]:
@@ -69,9 +78,15 @@ def merge_args(out: str, parts: list[tuple[int, int]], junit: bool = True) -> li
 
 def plan(file: str, start: int, end: int, size: int, out: str, flags: list[str]) -> dict:
     """{chunk name: scan arguments} for every chunk, in frame order, and "merge": the
-    merge's arguments."""
+    merge's arguments. With `--between-frames` in `flags`, a step that spans two chunks is
+    checked by the chunk that holds its first frame: each chunk but the last scans with
+    `--step-to` the next chunk's first frame (the last one's step follows scan's own rule,
+    as the scan of the whole range would)."""
     parts = chunks.by_size(start, end, size)
-    steps = {chunks.chunk_name(a, b): scan_args(file, a, b, out, flags) for a, b in parts}
+    between = "--between-frames" in flags
+    targets = chunks.step_targets(parts, None) if between else [None] * len(parts)
+    steps = {chunks.chunk_name(a, b): scan_args(file, a, b, out, flags, to)
+             for (a, b), to in zip(parts, targets)}
     steps["merge"] = merge_args(out, parts)
     return steps
 

@@ -37,9 +37,11 @@ def collisions(path_or_objects, frames=None, self_collision: bool = True,
                ignore_bones=None, ignore_groups=None, scene: str | None = None,
                clearance: float | str | None = None, as_rendered: bool = False,
                enable_autoexec: bool = False, allow_failed_drivers: bool = False,
-               allow_missing: bool = False) -> list:
-    """Scan and return the collision episodes (an empty list when nothing collides), and
-    with `clearance` the near episodes after them.
+               allow_missing: bool = False, between_frames: bool = False,
+               subframes: int = 1) -> list:
+    """Scan and return the collision episodes (an empty list when nothing collides), with
+    `between_frames` the pass-through episodes after them, and with `clearance` the near
+    episodes last.
 
     Args:
         path_or_objects: a .blend/.glb/.gltf path (it replaces the current scene), or a list
@@ -76,12 +78,22 @@ def collisions(path_or_objects, frames=None, self_collision: bool = True,
         as_rendered: check the surfaces renders draw (`scan --as-rendered`: Blender's
             render-mode evaluation, `addon.evaluation`) instead of the viewport's. The
             scene's render engine, camera and frame are put back after.
+        between_frames: also check every step between consecutive checked frames, each
+            vertex moving on a straight line from one frame to the next (`scan
+            --between-frames`): polygon pairs that touch only between two frames are
+            returned as their episodes by bone pair (`core.contacts.passing.PassEpisode`:
+            objects, bones, the step's frames). The last frame's step goes to the next
+            frame when it is in the scene's range, as `scan` does.
+        subframes: with `between_frames`, samples per frame (1 to 64, `scan --subframes`):
+            the animation is evaluated at f + k/subframes, the motion linear between.
     Raises ValueError on bad input (the message says why).
     """
     rep = _scan(path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode,
                 allow, crossing_only, min_length, ignore_bones, ignore_groups, scene, clearance,
-                _Seen(as_rendered, enable_autoexec, allow_failed_drivers, allow_missing))
-    return rep.episodes() + (rep.near_episodes() if rep.clearance is not None else [])
+                _Seen(as_rendered, enable_autoexec, allow_failed_drivers, allow_missing),
+                between=(between_frames, subframes))
+    return (rep.episodes() + (rep.pass_episodes() if between_frames else [])
+            + (rep.near_episodes() if rep.clearance is not None else []))
 
 
 @dataclass(frozen=True)
@@ -98,7 +110,7 @@ class _Seen:
 
 def _scan(path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode, allow,
           crossing_only=False, min_length=0.0, ignore_bones=None, ignore_groups=None,
-          scene=None, clearance=None, seen: _Seen = _Seen()):
+          scene=None, clearance=None, seen: _Seen = _Seen(), between=(False, 1)):
     from .addon import evaluation, files, report, scenes, trust
 
     if isinstance(path_or_objects, (str, os.PathLike)):
@@ -118,7 +130,8 @@ def _scan(path_or_objects, frames, self_collision, ignore_rest_contacts, objects
         try:
             rep = evaluation.run(chosen, lambda: _scan_scene(
                 path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode,
-                allow, crossing_only, min_length, ignore_bones, ignore_groups, clearance, seen),
+                allow, crossing_only, min_length, ignore_bones, ignore_groups, clearance, seen,
+                between),
                 evaluation.RENDER if seen.as_rendered else evaluation.VIEWPORT, layer)
         except evaluation.EvaluationError as exc:
             raise ValueError(str(exc)) from None
@@ -138,7 +151,7 @@ def _check_drivers(meshes, seen: _Seen) -> None:
 
 def _scan_scene(path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode,
                 allow, crossing_only, min_length, ignore_bones, ignore_groups, clearance=None,
-                seen: _Seen = _Seen()):
+                seen: _Seen = _Seen(), between=(False, 1)):
     """`_scan` in the context's scene (`addon.scenes.use`)."""
     import bpy
 
@@ -172,15 +185,22 @@ def _scan_scene(path_or_objects, frames, self_collision, ignore_rest_contacts, o
         crossing_only=bool(crossing_only), min_length=min_length,
         ignore_bones={tuple(p) for p in ignore_bones or ()},
         ignore_groups={k: set(v) for k, v in (ignore_groups or {}).items()})
+    between_frames, subframes = bool(between[0]), between[1]
     settings = ScanSettings.of(mode, self_collision=self_collision,
                                clearance=_clearance(clearance, scene), contact_filter=flt,
-                               allow=contacts.load_allow_list(allow) if allow else ())
+                               allow=contacts.load_allow_list(allow) if allow else (),
+                               between=between_frames, subframes=subframes)
+    step_to = None
+    if between_frames:
+        from .core.report import chunks
+
+        step_to = chunks.last_step_to(frame_list[-1], scene.frame_start, scene.frame_end)
     sc = scanner.Scanner(meshes, settings=settings, selection=sel)
     current = scene.frame_current
     try:
         if ignore_rest_contacts:
             sc.ignore_contacts(sc.rest_pose_contacts(scene))
-        rep = sc.run(scene, frame_list)
+        rep = sc.run(scene, frame_list, last_step_to=step_to)
         _check_drivers(meshes, seen)           # one that failed at a frame not sampled
     finally:
         evaluation.frame_set(scene, current)
@@ -213,21 +233,29 @@ def assert_no_collisions(path_or_objects, frames=None, self_collision: bool = Tr
                          scene: str | None = None,
                          clearance: float | str | None = None, as_rendered: bool = False,
                          enable_autoexec: bool = False, allow_failed_drivers: bool = False,
-                         allow_missing: bool = False) -> None:
+                         allow_missing: bool = False, between_frames: bool = False,
+                         subframes: int = 1) -> None:
     """`collisions(...)`, raising AssertionError that says which frames, which objects and
     how many pairs when there is any collision episode, then the contact episodes by bone
-    pair with their lengths (the longest crossings first, at most 10); with `clearance`,
-    also when there is a near episode (one line each: objects, bones, frames, closest)."""
+    pair with their lengths (the longest crossings first, at most 10); with
+    `between_frames`, also when something passes through between frames (one line each:
+    "A × B, bone × bone: passes through between frames 2 and 3"); with `clearance`, also
+    when there is a near episode (one line each: objects, bones, frames, closest)."""
     from .core.contacts import groups as contact_groups
+    from .core.contacts import passing
 
     rep = _scan(path_or_objects, frames, self_collision, ignore_rest_contacts, objects, mode,
                 allow, crossing_only, min_length, ignore_bones, ignore_groups, scene, clearance,
-                _Seen(as_rendered, enable_autoexec, allow_failed_drivers, allow_missing))
+                _Seen(as_rendered, enable_autoexec, allow_failed_drivers, allow_missing),
+                between=(between_frames, subframes))
     eps = rep.episodes()
+    passes = rep.pass_episodes() if between_frames else []
     near = rep.near_episodes() if rep.clearance is not None else []
-    if eps or near:
+    if eps or near or passes:
         lines = [f"{len(eps)} collision episode(s):"] + [f"  {e.describe()}" for e in eps]
         lines.append(contact_groups.summary(rep.contact_episodes()))
+        if passes:
+            lines.append(passing.summary(passes))
         if near:
             from .core.contacts import clearance as near_contacts
 

@@ -10,7 +10,9 @@ from .errors import UsageError
 from .frames import join_negative_frames
 
 #: Flags whose value is checked by skin_collide (one line, exit 2), whatever it is.
-CHECKED_VALUE = {"--clearance": "a distance D (2mm, 1cm, or scene units)"}
+CHECKED_VALUE = {"--clearance": "a distance D (2mm, 1cm, or scene units)",
+                 "--subframes": "a whole number N from 1 to 64",
+                 "--step-to": "a frame F, or none"}
 
 
 def prepare(argv: list[str]) -> list[str]:

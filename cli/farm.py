@@ -54,7 +54,11 @@ def _plan_from_args(args) -> dict:
                             as_rendered=args.as_rendered == "yes",
                             enable_autoexec=args.enable_autoexec == "yes",
                             allow_failed_drivers=args.allow_failed_drivers == "yes",
-                            allow_missing=args.allow_missing == "yes")
+                            allow_missing=args.allow_missing == "yes",
+                            between_frames=args.between_frames == "yes",
+                            subframes=scan_flags.check_between(
+                                args.between_frames == "yes", args.subframes,
+                                args.first_hit == "yes"))
     if args.clearance:
         scan_flags.parse_clearance(args.clearance)         # a bad one: one line, exit 2
     elif args.near_pairs == "yes":                         # scan would refuse every chunk

@@ -11,8 +11,8 @@ import time
 from .errors import EXIT_CLEAN, EXIT_COLLISIONS, EXIT_INTERRUPTED, EXIT_USAGE, UsageError
 from .interrupt import interrupt_on_signals
 from .outputs import (
-    print_contact_episodes,
-    print_near_episodes,
+    print_verdict,
+    steps_text,
     write_contacts_csv,
     write_junit,
     write_output,
@@ -192,13 +192,15 @@ def _run_workers(args, chunks: list[tuple[int, int]], tmp: str) -> tuple[list[_W
 
     base = [sys.executable, "-m", "skin_collide", "scan", os.path.abspath(args.file)]
     flags = worker_flags(args)
+    steps = worker_step_to(args, chunks)
     workers: list[_Worker] = []
     try:
         for k, (a, b) in enumerate(chunks):
             part = os.path.join(tmp, f"part_{k}.json")
             log = os.path.join(tmp, f"part_{k}.log")
             with open(log, "w") as fh:
-                proc = subprocess.Popen(base + [f"--frames={a}:{b}", "--json", part] + flags,
+                proc = subprocess.Popen(base + [f"--frames={a}:{b}", "--json", part] + flags
+                                        + steps[k],
                                         stdout=fh, stderr=subprocess.STDOUT)
             workers.append(_Worker(k, len(chunks), (a, b), part, log, proc))
         _wait_workers(workers)
@@ -206,6 +208,21 @@ def _run_workers(args, chunks: list[tuple[int, int]], tmp: str) -> tuple[list[_W
         _stop_workers([w.proc for w in workers])
         return workers, True
     return workers, False
+
+
+def worker_step_to(args, chunks: list[tuple[int, int]]) -> list[list[str]]:
+    """Per worker, its `--step-to` (`scan --between-frames`): a step that spans two chunks
+    is checked by the worker that holds its first frame, so each worker's last step goes
+    to the next chunk's first frame, and the last worker's as the scan's own (`--step-to`
+    as given, else the default rule, which the worker applies to the same scene). Empty
+    lists without --between-frames."""
+    from ..core.report import chunks as core_chunks
+
+    if not getattr(args, "between_frames", False):
+        return [[] for _ in chunks]
+    given = getattr(args, "step_to", None)
+    return [[f"--step-to={to}"] if to is not None else []
+            for to in core_chunks.step_targets(chunks, given)]
 
 
 def _stop_workers(procs: list) -> None:
@@ -285,7 +302,6 @@ def _print_objects(doc: dict) -> None:
 def _gather(args, frames: tuple[int, int], workers: list[_Worker], interrupted: bool,
             t0: float) -> int:
     """The scan's report from the workers': written, its summary printed; the exit status."""
-    from ..core.contacts import pairs as contacts
     from ..core.report import model as scan_report
     from ..core.report import writing as core_report
 
@@ -321,12 +337,8 @@ def _gather(args, frames: tuple[int, int], workers: list[_Worker], interrupted: 
     colliding = sum(1 for f in doc["frames"] if f["pairs"])
     wrote = ", ".join(p for p in (args.json, args.junit, getattr(args, "contacts_csv", None))
                         if p)
-    print(f"{colliding} of {n_frames} frames collide; {len(workers)} workers, "
-          f"{time.perf_counter() - t0:.1f} s wall" + (f"; wrote {wrote}" if wrote else ""))
-    eps = report.episodes()
-    print_contact_episodes(report)
-    near = print_near_episodes(report)
-    print(contacts.summary(eps))
-    if args.fail_on_collision and (eps or near):
+    print(f"{colliding} of {n_frames} frames collide{steps_text(report)}; {len(workers)} "
+          f"workers, {time.perf_counter() - t0:.1f} s wall" + (f"; wrote {wrote}" if wrote else ""))
+    if print_verdict(report) and args.fail_on_collision:
         return EXIT_COLLISIONS
     return EXIT_CLEAN

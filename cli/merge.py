@@ -8,8 +8,9 @@ import sys
 from .errors import EXIT_CLEAN, UsageError
 from .outputs import (
     check_outputs,
-    print_contact_episodes,
-    print_near_episodes,
+    pass_steps_of,
+    print_verdict,
+    steps_text,
     write_contacts_csv,
     write_output,
 )
@@ -28,7 +29,6 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     """`merge REPORT... --json OUT`: chunk reports into the report of the whole range."""
-    from ..core.contacts import pairs as contacts
     from ..core.report import merge as core_merge
     from ..core.report import model as scan_report
     from ..core.report import writing as core_report
@@ -49,12 +49,12 @@ def run(args) -> int:
                                     doc["objects"], bool(doc["source"].get("self")), eps,
                                     len(doc["frames"]),
                                     near_eps=report.near_episodes()
-                                    if report.clearance is not None else ())
+                                    if report.clearance is not None else (),
+                                    pass_steps=pass_steps_of(report))
         write_output(args.junit, xml, "the JUnit XML")
     write_contacts_csv(args, doc)
     print(f"merged {len(docs)} reports: {len(doc['frames'])} frames, "
-          f"{sum(1 for f in doc['frames'] if f['pairs'])} colliding; wrote {args.json}")
-    print_contact_episodes(report)
-    print_near_episodes(report)
-    print(contacts.summary(eps))
+          f"{sum(1 for f in doc['frames'] if f['pairs'])} colliding{steps_text(report)}; "
+          f"wrote {args.json}")
+    print_verdict(report)
     return EXIT_CLEAN

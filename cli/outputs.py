@@ -73,6 +73,47 @@ def print_near_episodes(report) -> list:
     return eps
 
 
+def print_pass_episodes(report) -> list:
+    """The pass-through episodes by bone pair (bounded) of a scan `--between-frames`, one
+    line each ("A × B, bone × bone: passes through between frames 2 and 3"); returns
+    them (empty when no step was checked or none passes through)."""
+    from ..core.contacts import passing
+
+    if not report.between_checked():
+        return []
+    eps = report.pass_episodes()
+    if eps:
+        print(passing.summary(eps))
+    return eps
+
+
+def steps_text(report) -> str:
+    """The summary line's words on the steps between frames ("; 1 of 9 steps between
+    frames passes through"), empty when no step was checked."""
+    from ..core.contacts import passing
+
+    if not report.between_checked():
+        return ""
+    steps = report.pass_steps()
+    k = passing.steps_passing(steps)
+    return (f"; {k} of {len(steps)} step{'s' if len(steps) != 1 else ''} between frames "
+            f"pass{'es' if k == 1 else ''} through")
+
+
+def print_verdict(report) -> bool:
+    """The episodes (contacts, near contacts, pass-throughs) and the verdict, the last
+    line: whether there is anything `--fail-on-collision` fails on."""
+    from ..core.contacts import pairs as contacts
+    from ..core.contacts import passing
+
+    eps = report.episodes()
+    print_contact_episodes(report)
+    near = print_near_episodes(report)
+    passes = print_pass_episodes(report)
+    print(passing.verdict(contacts.summary(eps), len(eps), passes))
+    return bool(eps or near or passes)
+
+
 def write_contacts_csv(args, doc: dict) -> None:
     """With `--contacts-csv`, the report's contacts as CSV (`core.contacts.contact.
     contacts_csv`: one row per contact and frame, near contacts as rows of kind "near");
@@ -81,6 +122,16 @@ def write_contacts_csv(args, doc: dict) -> None:
         from ..core.contacts.contact import contacts_csv
 
         write_output(args.contacts_csv, contacts_csv(doc), "the contacts' CSV")
+
+
+def pass_steps_of(report):
+    """The JUnit cases of the steps between frames (`junit_xml`'s `pass_steps`): None when
+    no step was checked."""
+    from ..core.contacts import passing
+
+    if not report.between_checked():
+        return None
+    return passing.step_episodes(report.pass_steps())
 
 
 def write_junit(args, report) -> None:
@@ -93,5 +144,6 @@ def write_junit(args, report) -> None:
                                 near_eps=report.near_episodes() if report.clearance is not None
                                 else (),
                                 clearance_gate=bool(args.fail_on_collision
-                                                    and report.clearance is not None))
+                                                    and report.clearance is not None),
+                                pass_steps=pass_steps_of(report))
     write_output(args.junit, xml, "the JUnit XML")

@@ -19,8 +19,8 @@ from .jobs import cap_jobs, scan_jobs, usable_cores
 from .load import evaluation_line, print_notes, run_loaded, scene_line
 from .outputs import (
     check_outputs,
-    print_contact_episodes,
-    print_near_episodes,
+    print_verdict,
+    steps_text,
     write_contacts_csv,
     write_junit,
     write_output,
@@ -31,7 +31,7 @@ from .snapshot import scan_snapshots
 EPILOG = ("exit codes:\n"
           "  0    clean (or collisions found without --fail-on-collision)\n"
           "  1    --fail-on-collision and a frame has pairs beyond those allowed (or, with\n"
-          "       --clearance, near contacts)\n"
+          "       --clearance, near contacts; with --between-frames, pass-throughs)\n"
           "  2    bad input (file, object, frame range, output path, allow-list), or a\n"
           "       shot the run cannot see as the artist does: drivers that fail, linked\n"
           "       data missing (see --enable-autoexec, --allow-failed-drivers,\n"
@@ -69,8 +69,13 @@ def add_parser(sub) -> None:
                          "--ignore-rest-contacts)")
     for flag in ("--ignore-rest-contacts", "--allow", "--crossing-only", "--min-length",
                  "--ignore-bones", "--ignore-group", "--clearance", "--near-pairs",
-                 "--as-rendered", *scan_flags.SEEN_FLAGS):
+                 "--between-frames", "--subframes", "--as-rendered", *scan_flags.SEEN_FLAGS):
         scan_flags.add(sc, flag)
+    sc.add_argument("--step-to", metavar="F|none",
+                    help="with --between-frames, the frame the last frame's step ends at "
+                         "(a farm chunk's: the next chunk's first frame; `none`: no step "
+                         "from the last frame); default: the next frame when it is in the "
+                         "scene's range, else none")
     sc.add_argument("--snapshots", metavar="DIR",
                     help="also write a viewport picture of each collision episode's worst frame")
     sc.add_argument("--jobs", type=int, default=1, metavar="N",
@@ -82,10 +87,11 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     """Scan the frames (`--frames`, default the scene's range): the exit status."""
     frames = parse_frames(args.frames)
-    allow, jobs = _check_flags(args)
+    allow, jobs = _check_flags(args, frames)
     if jobs > 1:
         if frames is None:
             frames = run_loaded(args, lambda bpy, scene, meshes, notes: _scene_frames(scene))
+            _check_flags_frames(args, frames)
         if not os.path.isfile(args.file):
             raise UsageError(f"no such file: {args.file}")
         return scan_jobs(args, frames, jobs)
@@ -105,20 +111,57 @@ def _scan_loaded(args, frames, allow, bpy, scene, meshes, notes) -> int:
         frames = _scene_frames(scene)
     if not args.self_collision and len(meshes) < 2:
         raise UsageError("only one object: pass --self for self-collision, or name two objects")
-    sc = _scanner(args, scene, meshes, allow, [differs] if differs else [])
     frame_list = list(range(frames[0], frames[1] + 1))
+    step_to, step_note = _last_step(args, scene, frame_list)
+    sc = _scanner(args, scene, meshes, allow,
+                  [n for n in (differs, step_note) if n])
     note = _range_note(scene, meshes, frame_list)
     if note:
         print(note, flush=True)
-    return _scan_frames(args, sc, scene, frame_list)
+    if step_note:
+        print(f"note: {step_note}", flush=True)
+    return _scan_frames(args, sc, scene, frame_list, step_to)
 
 
-def _check_flags(args) -> tuple[set, int]:
+def _last_step(args, scene, frame_list: list[int]) -> tuple[int | None, str | None]:
+    """With `--between-frames`: (where the last frame's step ends, None for no step; the
+    note that says when it has none). `--step-to F` (a farm chunk's, a `--jobs` worker's:
+    the next chunk's first frame) or `none`, else the default rule
+    (`core.report.chunks.last_step_to`: the next frame when it is in the scene's range)."""
+    from ..core.report import chunks
+
+    if not getattr(args, "between_frames", False):
+        return None, None
+    given = scan_flags.parse_step_to(getattr(args, "step_to", None))
+    last = frame_list[-1]
+    if given == "none":
+        return None, (f"no step is checked from the last frame {last} (--step-to none)")
+    if given is not None:
+        if given <= last:
+            raise UsageError(f"--step-to {given}: the last frame's step must end after it "
+                             f"(frame {last})")
+        return given, None
+    to = chunks.last_step_to(last, scene.frame_start, scene.frame_end)
+    if to is None:
+        return None, (f"no step is checked from the last frame {last}: frame {last + 1} "
+                      f"is past the scene's range {scene.frame_start}:{scene.frame_end} "
+                      f"(--step-to {last + 1} checks it)")
+    return to, None
+
+
+def _check_flags(args, frames: tuple[int, int] | None = None) -> tuple[set, int]:
     """(the allowed polygon pairs, the number of worker processes): every flag checked
     before the file is loaded, each bad one a one-line error."""
     from ..core.contacts import pairs as contacts
 
     check_outputs(args)
+    scan_flags.check_between(getattr(args, "between_frames", False),
+                             getattr(args, "subframes", None), args.first_hit)
+    step_to = scan_flags.parse_step_to(getattr(args, "step_to", None))
+    if step_to is not None and not getattr(args, "between_frames", False):
+        raise UsageError("--step-to sets where the last frame's step between frames ends: "
+                         "it needs --between-frames")
+    _check_flags_frames(args, frames)
     contact_filter(args)       # a bad --min-length: one line before the file is loaded
     scan_flags.parse_clearance(getattr(args, "clearance", None))       # a bad --clearance too
     if getattr(args, "near_pairs", False) and getattr(args, "clearance", None) is None:
@@ -142,6 +185,14 @@ def _check_flags(args) -> tuple[set, int]:
     if note:
         print(f"skin_collide: note: {note}", file=sys.stderr, flush=True)
     return allow, jobs
+
+
+def _check_flags_frames(args, frames: tuple[int, int] | None) -> None:
+    """`--step-to F` after the frames' last one (one line, exit 2, when not)."""
+    step_to = scan_flags.parse_step_to(getattr(args, "step_to", None))
+    if isinstance(step_to, int) and frames is not None and step_to <= frames[1]:
+        raise UsageError(f"--step-to {step_to}: the last frame's step must end after it "
+                         f"(frame {frames[1]})")
 
 
 def _render_note(args, scene, meshes) -> str | None:
@@ -170,10 +221,18 @@ def _scanner(args, scene, meshes, allow: set, notes: list[str]):
     from ..addon import extract, scanner
     from ..core.scan import ScanSettings
 
-    settings = ScanSettings(method=scan_method(args), self_collision=args.self_collision,
-                            first_hit=args.first_hit, clearance=scan_flags.clearance(args, scene),
-                            near_pairs=bool(getattr(args, "near_pairs", False)),
-                            allow=frozenset(allow), contact_filter=contact_filter(args))
+    between = bool(getattr(args, "between_frames", False))
+    try:
+        settings = ScanSettings(method=scan_method(args), self_collision=args.self_collision,
+                                first_hit=args.first_hit,
+                                clearance=scan_flags.clearance(args, scene),
+                                near_pairs=bool(getattr(args, "near_pairs", False)),
+                                allow=frozenset(allow), contact_filter=contact_filter(args),
+                                between=between,
+                                subframes=scan_flags.check_between(
+                                    between, getattr(args, "subframes", None), args.first_hit))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     about = scanner.ReportContext(source=report_source(args), seen=getattr(args, "seen", {}),
                                   notes=tuple(notes), where=scanner.where(scene))
     try:
@@ -198,8 +257,9 @@ def _scanner(args, scene, meshes, allow: set, notes: list[str]):
     return sc
 
 
-def _scan_frames(args, sc, scene, frame_list: list[int]) -> int:
-    """Scan the frames, a progress line each, the JSON report rewritten as they come. A
+def _scan_frames(args, sc, scene, frame_list: list[int], step_to: int | None = None) -> int:
+    """Scan the frames, a progress line each, the JSON report rewritten as they come
+    (with `--between-frames`, the last frame's step to `step_to`, `_last_step`). A
     stop (Ctrl-C, SIGTERM, a rig that fails, an error of ours) keeps the frames done in
     the report, marked incomplete; then the outputs and the summary (`_finish`)."""
     from ..addon import extract
@@ -227,7 +287,8 @@ def _scan_frames(args, sc, scene, frame_list: list[int]) -> int:
                   f"for the remaining {n - k - 1} frames", flush=True)
 
     try:
-        report = sc.run(scene, frame_list, progress=progress, records=records)
+        report = sc.run(scene, frame_list, progress=progress, records=records,
+                        last_step_to=step_to)
     except extract.RigError as exc:
         if writer is not None:
             # The last write, with why it stopped ("complete": false).
@@ -300,19 +361,14 @@ def _write_outputs(args, report) -> str:
 
 def _finish(args, sc, scene, report, n_frames: int) -> int:
     """Write the outputs, print the summary (the verdict last): the exit status."""
-    from ..core.contacts import pairs as contacts
-
     wrote = _write_outputs(args, report)
     colliding = [r.frame for r in report.frames if r.pairs]
     ms = np.array([r.ms for r in report.frames])
-    print(f"{len(colliding)} of {n_frames} frames collide; query ms mean {ms.mean():.2f} "
-          f"max {ms.max():.2f}" + (f"; wrote {wrote}" if wrote else ""))
+    print(f"{len(colliding)} of {n_frames} frames collide{steps_text(report)}; query ms "
+          f"mean {ms.mean():.2f} max {ms.max():.2f}" + (f"; wrote {wrote}" if wrote else ""))
     scan_snapshots(args, sc, scene, report)
-    eps = report.episodes()
-    print_contact_episodes(report)
-    near = print_near_episodes(report)
-    print(contacts.summary(eps))          # the verdict stays the last line
-    if args.fail_on_collision and (eps or near):
+    failing = print_verdict(report)       # the verdict stays the last line
+    if args.fail_on_collision and failing:
         return EXIT_COLLISIONS
     return EXIT_CLEAN
 

@@ -111,6 +111,21 @@ SCAN_FLAGS = (
                   help="with --clearance, list every near polygon pair of each frame with "
                        "its distance (\"near\" beside \"pairs\"; large reports)"),
              dict(help="list the near polygon pairs (with --clearance)")),
+    ScanFlag("--between-frames", "between_frames", "switch",
+             dict(action="store_true",
+                  help="also check every step between consecutive checked frames, each "
+                       "vertex moving on a straight line from one frame to the next: pairs "
+                       "that touch only between two frames are contacts of kind \"passes "
+                       "through\" (--fail-on-collision fails on them); see --subframes, "
+                       "--step-to"),
+             dict(help="also check the steps between frames (linear motion)")),
+    ScanFlag("--subframes", "subframes", "value",
+             dict(metavar="N",
+                  help="with --between-frames, sample the animation N times per frame (at "
+                       "f + k/N, 1 to 64; default 1): the motion is linear between samples, "
+                       "for fast action"),
+             dict(metavar="N", default="",
+                  help="samples per frame with --between-frames (1 to 64; an empty value: 1)")),
     ScanFlag("--as-rendered", "as_rendered", "switch",
              dict(action="store_true",
                   help="check the surfaces renders draw: Blender's render-mode evaluation "
@@ -193,7 +208,58 @@ def worker_flags(args) -> list[str]:
     values["allow"] = os.path.abspath(args.allow) if args.allow else None
     values["min_length"] = repr(float(args.min_length)) \
         if getattr(args, "min_length", None) else None
+    n = parse_subframes(getattr(args, "subframes", None))
+    values["subframes"] = str(n) if n is not None and n > 1 else None
     return forward(values)
+
+
+SUBFRAMES_MAX = 64
+
+
+def parse_subframes(text) -> int | None:
+    """`--subframes` as a whole number (None: not given, or an empty farm value); one
+    line, exit 2, when it is not one from 1 to `SUBFRAMES_MAX`."""
+    if text is None or str(text).strip() == "":
+        return None
+    try:
+        n = int(str(text).strip())
+    except ValueError:
+        n = None
+    if n is None or not 1 <= n <= SUBFRAMES_MAX:
+        raise UsageError(f"--subframes {text!r}: must be a whole number from 1 to "
+                         f"{SUBFRAMES_MAX} (samples per frame)")
+    return n
+
+
+def check_between(between: bool, subframes, first_hit: bool) -> int:
+    """The samples per frame of `--between-frames` / `--subframes` (1 without them); one
+    line, exit 2, for a bad combination: `--subframes` more than 1 without
+    `--between-frames`, `--between-frames` with `--first-hit` (the check between frames
+    lists every pair; a first hit stops at one)."""
+    n = parse_subframes(subframes)
+    if n is not None and n > 1 and not between:
+        raise UsageError(f"--subframes {n} samples the motion between frames: it needs "
+                         "--between-frames")
+    if between and first_hit:
+        raise UsageError("--between-frames cannot be combined with --first-hit (the check "
+                         "between frames lists every pair; --first-hit stops at one)")
+    return n or 1
+
+
+def parse_step_to(text) -> int | None | str:
+    """`scan --step-to F|none`: the frame the last frame's step ends at (an int), "none"
+    (no step from the last frame), or None (not given: the default rule,
+    `core.report.chunks.last_step_to`); one line, exit 2, when it is neither."""
+    if text is None:
+        return None
+    t = str(text).strip().lower()
+    if t == "none":
+        return "none"
+    try:
+        return int(t)
+    except ValueError:
+        raise UsageError(f"--step-to {text!r}: must be a frame (a whole number) or none") \
+            from None
 
 
 #: metres per unit of the units `--clearance` accepts.
@@ -267,6 +333,10 @@ def report_source(args) -> dict:
         # The flag as given (a unit follows each file's own scale), and the pair list.
         src["filters"]["clearance"] = str(args.clearance)
         src["filters"]["near_pairs"] = bool(getattr(args, "near_pairs", False))
+    if getattr(args, "between_frames", False):
+        # The check between frames, and its samples per frame: reports with and without
+        # it, or of other samples, do not merge (`core.report.merge`).
+        src["between"] = {"subframes": parse_subframes(getattr(args, "subframes", None)) or 1}
     return src
 
 

@@ -69,28 +69,33 @@ SEGMENTS_LIMIT_TEXT = (f"segments are listed up to {SEGMENTS_PER_FRAME} per fram
 
 
 CSV_COLUMNS = ("frame", "object_a", "object_b", "bone_a", "bone_b", "kind", "length",
-               "pairs", "center_x", "center_y", "center_z", "min_distance")
+               "pairs", "center_x", "center_y", "center_z", "min_distance", "t")
 
 
 def _csv_row(frame: int, c: dict) -> list:
     """One contact's CSV row (`CSV_COLUMNS`). An intersection contact (crossing,
     touching) has a length and a blank min_distance; a near contact (`scan --clearance`,
     `core.contacts.clearance`) a blank length, its min_distance, and as centre the midpoint of
-    its two closest points."""
+    its two closest points; a contact of kind "passes through" (`scan --between-frames`,
+    `core.contacts.passing`) is one of the step from `frame` to the next checked frame, with
+    length 0, its centre where it first touches and its first contact `t` in [0, 1] of the
+    step (blank for the other kinds)."""
     n = len(c["pairs"]) if "pairs" in c else c.get("n_pairs", 0)
     head = [frame, *c["objects"], *("" if b is None else b for b in c["bones"]), c["kind"]]
     if c["kind"] == "near":
         pa, pb = c["points"]
         center = [(float(x) + float(y)) / 2.0 for x, y in zip(pa, pb)]
-        return [*head, "", n, *map(repr, center), repr(float(c["min_distance"]))]
-    return [*head, repr(float(c["length"])), n, *map(repr, c["center"]), ""]
+        return [*head, "", n, *map(repr, center), repr(float(c["min_distance"])), ""]
+    t = repr(float(c["t"])) if c.get("t") is not None else ""
+    return [*head, repr(float(c["length"])), n, *map(repr, c["center"]), "", t]
 
 
 def contacts_csv(report: dict) -> str:
     """A report's contacts as CSV text, one row per contact of every frame (`CSV_COLUMNS`;
     `pairs` is the contact's pair count): a frame's intersection contacts, then its near
-    contacts (kind "near", in a clearance scan's report). Frames without contacts (older
-    reports, frames not checked) give no rows."""
+    contacts (kind "near", in a clearance scan's report), then the pass-through contacts
+    of its step to the next checked frame (kind "passes through", `scan --between-frames`).
+    Frames without contacts (older reports, frames not checked) give no rows."""
     import csv
     import io
 
@@ -98,6 +103,7 @@ def contacts_csv(report: dict) -> str:
     w = csv.writer(out, lineterminator="\n")
     w.writerow(CSV_COLUMNS)
     for fr in report.get("frames", []):
-        for c in [*fr.get("contacts", []), *fr.get("near_contacts", [])]:
+        for c in [*fr.get("contacts", []), *fr.get("near_contacts", []),
+                  *fr.get("passes_through", [])]:
             w.writerow(_csv_row(fr["frame"], c))
     return out.getvalue()

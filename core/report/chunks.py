@@ -86,3 +86,23 @@ def parse_chunk(text: str) -> tuple[int, int]:
         return a, b
     raise ChunkError(f"chunk '{text}' is not a contiguous frame range "
                      "(expected F, F,F+1 or START-END)")
+
+
+# -- the steps between frames (`scan --between-frames`, issue 57) ---------------------------
+
+def last_step_to(last: int, scene_start: int, scene_end: int) -> int | None:
+    """Where the step from a scan's last frame ends when nothing says (`scan --step-to`
+    not given): at the next frame when it lies in the scene's range, the frames the shot
+    plays (so `--frames 1:10` of a 1:250 shot checks 10 -> 11, and chunks that a user cuts
+    by hand merge into the scan of their union); else nowhere (the scene's last frame has
+    no step after it). None: no step from the last frame."""
+    nxt = last + 1
+    return nxt if scene_start <= nxt <= scene_end else None
+
+
+def step_targets(parts: list[tuple[int, int]], last: int | None) -> list[int | None]:
+    """Per chunk of one scan (`evenly`, `by_size`), where its last frame's step ends: a
+    step that spans two chunks is checked by the chunk that holds its first frame, so each
+    chunk's step goes to the next chunk's first frame; the last chunk's goes to `last`
+    (the whole scan's rule: None leaves it to the chunk's own default)."""
+    return [b[0] for b in parts[1:]] + [last]

@@ -11,6 +11,11 @@ The file is identified by a digest of its content (``source["sha256"]``, `file_d
 by its name: `sh010/pair.blend` and `sh020/pair.blend` are different files, and one file
 mounted at two paths on a farm is one. Reports without a digest (older ones, the panel's
 of an unsaved scene) fall back to the full path, or the base name; `source_notes` says so.
+
+Reports with and without the check between frames (``source["between"]``, `scan
+--between-frames`), or of other samples per frame, are refused. A frame's step ("between",
+"passes_through") travels with its frame: the chunk that holds a step's first frame
+checked it (its scan's ``--step-to``), so no step is in two chunks.
 """
 from __future__ import annotations
 
@@ -101,6 +106,16 @@ def _scene_of(doc: dict) -> str:
     return f"scene '{doc['scene']}' (view layer '{doc.get('view_layer')}')"
 
 
+def _between_words(source: dict) -> str:
+    """What a report's source says of the check between frames (`scan --between-frames`,
+    its ``"between"``: {"subframes": N})."""
+    between = source.get("between")
+    if not between:
+        return "checks the frames only (no --between-frames)"
+    return (f"checks between frames too (--between-frames, --subframes "
+            f"{between.get('subframes', 1)})")
+
+
 def _settings(source: dict) -> dict:
     return {k: v for k, v in source.items() if k not in _IDENTITY}
 
@@ -158,6 +173,9 @@ def merge_reports(docs: Sequence[dict], names: Sequence[str] | None = None) -> d
                    "file": "compared by base name: a report without a file digest"}[basis]
             raise MergeError(f"{names[0]} scans {_where(a)} but {name} scans {_where(b)}: "
                              f"different files ({how})")
+        if a.get("between") != b.get("between"):
+            raise MergeError(f"{name} {_between_words(b)} but {names[0]} "
+                             f"{_between_words(a)}: reports of different settings")
         if _settings(a) != _settings(b):
             diff = sorted(k for k in set(_settings(a)) | set(_settings(b))
                           if a.get(k) != b.get(k))

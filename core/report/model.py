@@ -16,6 +16,7 @@ from ..cache import derived
 from ..contacts import clearance as near_contacts
 from ..contacts import groups as contact_groups
 from ..contacts import pairs as contacts
+from ..contacts import passing
 from ..methods import registry
 from ..types import FrameRecord
 from . import writing as core_report
@@ -99,6 +100,22 @@ class ScanReport:
         return contact_groups.contact_episodes(
             [(f.frame, [c.summary_json() for c in f.contacts])
              for f in self.frames if not f.not_checked])
+
+    def between_checked(self) -> bool:
+        """Whether some frame's step to the next checked sample was checked
+        (`scan --between-frames`)."""
+        return any(f.between is not None for f in self.frames if not f.not_checked)
+
+    def pass_steps(self) -> list[tuple]:
+        """``[(frame, its step's pass-through contacts as in the report)]`` of the frames
+        whose step was checked (`core.contacts.passing.pass_episodes`' input)."""
+        return [(f.frame, [{"objects": [c.a, c.b], "bones": list(c.bones), "t": c.t,
+                            "step": list(c.step)} for c in f.passes])
+                for f in self.frames if not f.not_checked and f.between is not None]
+
+    def pass_episodes(self) -> list:
+        """Pass-through episodes by bone pair (`core.contacts.passing.PassEpisode`)."""
+        return passing.pass_episodes(self.pass_steps())
 
     def to_json(self, max_total: int | None = None) -> dict:
         """The report document, the one schema of the headless scan and the panel's Scan

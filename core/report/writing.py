@@ -246,10 +246,16 @@ class ProgressiveJSON:
         self._last = time.monotonic()
 
 
+def _frame_text(x) -> str:
+    x = float(x)
+    return str(int(x)) if x == int(x) else f"{x:g}"
+
+
 def junit_xml(suite: str, objects: Sequence[str], self_collision: bool,
               eps: Sequence[Episode], frames: int, seconds: float = 0.0,
               contact_eps: Sequence = (), contacts_per_case: int = 5,
-              near_eps: Sequence = (), clearance_gate: bool = False) -> str:
+              near_eps: Sequence = (), clearance_gate: bool = False,
+              pass_steps: Sequence | None = None) -> str:
     """JUnit XML: one test case per object pair (and per object, for self-collision),
     failing with its collision episodes in the message, and the contact episodes of that
     object pair by bone pair (`core.contacts.groups.ContactEpisode`, the longest crossings
@@ -257,7 +263,11 @@ def junit_xml(suite: str, objects: Sequence[str], self_collision: bool,
     near episodes of a clearance scan (`core.contacts.clearance.NearEpisode`); with
     `clearance_gate` (`--fail-on-collision` with `--clearance`) they fail their object
     pair's case too (type "clearance" when it has no collision), else they are listed in
-    the system-out only."""
+    the system-out only. `pass_steps`: with `scan --between-frames`, per step with
+    pass-throughs ((frame, next frame), its `core.contacts.passing.PassEpisode`s,
+    `passing.step_episodes`): a failing test case each, "between frames F and G" (type
+    "passes through"), or one passing case "between frames" when none passes through;
+    None: the steps were not checked, no such case."""
     cases: list[tuple[str, list[Episode]]] = []
     for i, a in enumerate(objects):
         if self_collision:
@@ -274,8 +284,11 @@ def junit_xml(suite: str, objects: Sequence[str], self_collision: bool,
                       key=lambda e: (e.closest, e.start))
 
     failures = sum(1 for name, es in cases if es or near_of(name))
+    steps = list(pass_steps) if pass_steps is not None else []
+    n_step_cases = (len(steps) or 1) if pass_steps is not None else 0
+    failures += len(steps)
     root = ET.Element("testsuites")
-    ts = ET.SubElement(root, "testsuite", name=suite, tests=str(len(cases)),
+    ts = ET.SubElement(root, "testsuite", name=suite, tests=str(len(cases) + n_step_cases),
                        failures=str(failures), errors="0", time=f"{seconds:.3f}")
     for name, es in cases:
         tc = ET.SubElement(ts, "testcase", classname=suite, name=name, time="0")
@@ -299,6 +312,17 @@ def junit_xml(suite: str, objects: Sequence[str], self_collision: bool,
                                + (f"; and {len(ne) - contacts_per_case} more near episodes"
                                   if len(ne) > contacts_per_case else ""))
             fl.text = "\n".join(n.describe() for n in ne)
+    for (start, end), pe in steps:
+        tc = ET.SubElement(ts, "testcase", classname=suite,
+                           name=f"between frames {_frame_text(start)} and {_frame_text(end)}",
+                           time="0")
+        fl = ET.SubElement(tc, "failure", type="passes through",
+                           message="; ".join(e.describe() for e in pe[:contacts_per_case])
+                           + (f"; and {len(pe) - contacts_per_case} more"
+                              if len(pe) > contacts_per_case else ""))
+        fl.text = "\n".join(e.describe() for e in pe)
+    if pass_steps is not None and not steps:
+        ET.SubElement(ts, "testcase", classname=suite, name="between frames", time="0")
     out = f"{frames} frames scanned"
     if near_eps and not clearance_gate:
         out += "\n" + "\n".join(n.describe() for n in near_eps)

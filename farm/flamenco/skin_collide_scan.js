@@ -6,7 +6,7 @@
 //
 // One "scan-CHUNK" task per chunk of `chunk_size` frames, then a "merge" task that depends
 // on every one of them. Each task runs, with Flamenco's `exec` command,
-//   PYTHON -m skin_collide scan FILE --frames=A:B [flags] --json OUTPUT/scan_A_B.json
+//   PYTHON -m skin_collide scan FILE --frames=A:B [--step-to=C] [flags] --json OUTPUT/scan_A_B.json
 //   PYTHON -m skin_collide merge OUTPUT/scan_*.json... --json OUTPUT/report.json --junit OUTPUT/report.xml
 //       --contacts-csv OUTPUT/report.contacts.csv
 // exactly the commands that `python -m skin_collide farm-commands` prints for OpenCue and
@@ -50,6 +50,10 @@ const JOB_TYPE = {
           description: "Also near contacts within D (scan --clearance D: 2mm, 1cm or scene units); empty for none" },
         { key: "near_pairs", type: "bool", default: false, visible: "submission",
           description: "List the near polygon pairs (scan --near-pairs; needs a clearance)" },
+        { key: "between_frames", type: "bool", default: false, visible: "submission",
+          description: "Also check the steps between frames, linear motion from one frame to the next (scan --between-frames)" },
+        { key: "subframes", type: "int32", default: 1, propargs: {min: 1, max: 64}, visible: "submission",
+          description: "Samples per frame with between_frames (scan --subframes N, 1 to 64)" },
         { key: "as_rendered", type: "bool", default: false, visible: "submission",
           description: "Check the surfaces renders draw, Blender's render-mode evaluation (scan --as-rendered)" },
         { key: "enable_autoexec", type: "bool", default: false, visible: "submission",
@@ -125,6 +129,10 @@ function scanFlags(settings) {
     if (settings.allow) flags.push("--allow", settings.allow);
     if (settings.clearance) flags.push("--clearance", String(settings.clearance));
     if (settings.near_pairs) flags.push("--near-pairs");
+    if (settings.between_frames) flags.push("--between-frames");
+    if (settings.between_frames && Number(settings.subframes || 1) > 1) {
+        flags.push("--subframes", String(Number(settings.subframes)));
+    }
     if (settings.as_rendered) flags.push("--as-rendered");
     if (settings.enable_autoexec) flags.push("--enable-autoexec");
     if (settings.allow_failed_drivers) flags.push("--allow-failed-drivers");
@@ -148,11 +156,17 @@ function compileJob(job) {
 
     const mergeTask = author.Task("merge", "blender");
     const reports = [];
-    for (const [a, b] of parts) {
+    if (!settings.between_frames && Number(settings.subframes || 1) > 1) {
+        throw `skin_collide: subframes ${settings.subframes} samples the motion between frames: it needs between_frames`;
+    }
+    for (const [k, [a, b]] of parts.entries()) {
         const task = author.Task(`scan-${chunkName(a, b)}`, "blender");
         const report = chunkReport(out, a, b);
+        // A step that spans two chunks is checked by the chunk that holds its first frame.
+        const step = settings.between_frames && k + 1 < parts.length
+            ? [`--step-to=${parts[k + 1][0]}`] : [];
         task.addCommand(skinCollideCommand(settings,
-            ["scan", settings.blendfile, `--frames=${a}:${b}`].concat(flags, ["--json", report])));
+            ["scan", settings.blendfile, `--frames=${a}:${b}`].concat(step, flags, ["--json", report])));
         job.addTask(task);
         mergeTask.addDependency(task);
         reports.push(report);

@@ -425,14 +425,17 @@ def test_contacts_csv_has_near_rows_with_min_distance():
                           "near_contacts": [c.to_json(pairs=False) for c in found]},
                          {"frame": 4, "not_checked": "interrupted"}]}
     rows = list(csv.DictReader(io.StringIO(contact.contacts_csv(report))))
-    assert list(rows[0]) == list(contact.CSV_COLUMNS) and contact.CSV_COLUMNS[-1] == "min_distance"
+    # min_distance, then the first contact t of a pass-through (issue 57) at the end.
+    assert list(rows[0]) == list(contact.CSV_COLUMNS) and contact.CSV_COLUMNS[-2:] == (
+        "min_distance", "t")
     assert len(rows) == 1 + len(found)
     assert rows[0] == {"frame": "3", "object_a": "A", "object_b": "B", "bone_a": "hip",
                        "bone_b": "", "kind": "crossing", "length": "0.25", "pairs": "2",
                        "center_x": "1.0", "center_y": "2.0", "center_z": "3.0",
-                       "min_distance": ""}
+                       "min_distance": "", "t": ""}
     for row, c in zip(rows[1:], found):
         assert row["kind"] == "near" and row["frame"] == "3" and row["length"] == ""
+        assert row["t"] == ""
         assert (row["object_a"], row["object_b"]) == (c.a, c.b)
         assert (row["bone_a"], row["bone_b"]) == tuple("" if b is None else b for b in c.bones)
         assert float(row["min_distance"]) == c.min_distance and int(row["pairs"]) == len(c.pairs)
