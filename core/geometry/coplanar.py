@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["never_coplanar", "never_coplanar_rows", "one_side"]
+__all__ = ["bernstein", "first_coplanar", "never_coplanar", "never_coplanar_rows", "one_side"]
 
 #: The rounding bound of one computed triple product ``a . (b x c)``, relative to
 #: ``|a|_1 |b|_1 |c|_1`` (which bounds the sum of its six terms' magnitudes): the edges
@@ -64,26 +64,101 @@ def never_coplanar(x0: np.ndarray, x1: np.ndarray, vertex_face: bool) -> np.ndar
 def never_coplanar_rows(r0, r1, vertex_face: bool) -> np.ndarray:
     """`never_coplanar` of queries given component-major: ``r0``, ``r1`` the 4 rows at
     t = 0 and t = 1, each a (3, N) array (or (4, 3, N))."""
+    B, E = bernstein(r0, r1, vertex_face)
+    return ((B > E).all(axis=0)) | ((B < -E).all(axis=0))
+
+
+#: The four Bernstein coefficients of the triple product as groups of end triple products
+#: (index of the end of a, of b, of c): B_m averages those with m ends at t = 1.
+_GROUPS = (((0, 0, 0),), ((1, 0, 0), (0, 1, 0), (0, 0, 1)),
+           ((1, 1, 0), (1, 0, 1), (0, 1, 1)), ((1, 1, 1),))
+
+
+def bernstein(r0, r1, vertex_face: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The cubic Bernstein coefficients ``B`` (4, N) of each query's triple product
+    (module docstring) and a bound ``E`` (4, N) of their rounding errors: the exact
+    coefficient lies in ``[B - E, B + E]``. ``r0``, ``r1``: the 4 rows at t = 0 and 1,
+    each (3, N) component-major."""
     a = _edges(r0, vertex_face), _edges(r1, vertex_face)       # a[end] = (a, b, c)
     bc = {(j, k): _cross(a[j][1], a[k][2]) for j in (0, 1) for k in (0, 1)}
     na = [_norm1(a[e][0]) for e in (0, 1)]
     nb = [_norm1(a[e][1]) for e in (0, 1)]
     nc = [_norm1(a[e][2]) for e in (0, 1)]
-    groups = (((0, 0, 0),), ((1, 0, 0), (0, 1, 0), (0, 0, 1)),
-              ((1, 1, 0), (1, 0, 1), (0, 1, 1)), ((1, 1, 1),))
-    pos = np.ones(na[0].shape[0], bool)
-    neg = np.ones(na[0].shape[0], bool)
-    for group in groups:
+    B, E = [], []
+    for group in _GROUPS:
         val = _dot(a[group[0][0]][0], bc[group[0][1:]])
         err = na[group[0][0]] * nb[group[0][1]] * nc[group[0][2]]
         for i, j, k in group[1:]:
             val = val + _dot(a[i][0], bc[(j, k)])
             err = err + na[i] * nb[j] * nc[k]
-        err = err * _ERR_REL + _ERR_ABS
-        # A group's sum has the sign of its average (B1, B2 are sums over 3).
-        pos &= val > err
-        neg &= val < -err
-    return pos | neg
+        n = len(group)
+        # The average of a group (its division rounds once more: 1 u of the result).
+        B.append(val / n)
+        E.append((err * _ERR_REL + _ERR_ABS) / n + (_U * np.abs(val / n) if n > 1 else 0.0))
+    return np.array(B), np.array(E)
+
+
+_U = 2.0 ** -53
+
+#: Pieces per level of `first_coplanar`'s search (two levels: 1/1024 of the step).
+_PIECES = 32
+
+
+def _piece_matrices(n: int) -> np.ndarray:
+    """(n, 4, 4): the Bernstein coefficients on [i/n, (i+1)/n] of a cubic are
+    ``M[i] @ B`` (de Casteljau splits of the unit vectors; entries are dyadic with at most
+    ~15 bits for n = 32, exact in float64, non-negative, each row summing to 1)."""
+    out = np.zeros((n, 4, 4))
+    for i in range(n):
+        a, b = i / n, (i + 1) / n
+        for j in range(4):
+            e = np.zeros(4)
+            e[j] = 1.0
+            left = _split(e, b)[0]                  # on [0, b]
+            out[i, :, j] = _split(left, a / b)[1] if a > 0 else left   # on [a, b]
+    return out
+
+
+def _split(c: np.ndarray, s: float) -> tuple[np.ndarray, np.ndarray]:
+    """de Casteljau: the coefficients on [0, s] and [s, 1] of a cubic given on [0, 1]."""
+    p = [c.astype(float)]
+    for _ in range(3):
+        q = p[-1]
+        p.append((1 - s) * q[:-1] + s * q[1:])
+    return np.array([x[0] for x in p]), np.array([x[-1] for x in reversed(p)])
+
+
+_M = _piece_matrices(_PIECES)
+
+
+def first_coplanar(B: np.ndarray, E: np.ndarray) -> np.ndarray:
+    """(N,) a lower bound of the first t in [0, 1] at which each cubic (`bernstein`'s B, E)
+    may vanish, to 1/1024 of the step; ``inf`` where it cannot vanish on [0, 1]. The
+    interval is cut into 32 pieces, the first whose coefficients are not all strictly of
+    one sign (beyond the error bound) into 32 more; the answer is the left end of the
+    first such piece of the second level (or the end of the first level's piece when
+    none of its pieces may vanish). A contact needs coplanarity, so this is also a lower
+    bound of the first contact of the query."""
+    N = B.shape[1]
+    tau = np.full(N, np.inf)
+    # The coefficients on a piece are convex combinations of B: their errors are at most
+    # max E plus the rounding of the combination (4 products and 3 sums of values at most
+    # max |B|).
+    err = E.max(axis=0) + 8 * _U * np.abs(B).max(axis=0)
+    sub = np.einsum("pkj,jn->pkn", _M, B)                       # (32, 4, N)
+    may = ~(((sub > err).all(axis=1)) | ((sub < -err).all(axis=1)))   # (32, N)
+    hit = may.any(axis=0)
+    q = np.flatnonzero(hit)
+    if not q.size:
+        return tau
+    i = np.argmax(may[:, q], axis=0)                            # first piece that may vanish
+    piece = sub[i, :, q].T                                      # (4, m)
+    err2 = err[q] + 8 * _U * np.abs(piece).max(axis=0)
+    sub2 = np.einsum("pkj,jn->pkn", _M, piece)
+    may2 = ~(((sub2 > err2).all(axis=1)) | ((sub2 < -err2).all(axis=1)))
+    j = np.where(may2.any(axis=0), np.argmax(may2, axis=0), _PIECES)
+    tau[q] = (i + j / _PIECES) / _PIECES
+    return tau
 
 
 def one_side(plane0: np.ndarray, plane1: np.ndarray, points0: np.ndarray,

@@ -26,9 +26,19 @@ __all__ = ["sphere_at", "sphere_holds", "swept_boxes", "candidate_pairs", "mesh_
            "pair_times"]
 
 #: How close a scan's first-contact times come to the first contact (below it): 2**-10 of
-#: a step. The kernel refines the earliest boxes of a hit down to this width; 1e-6 cost
-#: 3x more on two characters crossing at 1.2 m a frame, for a precision no one sees.
+#: a step.
 STEP_T_TOL: float = 2.0 ** -10
+
+#: Rounds of the kernel's first decision of a query and of its first-contact refinement
+#: (`_first_times`): an undecided query of a pair that already has a hit costs no more.
+HIT_ROUNDS: int = 48
+REFINE_ROUNDS: int = 48
+
+#: Rounds of the second decision of an undecided query asked by a pair without a hit; one
+#: still open then answers True (as the kernel's own budget does at 400). On MakeHuman's
+#: walk where the hands' fingers pass through each other (frame 22), 400 rounds took 27 s
+#: for 1,594 such edge-edge queries and left 601 undecided; 128 rounds: see docs/ccd.md.
+DECIDE_ROUNDS: int = 128
 
 #: Candidate pairs expanded at a time (bounds the memory of the broad phase).
 _PAIR_BLOCK: int = 1 << 18
@@ -88,8 +98,8 @@ def candidate_pairs(lo_a: np.ndarray, hi_a: np.ndarray, lo_b: np.ndarray,
 
 
 def mesh_pairs(va0: np.ndarray, va1: np.ndarray, tris_a: np.ndarray, vb0: np.ndarray,
-               vb1: np.ndarray, tris_b: np.ndarray, *, tol: float = ccd.TOL,
-               t_tol: float = ccd.T_TOL) -> tuple[np.ndarray, np.ndarray]:
+               vb1: np.ndarray, tris_b: np.ndarray, *, tol: float = ccd.TOL
+               ) -> tuple[np.ndarray, np.ndarray]:
     """Every (triangle of A, triangle of B) pair with a vertex-face or edge-edge contact at
     some t in [0, 1] (within ``tol``, docs/ccd.md), and a lower bound of its first contact.
 
@@ -102,17 +112,14 @@ def mesh_pairs(va0: np.ndarray, va1: np.ndarray, tris_a: np.ndarray, vb0: np.nda
     tris_a = np.asarray(tris_a, dtype=np.int64).reshape(-1, 3)
     tris_b = np.asarray(tris_b, dtype=np.int64).reshape(-1, 3)
     cand = candidate_pairs(*swept_boxes(va0, va1, tris_a), *swept_boxes(vb0, vb1, tris_b))
-    t = pair_times(va0, va1, tris_a, vb0, vb1, tris_b, cand[:, 0], cand[:, 1], tol=tol,
-                   t_tol=t_tol)
+    t = pair_times(va0, va1, tris_a, vb0, vb1, tris_b, cand[:, 0], cand[:, 1], tol=tol)
     hit = np.isfinite(t)
     return cand[hit], t[hit]
 
 
 def pair_times(va0: np.ndarray, va1: np.ndarray, tris_a: np.ndarray, vb0: np.ndarray,
                vb1: np.ndarray, tris_b: np.ndarray, ta: np.ndarray, tb: np.ndarray, *,
-               tol: float = ccd.TOL, t_tol: float = ccd.T_TOL) -> np.ndarray:
-    # (`t_tol`: how close the lower bound comes to the first contact; a scan asks
-    # `STEP_T_TOL`, a thousandth of a step.)
+               tol: float = ccd.TOL, touching: np.ndarray | None = None) -> np.ndarray:
     """Per candidate triangle pair (ta[k] of A, tb[k] of B), a lower bound of its first
     vertex-face (both ways) or edge-edge contact during the step, ``inf`` where none
     (within ``tol``, docs/ccd.md). (K,) float64.
@@ -121,8 +128,12 @@ def pair_times(va0: np.ndarray, va1: np.ndarray, tris_a: np.ndarray, vb0: np.nda
     primitive whose box inequalities do not each hold at one end of the step cannot touch
     (`_near_at_an_end`; the argument of `core.aabb_tree.motion`), and four points never
     coplanar during the step cannot touch (`coplanar.never_coplanar`); the kernel
-    (`ccd.ccd`, first contact) decides the rest (on MakeHuman's walk, 12 of the 18,000
-    queries the box filter leaves of a step's 220,000)."""
+    (`ccd.ccd`) decides the rest (on MakeHuman's walk, 68 of a step's 220,000 queries),
+    and gives the hits their first contacts (`_first_times`).
+
+    `touching`: optional (K,) bool, pairs known to touch during the step (they intersect
+    at its end): only their time is asked, the first time a query of theirs may become
+    coplanar (a lower bound, no kernel)."""
     tris_a = np.asarray(tris_a, dtype=np.int64).reshape(-1, 3)
     tris_b = np.asarray(tris_b, dtype=np.int64).reshape(-1, 3)
     ta = np.asarray(ta, np.int64)
@@ -130,6 +141,7 @@ def pair_times(va0: np.ndarray, va1: np.ndarray, tris_a: np.ndarray, vb0: np.nda
     t = np.full(ta.size, np.inf)
     if not ta.size:
         return t
+    known = np.zeros(ta.size, bool) if touching is None else np.asarray(touching, bool)
     # Per pair, each side's corners and boxes at both ends, component-major: (.., K).
     A = _Side(va0, va1, tris_a, ta)
     B = _Side(vb0, vb1, tris_b, tb)
@@ -155,7 +167,7 @@ def pair_times(va0: np.ndarray, va1: np.ndarray, tris_a: np.ndarray, vb0: np.nda
     k = live[np.concatenate(ks)]
     if k.size:
         _first_times(t, k, ccd.VERTEX_FACE,
-                     [[np.concatenate(r, axis=1) for r in end] for end in rows], tol, t_tol)
+                     [[np.concatenate(r, axis=1) for r in end] for end in rows], tol, known)
     # Edge-edge: edge i of A against edge j of B, (3, 3, K).
     i, j, k = np.nonzero(_all3(_at_an_end(A.elo0[:, None], A.elo1[:, None], A.ehi0[:, None],
                                           A.ehi1[:, None], B.elo0[None], B.ehi0[None],
@@ -163,7 +175,10 @@ def pair_times(va0: np.ndarray, va1: np.ndarray, tris_a: np.ndarray, vb0: np.nda
     if k.size:
         a = _edge_rows(A, i, k)
         b = _edge_rows(B, j, k)
-        _first_times(t, live[k], ccd.EDGE_EDGE, [a[0] + b[0], a[1] + b[1]], tol, t_tol)
+        _first_times(t, live[k], ccd.EDGE_EDGE, [a[0] + b[0], a[1] + b[1]], tol, known)
+    # A pair known to touch whose every query is proven never coplanar touches only by the
+    # static test's hair at the end: its first contact is then at most 1.
+    t[known & ~np.isfinite(t)] = 1.0
     return t
 
 
@@ -237,19 +252,63 @@ def _edge_rows(side: _Side, e: np.ndarray, k: np.ndarray) -> tuple[list, list]:
 
 
 def _first_times(t: np.ndarray, k: np.ndarray, kind: str, rows: list, tol: float,
-                 t_tol: float) -> None:
-    """Lower `t` at pairs `k` to the first contact of their queries (`rows`: per end the 4
-    rows, each (3, m)): the coplanarity filter, then the kernel on what it leaves."""
-    rest = np.flatnonzero(~coplanar.never_coplanar_rows(rows[0], rows[1],
-                                                         kind == ccd.VERTEX_FACE))
-    if rest.size:
-        q0, q1 = (np.stack([r[:, rest] for r in end], axis=1).transpose(2, 1, 0)
-                  for end in rows)                                          # (r, 4, 3)
-        # One query per distinct geometry: an edge or a vertex is in several triangles,
-        # so several pairs ask the same query (bit for bit the same numbers).
-        flat = np.ascontiguousarray(np.concatenate([q0.reshape(-1, 12), q1.reshape(-1, 12)],
-                                                   axis=1))
-        _, first, inv = np.unique(flat.view(np.dtype((np.void, 192))).ravel(),
-                                  return_index=True, return_inverse=True)
-        r = ccd.ccd(kind, q0[first], q1[first], tol=tol, first_contact=True, t_tol=t_tol)
-        np.minimum.at(t, k[rest], r.t[inv.ravel()])
+                 known: np.ndarray) -> None:
+    """Lower `t` at pairs `k` to a lower bound of the first contact of their queries that
+    touch (`rows`: per end the 4 rows, each (3, m)); `known` (K,) bool: pairs known to
+    touch, whose queries are not decided.
+
+    The cubic of each query's coplanarity (`coplanar.bernstein`) ends the queries that are
+    never coplanar; its first possible root (`coplanar.first_coplanar`, to 1/1024 of the
+    step) is a lower bound of the query's first contact, since a contact needs
+    coplanarity. The kernel (`ccd.ccd`) decides the others, first within `HIT_ROUNDS`
+    rounds; a query it leaves undecided there is decided in full only when its pair has
+    no hit yet (a pair needs one hit). The hits, and the undecided queries of pairs with
+    a hit, get the kernel's first contact, its rounds capped (`REFINE_ROUNDS`: a capped
+    query's time is the start of its earliest live box, still a lower bound), and never
+    earlier than their cubic's bound."""
+    B, E = coplanar.bernstein(rows[0], rows[1], kind == ccd.VERTEX_FACE)
+    rest = np.flatnonzero(~(((B > E).all(axis=0)) | ((B < -E).all(axis=0))))
+    if not rest.size:
+        return
+    tau = coplanar.first_coplanar(B[:, rest], E[:, rest])
+    sure = known[k[rest]]
+    if sure.any():
+        np.minimum.at(t, k[rest[sure]], tau[sure])
+    rest, tau = rest[~sure], tau[~sure]
+    if not rest.size:
+        return
+    q0, q1 = (np.stack([r[:, rest] for r in end], axis=1).transpose(2, 1, 0)
+              for end in rows)                                              # (r, 4, 3)
+    # One query per distinct geometry: an edge or a vertex is in several triangles, so
+    # several pairs ask the same query (bit for bit the same numbers).
+    flat = np.ascontiguousarray(np.concatenate([q0.reshape(-1, 12), q1.reshape(-1, 12)],
+                                               axis=1))
+    _, first, inv = np.unique(flat.view(np.dtype((np.void, 192))).ravel(),
+                              return_index=True, return_inverse=True)
+    inv = inv.ravel()
+    r = ccd.ccd(kind, q0[first], q1[first], tol=tol, max_rounds=HIT_ROUNDS)
+    hit, open_ = r.hit & r.decided, ~r.decided
+    pair = k[rest]
+    has = np.zeros(t.size, bool)
+    has[np.isfinite(t)] = True
+    has[pair[hit[inv]]] = True
+    # Undecided queries asked by some pair without a hit: decided in full.
+    lacking = np.bincount(inv, weights=~has[pair], minlength=first.size) > 0
+    full = np.flatnonzero(open_ & lacking)
+    if full.size:
+        again = ccd.ccd(kind, q0[first[full]], q1[first[full]], tol=tol,
+                        max_rounds=DECIDE_ROUNDS)
+        hit[full] = again.hit
+        open_[full] = False
+    # The hits, and the undecided queries of pairs with a hit, get their first contact.
+    hits = np.flatnonzero(hit | open_)
+    if not hits.size:
+        return
+    u = first[hits]
+    fc = ccd.ccd(kind, q0[u], q1[u], tol=tol, first_contact=True, t_tol=STEP_T_TOL,
+                 max_rounds=REFINE_ROUNDS)
+    when = np.full(first.size, np.inf)
+    when[hits] = fc.t
+    at = np.maximum(when[inv], tau)
+    ok = np.isfinite(at)
+    np.minimum.at(t, pair[ok], at[ok])

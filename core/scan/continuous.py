@@ -30,7 +30,7 @@ import numpy as np
 from ..aabb_tree import motion
 from ..geometry import ccd
 from ..contacts.pairs import rows_in
-from ..geometry.swept import STEP_T_TOL, pair_times
+from ..geometry.swept import pair_times
 from ..types import FrameInputs
 from .carry import for_object
 from .objects import CollisionObject
@@ -148,7 +148,7 @@ def _self_pairs(obj: CollisionObject, side: _Side, p0: np.ndarray, p1: np.ndarra
         far[ask[near]] = False
         va, vb, ta, tb = va[far], vb[far], ta[far], tb[far]
     va, vb, ta, tb = _unknown(va, vb, ta, tb, known, same=True)
-    t = pair_times(p0, p1, side.ext, p0, p1, side.ext, va, vb, t_tol=STEP_T_TOL)
+    t = pair_times(p0, p1, side.ext, p0, p1, side.ext, va, vb)
     return np.stack([ta, tb], axis=1), t, int(va.size)
 
 
@@ -175,7 +175,7 @@ def _cross_pairs(i: int, j: int, si: _Side, sj: _Side, start: FrameInputs, end: 
             va, vb, ta, tb = va[far], vb[far], ta[far], tb[far]
     va, vb, ta, tb = _unknown(va, vb, ta, tb, known, same=False)
     t = pair_times(start.positions[i], end.positions[i], si.ext, start.positions[j],
-                   end.positions[j], sj.ext, va, vb, t_tol=STEP_T_TOL)
+                   end.positions[j], sj.ext, va, vb)
     return np.stack([ta, tb], axis=1), t, int(va.size)
 
 

@@ -115,7 +115,11 @@ def test_mesh_pairs_equal_brute_force_and_dense_sampling():
         va0, va1, ta, vb0, vb1, tb = sheets(rng)
         pairs, t = swept.mesh_pairs(va0, va1, ta, vb0, vb1, tb)
         bp, bt = brute(va0, va1, ta, vb0, vb1, tb)
-        assert np.array_equal(pairs, bp) and np.array_equal(t, bt)
+        # The same pairs; the times are both lower bounds of the first contact (ours from
+        # the capped refinement and the coplanarity cubic, the kernel's to 1e-6), within
+        # a few of ours' 2**-10 of each other here.
+        assert np.array_equal(pairs, bp)
+        assert np.abs(t - bt).max() < 2 ** -7
         assert len(pairs) > 10
         # Dense sampling: a pair disjoint at t = 0 that intersects at t = k/16 (exact
         # positions, exact static test) first touched by a vertex-face or edge-edge
