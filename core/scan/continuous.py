@@ -112,7 +112,8 @@ def _share(ka: np.ndarray, kb: np.ndarray) -> np.ndarray:
 
 
 def _self_pairs(obj: CollisionObject, side: _Side, p0: np.ndarray, p1: np.ndarray,
-                known: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, int]:
+                known: np.ndarray | None, at_end: np.ndarray | None
+                ) -> tuple[np.ndarray, np.ndarray, int]:
     ta, tb = motion.self_candidates(side.tree, side.boxes)
     # Rest-adjacent pairs that are not adjacent throughout the step: from the adjacency
     # lists of the triangles whose vertices' keys differ from the rest ones at an end
@@ -148,22 +149,31 @@ def _self_pairs(obj: CollisionObject, side: _Side, p0: np.ndarray, p1: np.ndarra
         far[ask[near]] = False
         va, vb, ta, tb = va[far], vb[far], ta[far], tb[far]
     va, vb, ta, tb = _unknown(va, vb, ta, tb, known, same=True)
-    t = pair_times(p0, p1, side.ext, p0, p1, side.ext, va, vb)
+    t = pair_times(p0, p1, side.ext, p0, p1, side.ext, va, vb,
+                   touching=_among(ta, tb, at_end, same=True))
     return np.stack([ta, tb], axis=1), t, int(va.size)
+
+
+def _among(ta: np.ndarray, tb: np.ndarray, pairs: np.ndarray | None, same: bool
+           ) -> np.ndarray:
+    """(K,) bool: the triangle pairs (ta, tb) that are rows of `pairs` ((M, 2), self pairs
+    as (min, max))."""
+    if pairs is None or not len(pairs):
+        return np.zeros(ta.size, bool)
+    p = np.stack([np.minimum(ta, tb), np.maximum(ta, tb)], 1) if same else np.stack([ta, tb], 1)
+    return rows_in(p, np.asarray(pairs, np.int64).reshape(-1, 2))
 
 
 def _unknown(va, vb, ta, tb, known: np.ndarray | None, same: bool) -> tuple:
     """The candidates without the triangle pairs `known` to intersect at the step's start
     ((K, 2), self pairs as (min, max)): their first contact is 0, the frame's."""
-    if known is None or not len(known):
-        return va, vb, ta, tb
-    p = np.stack([np.minimum(ta, tb), np.maximum(ta, tb)], 1) if same else np.stack([ta, tb], 1)
-    keep = ~rows_in(p, np.asarray(known, np.int64).reshape(-1, 2))
+    keep = ~_among(ta, tb, known, same)
     return va[keep], vb[keep], ta[keep], tb[keep]
 
 
 def _cross_pairs(i: int, j: int, si: _Side, sj: _Side, start: FrameInputs, end: FrameInputs,
-                 seams: tuple, known: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, int]:
+                 seams: tuple, known: np.ndarray | None, at_end: np.ndarray | None
+                 ) -> tuple[np.ndarray, np.ndarray, int]:
     ta, tb = motion.cross_candidates(si.tree, si.boxes, sj.tree, sj.boxes)
     va, vb, ta, tb = _versions(ta, tb, si, sj)
     for fs, inputs in zip(seams, (start, end)):
@@ -175,7 +185,8 @@ def _cross_pairs(i: int, j: int, si: _Side, sj: _Side, start: FrameInputs, end: 
             va, vb, ta, tb = va[far], vb[far], ta[far], tb[far]
     va, vb, ta, tb = _unknown(va, vb, ta, tb, known, same=False)
     t = pair_times(start.positions[i], end.positions[i], si.ext, start.positions[j],
-                   end.positions[j], sj.ext, va, vb)
+                   end.positions[j], sj.ext, va, vb,
+                   touching=_among(ta, tb, at_end, same=False))
     return np.stack([ta, tb], axis=1), t, int(va.size)
 
 
@@ -204,14 +215,18 @@ def _first_times(pairs: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 def step_pairs(objects: list[CollisionObject], start: FrameInputs, end: FrameInputs,
-               self_collision: bool = False, known: list | None = None) -> StepResult:
+               self_collision: bool = False, known: list | None = None,
+               known_end: list | None = None) -> StepResult:
     """Every triangle pair of `objects` that touches (vertex-face or edge-edge, within the
     kernel's tolerance, docs/ccd.md) at some time of the linear motion from `start` to
     `end` (the two samples' `FrameInputs`: world positions and the triangles Blender draws
     at each), with a lower bound of its first contact (module docstring). Self pairs with
     `self_collision`. `known`: [(i, j, (K, 2))] triangle pairs that intersect at `start`
-    (the frame's): left out, their first contact is 0 (the caller's)."""
+    (the frame's): left out, their first contact is 0 (the caller's). `known_end`: those
+    that intersect at `end`: they touch during the step, only their first contact is
+    asked (`pair_times`' `touching`)."""
     known_at = {(i, j): p for i, j, p in (known or [])}
+    end_at = {(i, j): p for i, j, p in (known_end or [])}
     t_start = time.perf_counter()
     sides = [_side(o, start.positions[k], end.positions[k], start.triangles[k],
                    end.triangles[k]) for k, o in enumerate(objects)]   # a loop over objects
@@ -220,7 +235,7 @@ def step_pairs(objects: list[CollisionObject], start: FrameInputs, end: FrameInp
     if self_collision:
         for i, (o, s) in enumerate(zip(objects, sides)):
             p, t, m = _self_pairs(o, s, start.positions[i], end.positions[i],
-                                  known_at.get((i, i)))
+                                  known_at.get((i, i)), end_at.get((i, i)))
             n += m
             p, t = _first_times(np.sort(p, axis=1), t)
             if t.size:
@@ -230,7 +245,7 @@ def step_pairs(objects: list[CollisionObject], start: FrameInputs, end: FrameInp
         seams = (frame_seams(objects, start, cand), frame_seams(objects, end, cand))
         for i, j in cand.tolist():              # a loop over object pairs
             p, t, m = _cross_pairs(i, j, sides[i], sides[j], start, end, seams,
-                                   known_at.get((i, j)))
+                                   known_at.get((i, j)), end_at.get((i, j)))
             n += m
             p, t = _first_times(p, t)
             if t.size:

@@ -327,7 +327,7 @@ def between(objects: list, samples: list, settings: ScanSettings, filters: Frame
         # touched first in an earlier sub-step: the continuous check leaves them out.
         res = step_pairs(objects, FrameInputs(a.positions, a.poses, a.triangles),
                          FrameInputs(b.positions, b.poses, b.triangles),
-                         settings.self_collision, known=a.counted)
+                         settings.self_collision, known=a.counted, known_end=b.counted)
         candidates += res.stats.get("candidates", 0)
         for i, j, p, t in res.pairs:
             # The rest contacts and ignore zones, as `counted`.
