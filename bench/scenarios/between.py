@@ -9,9 +9,9 @@ sample) and is left out of both medians.
     bash dev python -m bench between --asset cesium_man.glb --pair      # two characters crossing
     bash dev python -m bench between --frames 24 --rounds 5
 
-Prints the medians of every run pooled, their ratio, the step's part, the candidate
-triangle pairs of a step and, per run, the pass-through contacts found (equal in every
-round, or it exits non-zero).
+Prints the medians of every run pooled, the median of the per-frame ratios, the share of
+frames more than 3x slower, the means, the slowest step, and the pass-through contacts
+and "between" pairs of a run (equal in every round, or it exits non-zero).
 """
 from __future__ import annotations
 
@@ -71,7 +71,12 @@ def measure(args) -> dict:
                     sys.exit(f"MISMATCH between rounds: {found} != {passes}")
                 passes = found
     out = rows.medians()
-    out.update(asset=args.asset, frames=len(frames) - 1, triangles=sum(
+    out.update(step_max=max(rows["step"]), mean_between=float(sum(rows["between"])
+               / len(rows["between"])), mean_without=float(sum(rows["without"])
+               / len(rows["without"])),
+               slow=sum(1 for x, y in zip(rows["between"], rows["without"]) if x > 3 * y)
+               / len(rows["between"]),
+               asset=args.asset, frames=len(frames) - 1, triangles=sum(
         int(o.rig.n_triangles) for o in made[True].objects), ratio=rows.ratio("between", "without"),
         passes=sum(p for _, p, _ in passes), between_pairs=sum(b for _, _, b in passes))
     return out
@@ -84,9 +89,12 @@ def run(args) -> int:
     print(f"\nThe check between frames, {r['asset']} ({what}, {r['triangles']} triangles), "
           f"{r['frames']} steps x {args.rounds} rounds, medians (ms per frame, the report's)")
     timing.print_head("without", "with --between-frames", "of which the step",
-                      "with / without", "pass-through contacts", "between pairs")
+                      "with / without", "steps over 3x", "mean without", "mean with",
+                      "slowest step", "pass-through contacts", "between pairs")
     timing.print_row(f"{r['without']:.2f}", f"{r['between']:.2f}", f"{r['step']:.2f}",
-                     f"{r['ratio']:.2f}", f"{r['passes']}", f"{r['between_pairs']}")
+                     f"{r['ratio']:.2f}", f"{100 * r['slow']:.0f}%", f"{r['mean_without']:.2f}",
+                     f"{r['mean_between']:.2f}", f"{r['step_max']:.0f}", f"{r['passes']}",
+                     f"{r['between_pairs']}")
     return 0
 
 
