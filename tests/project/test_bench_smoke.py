@@ -21,6 +21,7 @@ SCENARIOS = sorted(registry.load_all())
 
 #: What each scenario prints once it has run (a row of its table, or its summary line).
 EXPECT = {
+    "between": "| with --between-frames |",
     "ccd": "mesh_pairs, 18 x 18 triangles: 163 candidate pairs",
     "chains-coverage": "method pairs (both constructions) == chains + complement",
     "clearance": "| pair | ",
