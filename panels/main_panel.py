@@ -171,9 +171,9 @@ def _draw_passes(layout, scene) -> None:
     (Between Frames; the timeline strip marks those steps): bones and the step. A click
     goes to the sub-frame of first contact and selects the faces
     (`skin_collide.frame_contact` with `passing`, its place in the scan's list)."""
-    from ..operators.contacts import frame_text
-
     import numpy as np
+
+    from ..operators.contacts import frame_text
 
     s = scene.skin_collide
     n = len(s.passes)

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..aabb_tree import motion
-from ..geometry import ccd
 from ..contacts.pairs import rows_in
 from ..geometry.swept import pair_times
 from ..types import FrameInputs
