@@ -34,11 +34,14 @@ STEP_T_TOL: float = 2.0 ** -10
 HIT_ROUNDS: int = 48
 REFINE_ROUNDS: int = 48
 
-#: Rounds of the second decision of an undecided query asked by a pair without a hit; one
-#: still open then answers True (as the kernel's own budget does at 400). On MakeHuman's
-#: walk where the hands' fingers pass through each other (frame 22), 400 rounds took 27 s
-#: for 1,594 such edge-edge queries and left 601 undecided; 128 rounds: see docs/ccd.md.
-DECIDE_ROUNDS: int = 128
+#: Rounds of the second decision of an undecided query asked by a pair without a hit: the
+#: kernel's own budget, so that a pair is reported only on a decided hit or where the
+#: kernel itself gives up (docs/ccd.md). 128 rounds saved 18 s on MakeHuman's finger
+#: frame but reported pairs far beyond the tolerance (tests/blender/test_between_frames.py).
+DECIDE_ROUNDS: int = ccd._MAX_ROUNDS
+
+#: Candidate triangle pairs through the narrow phase at a time (`pair_times`).
+_NARROW_BLOCK: int = 1 << 16
 
 #: Candidate pairs expanded at a time (bounds the memory of the broad phase).
 _PAIR_BLOCK: int = 1 << 18
@@ -138,10 +141,17 @@ def pair_times(va0: np.ndarray, va1: np.ndarray, tris_a: np.ndarray, vb0: np.nda
     tris_b = np.asarray(tris_b, dtype=np.int64).reshape(-1, 3)
     ta = np.asarray(ta, np.int64)
     tb = np.asarray(tb, np.int64)
+    known = np.zeros(ta.size, bool) if touching is None else np.asarray(touching, bool)
+    if ta.size > _NARROW_BLOCK:
+        # In blocks: a step between unrelated strong poses has millions of candidates,
+        # whose 15 queries' arrays at once took gigabytes.
+        return np.concatenate([
+            pair_times(va0, va1, tris_a, vb0, vb1, tris_b, ta[s:s + _NARROW_BLOCK],
+                       tb[s:s + _NARROW_BLOCK], tol=tol, touching=known[s:s + _NARROW_BLOCK])
+            for s in range(0, ta.size, _NARROW_BLOCK)])
     t = np.full(ta.size, np.inf)
     if not ta.size:
         return t
-    known = np.zeros(ta.size, bool) if touching is None else np.asarray(touching, bool)
     # Per pair, each side's corners and boxes at both ends, component-major: (.., K).
     A = _Side(va0, va1, tris_a, ta)
     B = _Side(vb0, vb1, tris_b, tb)
@@ -261,8 +271,8 @@ def _first_times(t: np.ndarray, k: np.ndarray, kind: str, rows: list, tol: float
     never coplanar; its first possible root (`coplanar.first_coplanar`, to 1/1024 of the
     step) is a lower bound of the query's first contact, since a contact needs
     coplanarity. The kernel (`ccd.ccd`) decides the others, first within `HIT_ROUNDS`
-    rounds; a query it leaves undecided there is decided in full only when its pair has
-    no hit yet (a pair needs one hit). The hits, and the undecided queries of pairs with
+    rounds; a query it leaves undecided there is decided with its whole budget only when
+    some pair asking it has no hit yet (a pair needs one hit). The hits, and the undecided queries of pairs with
     a hit, get the kernel's first contact, its rounds capped (`REFINE_ROUNDS`: a capped
     query's time is the start of its earliest live box, still a lower bound), and never
     earlier than their cubic's bound."""

@@ -15,11 +15,11 @@ import math
 from dataclasses import replace
 from fractions import Fraction as Fr
 
+import between_oracle as oracle
+import ccd_reference as ref
 import numpy as np
 import pytest
 
-import between_oracle as oracle
-import ccd_reference as ref
 from skin_collide.core import procedural, scan, skinning
 from skin_collide.core.aabb_tree import motion
 from skin_collide.core.geometry import coplanar
