@@ -135,8 +135,9 @@ def pair_times(va0: np.ndarray, va1: np.ndarray, tris_a: np.ndarray, vb0: np.nda
     and gives the hits their first contacts (`_first_times`).
 
     `touching`: optional (K,) bool, pairs known to touch during the step (they intersect
-    at its end): only their time is asked, the first time a query of theirs may become
-    coplanar (a lower bound, no kernel)."""
+    at its end): one whose every query is proven never coplanar (it touches at the end
+    only by the static test's hair) gets t = 1. (Timing them by their cubics alone, with
+    no kernel, gave 0 where parallel box edges stay coplanar.)"""
     tris_a = np.asarray(tris_a, dtype=np.int64).reshape(-1, 3)
     tris_b = np.asarray(tris_b, dtype=np.int64).reshape(-1, 3)
     ta = np.asarray(ta, np.int64)
@@ -177,7 +178,7 @@ def pair_times(va0: np.ndarray, va1: np.ndarray, tris_a: np.ndarray, vb0: np.nda
     k = live[np.concatenate(ks)]
     if k.size:
         _first_times(t, k, ccd.VERTEX_FACE,
-                     [[np.concatenate(r, axis=1) for r in end] for end in rows], tol, known)
+                     [[np.concatenate(r, axis=1) for r in end] for end in rows], tol)
     # Edge-edge: edge i of A against edge j of B, (3, 3, K).
     i, j, k = np.nonzero(_all3(_at_an_end(A.elo0[:, None], A.elo1[:, None], A.ehi0[:, None],
                                           A.ehi1[:, None], B.elo0[None], B.ehi0[None],
@@ -185,7 +186,7 @@ def pair_times(va0: np.ndarray, va1: np.ndarray, tris_a: np.ndarray, vb0: np.nda
     if k.size:
         a = _edge_rows(A, i, k)
         b = _edge_rows(B, j, k)
-        _first_times(t, live[k], ccd.EDGE_EDGE, [a[0] + b[0], a[1] + b[1]], tol, known)
+        _first_times(t, live[k], ccd.EDGE_EDGE, [a[0] + b[0], a[1] + b[1]], tol)
     # A pair known to touch whose every query is proven never coplanar touches only by the
     # static test's hair at the end: its first contact is then at most 1.
     t[known & ~np.isfinite(t)] = 1.0
@@ -261,11 +262,9 @@ def _edge_rows(side: _Side, e: np.ndarray, k: np.ndarray) -> tuple[list, list]:
     return tuple([side.corner(end, c0 * K + k), side.corner(end, c1 * K + k)] for end in (0, 1))
 
 
-def _first_times(t: np.ndarray, k: np.ndarray, kind: str, rows: list, tol: float,
-                 known: np.ndarray) -> None:
+def _first_times(t: np.ndarray, k: np.ndarray, kind: str, rows: list, tol: float) -> None:
     """Lower `t` at pairs `k` to a lower bound of the first contact of their queries that
-    touch (`rows`: per end the 4 rows, each (3, m)); `known` (K,) bool: pairs known to
-    touch, whose queries are not decided.
+    touch (`rows`: per end the 4 rows, each (3, m)).
 
     The cubic of each query's coplanarity (`coplanar.bernstein`) ends the queries that are
     never coplanar; its first possible root (`coplanar.first_coplanar`, to 1/1024 of the
@@ -281,12 +280,6 @@ def _first_times(t: np.ndarray, k: np.ndarray, kind: str, rows: list, tol: float
     if not rest.size:
         return
     tau = coplanar.first_coplanar(B[:, rest], E[:, rest])
-    sure = known[k[rest]]
-    if sure.any():
-        np.minimum.at(t, k[rest[sure]], tau[sure])
-    rest, tau = rest[~sure], tau[~sure]
-    if not rest.size:
-        return
     q0, q1 = (np.stack([r[:, rest] for r in end], axis=1).transpose(2, 1, 0)
               for end in rows)                                              # (r, 4, 3)
     # One query per distinct geometry: an edge or a vertex is in several triangles, so
@@ -320,5 +313,18 @@ def _first_times(t: np.ndarray, k: np.ndarray, kind: str, rows: list, tol: float
     when = np.full(first.size, np.inf)
     when[hits] = fc.t
     at = np.maximum(when[inv], tau)
-    ok = np.isfinite(at)
-    np.minimum.at(t, pair[ok], at[ok])
+    # First the decided hits; then an undecided query counts only where it would make its
+    # pair earlier and the kernel's whole budget does not prove it apart (parallel edges
+    # of two boxes stay coplanar and undecided in 48 rounds: their bound, 0, would hide
+    # the real first contact).
+    sure = hit[inv] & np.isfinite(at)
+    np.minimum.at(t, pair[sure], at[sure])
+    maybe = open_[inv] & (at < t[pair])
+    if maybe.any():
+        ask = np.unique(inv[maybe])
+        again = ccd.ccd(kind, q0[first[ask]], q1[first[ask]], tol=tol,
+                        max_rounds=DECIDE_ROUNDS)
+        apart = np.zeros(first.size, bool)
+        apart[ask[~again.hit]] = True
+        ok = maybe & ~apart[inv]
+        np.minimum.at(t, pair[ok], at[ok])

@@ -222,8 +222,8 @@ def step_pairs(objects: list[CollisionObject], start: FrameInputs, end: FrameInp
     at each), with a lower bound of its first contact (module docstring). Self pairs with
     `self_collision`. `known`: [(i, j, (K, 2))] triangle pairs that intersect at `start`
     (the frame's): left out, their first contact is 0 (the caller's). `known_end`: those
-    that intersect at `end`: they touch during the step, only their first contact is
-    asked (`pair_times`' `touching`)."""
+    that intersect at `end`: they touch during the step (`pair_times`' `touching`: at
+    t <= 1 even where the static test's hair is their only contact)."""
     known_at = {(i, j): p for i, j, p in (known or [])}
     end_at = {(i, j): p for i, j, p in (known_end or [])}
     t_start = time.perf_counter()
